@@ -1,0 +1,83 @@
+#include "common/parse.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <strings.h>
+
+namespace hvd {
+
+StatusOr<int64_t> ParseInt64(std::string_view text, std::string_view what,
+                             int64_t min, int64_t max) {
+  int64_t value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (!text.empty() && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != last) {
+    return Status::InvalidArgument(
+        what, "expected an integer, got '" + std::string(text) + "'");
+  }
+  if (ec == std::errc::result_out_of_range || value < min || value > max) {
+    return Status::InvalidArgument(
+        what, "must be between " + std::to_string(min) + " and " +
+                  std::to_string(max) + " (got " + std::string(text) + ")");
+  }
+  return value;
+}
+
+StatusOr<double> ParseDouble(std::string_view text, std::string_view what,
+                             double min, double max) {
+  std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size() || errno == ERANGE ||
+      !std::isfinite(value)) {
+    return Status::InvalidArgument(what,
+                                   "expected a number, got '" + copy + "'");
+  }
+  if (value < min || value > max) {
+    return Status::InvalidArgument(
+        what, "must be between " + std::to_string(min) + " and " +
+                  std::to_string(max) + " (got " + copy + ")");
+  }
+  return value;
+}
+
+StatusOr<bool> ParseBool(std::string_view text, std::string_view what) {
+  std::string s(text);
+  for (const char* yes : {"1", "true", "yes", "on"}) {
+    if (strcasecmp(s.c_str(), yes) == 0) return true;
+  }
+  for (const char* no : {"0", "false", "no", "off"}) {
+    if (strcasecmp(s.c_str(), no) == 0) return false;
+  }
+  return Status::InvalidArgument(
+      what, "expected true/false (or 1/0, yes/no, on/off), got '" + s + "'");
+}
+
+std::optional<std::string> GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback, int64_t min,
+                           int64_t max) {
+  auto value = GetEnv(name);
+  if (!value) return fallback;
+  return ParseInt64(*value, name, min, max);
+}
+
+StatusOr<std::string> RequireEnv(const char* name, std::string_view hint) {
+  auto value = GetEnv(name);
+  if (!value || value->empty()) {
+    return Status::FailedPrecondition(name, std::string("is not set; ") +
+                                                std::string(hint));
+  }
+  return *value;
+}
+
+}  // namespace hvd

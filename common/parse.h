@@ -1,0 +1,35 @@
+// Strict parsing of numbers and environment variables.
+//
+// Every number that reaches hvd from a flag or an environment variable goes
+// through here: the whole string must be the number, in range, or the caller
+// gets an InvalidArgument naming the setting (never a silent 0).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace hvd {
+
+// `what` names the setting in the error ("-np", "HOROVOD_RANK").
+StatusOr<int64_t> ParseInt64(std::string_view text, std::string_view what,
+                             int64_t min, int64_t max);
+StatusOr<double> ParseDouble(std::string_view text, std::string_view what,
+                             double min, double max);
+// Accepts 1/0, true/false, yes/no, on/off (any case).
+StatusOr<bool> ParseBool(std::string_view text, std::string_view what);
+
+// The variable's value, or nullopt when it is unset. An empty value counts
+// as set.
+std::optional<std::string> GetEnv(const char* name);
+
+// Parses `name` when set; returns `fallback` when unset.
+StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback, int64_t min,
+                           int64_t max);
+// The value of a variable that must be set and non-empty.
+StatusOr<std::string> RequireEnv(const char* name, std::string_view hint);
+
+}  // namespace hvd

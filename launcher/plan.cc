@@ -1,0 +1,82 @@
+#include "launcher/plan.h"
+
+namespace hvd::launcher {
+
+StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
+                              const HostFacts& facts) {
+  long long total = 0;
+  for (const HostSpec& h : options.hosts) total += h.slots;
+  if (total < options.num_proc) {
+    return Status::InvalidArgument(
+        "-np " + std::to_string(options.num_proc),
+        "needs " + std::to_string(options.num_proc) + " slots but -H " +
+            FormatHostList(options.hosts) + " has " + std::to_string(total) +
+            "; add hosts or slots");
+  }
+  LaunchPlan plan;
+  plan.command = options.command;
+  plan.start_timeout_s = options.start_timeout_s;
+  plan.verbose = options.verbose;
+  int left = options.num_proc;
+  for (const HostSpec& h : options.hosts) {
+    if (left == 0) break;
+    bool local = facts.is_local(h.host);
+    if (!local) {
+      return Status::InvalidArgument(
+          "-H", "host '" + h.host +
+                    "' is not this machine, and this version of horovodrun "
+                    "starts workers on this machine only");
+    }
+    int used = std::min(left, h.slots);
+    plan.hosts.push_back({h.host, used, local ? facts.local_gpus : 0});
+    left -= used;
+  }
+  std::vector<rendezvous::Assignment> assignments =
+      rendezvous::ComputeAssignments(plan.hosts);
+  size_t rank = 0;
+  for (const rendezvous::HostSlots& h : plan.hosts) {
+    for (int slot = 0; slot < h.slots; ++slot) {
+      plan.workers.push_back({h.host, slot, assignments[rank++]});
+    }
+  }
+  return plan;
+}
+
+std::vector<std::string> WorkerEnvironment(
+    const std::map<std::string, std::string>& launcher_env,
+    const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : launcher_env) {
+    if (k.rfind("BASH_FUNC_", 0) == 0 || k == "OLDPWD" ||
+        k == "CUDA_VISIBLE_DEVICES") {
+      continue;
+    }
+    env[k] = v;
+  }
+  const rendezvous::Assignment& a = worker.assignment;
+  env["HVD_RENDEZVOUS_ADDR"] = access.rendezvous_addr;
+  env["HVD_JOB_ID"] = access.job_id;
+  env["HVD_JOB_TOKEN"] = access.job_token;
+  env["HVD_HOST"] = worker.host;
+  env["HVD_SLOT"] = std::to_string(worker.slot);
+  if (plan.all_local) env["HVD_GLOO_ADDR"] = "127.0.0.1";
+  env["HOROVOD_HOSTNAME"] = worker.host;
+  env["HOROVOD_RANK"] = std::to_string(a.rank);
+  env["HOROVOD_SIZE"] = std::to_string(a.size);
+  env["HOROVOD_LOCAL_RANK"] = std::to_string(a.local_rank);
+  env["HOROVOD_LOCAL_SIZE"] = std::to_string(a.local_size);
+  env["HOROVOD_CROSS_RANK"] = std::to_string(a.cross_rank);
+  env["HOROVOD_CROSS_SIZE"] = std::to_string(a.cross_size);
+  env["HOROVOD_CONTROLLER"] = "gloo";
+  env["HOROVOD_CPU_OPERATIONS"] = "gloo";
+  env["HOROVOD_START_TIMEOUT"] = std::to_string(plan.start_timeout_s);
+  if (plan.verbose && !env.count("HOROVOD_LOG_LEVEL")) {
+    env["HOROVOD_LOG_LEVEL"] = "INFO";
+  }
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace hvd::launcher

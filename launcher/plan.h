@@ -1,0 +1,57 @@
+// LaunchPlan: which rank runs where, with what environment. Pure: built
+// from the parsed options and facts handed in (which hosts are local, how
+// many GPUs), and complete before anything is spawned.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/cli.h"
+#include "rendezvous/assignment.h"
+
+namespace hvd::launcher {
+
+struct WorkerPlan {
+  std::string host;  // as written in -H
+  int slot = 0;
+  rendezvous::Assignment assignment;
+};
+
+struct LaunchPlan {
+  // The hosts that get at least one rank, with the slots they use; this is
+  // the job the rendezvous is told about.
+  std::vector<rendezvous::HostSlots> hosts;
+  std::vector<WorkerPlan> workers;  // by rank
+  std::vector<std::string> command;
+  int start_timeout_s = 30;
+  bool verbose = false;
+  bool all_local = true;
+};
+
+struct HostFacts {
+  std::function<bool(const std::string& host)> is_local;
+  int local_gpus = 0;
+};
+
+// Fills hosts in order up to -np. InvalidArgument when the hosts have too
+// few slots (saying how many there are) or a host is not this machine.
+StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
+                              const HostFacts& facts);
+
+struct JobAccess {
+  std::string rendezvous_addr;
+  std::string job_id;
+  std::string job_token;
+};
+
+// The environment of one worker as "K=V" strings: the launcher's own
+// environment minus shell functions, OLDPWD and CUDA_VISIBLE_DEVICES, plus
+// the rendezvous access and Horovod's HOROVOD_* variables.
+std::vector<std::string> WorkerEnvironment(
+    const std::map<std::string, std::string>& launcher_env,
+    const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access);
+
+}  // namespace hvd::launcher

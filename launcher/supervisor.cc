@@ -1,0 +1,359 @@
+#include "launcher/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "launcher/output.h"
+
+namespace hvd::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int signo) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(signo);
+  (void)!write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+void WriteAll(int fd, const std::string& data) {
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reader went away; output is best effort
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void Say(const std::string& line) { WriteAll(STDERR_FILENO, "horovodrun: " + line + "\n"); }
+
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string DescribeStatus(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    const char* name = sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (SIG") + name + ")" : std::string()) +
+           ", exit code " + std::to_string(128 + sig);
+  }
+  return "exited with code " + std::to_string(ExitCodeOf(wait_status));
+}
+
+struct Worker {
+  int rank = 0;
+  std::string host;
+  SpawnedProcess proc;
+  LineSplitter out_lines, err_lines;
+  bool running = false;
+  int wait_status = 0;
+};
+
+class Job {
+ public:
+  Job(const SupervisorOptions& options) : options_(options) {}
+
+  int Run(const std::vector<ProcessSpec>& specs,
+          const std::vector<std::string>& hosts, Spawner& spawner);
+
+ private:
+  void Reap();
+  void HandleSignals();
+  void ReadOutput(Worker& w, int fd, Stream stream);
+  void BeginStop(std::string why);
+  void KillAll(int sig, bool only_running);
+  void CheckStartTimeout();
+  bool AnyRunning() const;
+  int PollTimeoutMs() const;
+
+  const SupervisorOptions& options_;
+  std::vector<Worker> workers_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_at_;
+  Clock::time_point start_deadline_;
+  bool start_checked_ = false;
+  std::optional<int> first_failure_;  // rank
+  int exit_code_ = 0;
+};
+
+void Job::KillAll(int sig, bool only_running) {
+  for (Worker& w : workers_) {
+    if (w.proc.pid <= 0) continue;
+    if (only_running && !w.running) continue;
+    // The worker leads its group: this reaches everything it started.
+    kill(-w.proc.pid, sig);
+  }
+}
+
+void Job::BeginStop(std::string why) {
+  if (stopping_) return;
+  stopping_ = true;
+  int running = 0;
+  for (const Worker& w : workers_) running += w.running;
+  if (running > 0) {
+    Say(why + "; stopping " + std::to_string(running) + " worker" +
+        (running == 1 ? "" : "s"));
+  }
+  KillAll(SIGTERM, true);
+  kill_at_ = Clock::now() + options_.grace;
+}
+
+void Job::Reap() {
+  for (Worker& w : workers_) {
+    if (!w.running) continue;
+    int status = 0;
+    pid_t r = waitpid(w.proc.pid, &status, WNOHANG);
+    if (r != w.proc.pid) continue;
+    w.running = false;
+    w.wait_status = status;
+    if (options_.verbose) {
+      Say("rank " + std::to_string(w.rank) + " " + DescribeStatus(status));
+    }
+    int code = ExitCodeOf(status);
+    if (code != 0 && !stopping_ && !first_failure_) {
+      first_failure_ = w.rank;
+      exit_code_ = code;
+      BeginStop("rank " + std::to_string(w.rank) + " on host " + w.host + " " +
+                DescribeStatus(status));
+    }
+  }
+}
+
+void Job::HandleSignals() {
+  unsigned char buf[64];
+  ssize_t n;
+  while ((n = read(g_signal_pipe[0], buf, sizeof(buf))) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      int sig = buf[i];
+      if (sig == SIGCHLD) continue;  // reaped below on every wake-up
+      if (stopping_) {
+        // Asked again while stopping: no more grace.
+        Say("second signal; killing every worker now");
+        KillAll(SIGKILL, false);
+        killed_ = true;
+        continue;
+      }
+      exit_code_ = 128 + sig;
+      const char* name = sigabbrev_np(sig);
+      BeginStop(std::string("received SIG") + (name ? name : "?"));
+    }
+  }
+}
+
+void Job::ReadOutput(Worker& w, int fd, Stream stream) {
+  char buf[65536];
+  LineSplitter& lines = stream == Stream::kStdout ? w.out_lines : w.err_lines;
+  int out_fd = stream == Stream::kStdout ? STDOUT_FILENO : STDERR_FILENO;
+  auto emit = [&](std::string_view line) {
+    // One write per line: lines of different ranks never mix.
+    WriteAll(out_fd, PrefixLine(w.rank, stream, line));
+  };
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      lines.Feed(std::string_view(buf, static_cast<size_t>(n)), emit);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    // EOF or error: the stream is over.
+    lines.Flush(emit);
+    close(fd);
+    (stream == Stream::kStdout ? w.proc.stdout_fd : w.proc.stderr_fd) = -1;
+    return;
+  }
+}
+
+void Job::CheckStartTimeout() {
+  if (start_checked_ || stopping_ || !options_.joined_ranks) return;
+  if (Clock::now() < start_deadline_) return;
+  start_checked_ = true;
+  std::vector<int> joined = options_.joined_ranks();
+  std::set<int> joined_set(joined.begin(), joined.end());
+  std::string missing;
+  int count = 0;
+  for (const Worker& w : workers_) {
+    if (!w.running || joined_set.count(w.rank)) continue;
+    if (count < 16) {
+      missing += (count ? ", " : "") + std::to_string(w.rank) + " (" + w.host + ")";
+    }
+    ++count;
+  }
+  if (count == 0) return;
+  if (count > 16) missing += " and " + std::to_string(count - 16) + " more";
+  exit_code_ = 1;
+  first_failure_ = -1;
+  BeginStop("rank" + std::string(count == 1 ? " " : "s ") + missing +
+            " did not join the rendezvous within " +
+            std::to_string(options_.start_timeout.count() / 1000) +
+            " s (raise --start-timeout, or check that the program calls "
+            "hvd::init())");
+}
+
+bool Job::AnyRunning() const {
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [](const Worker& w) { return w.running; });
+}
+
+int Job::PollTimeoutMs() const {
+  auto now = Clock::now();
+  std::optional<Clock::time_point> next;
+  if (stopping_ && !killed_) next = kill_at_;
+  if (!start_checked_ && !stopping_ && options_.joined_ranks) {
+    next = next ? std::min(*next, start_deadline_) : start_deadline_;
+  }
+  if (!next) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now)
+                .count();
+  return static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
+}
+
+int Job::Run(const std::vector<ProcessSpec>& specs,
+             const std::vector<std::string>& hosts, Spawner& spawner) {
+  workers_.resize(specs.size());
+  for (size_t r = 0; r < specs.size(); ++r) {
+    Worker& w = workers_[r];
+    w.rank = static_cast<int>(r);
+    w.host = hosts[r];
+    auto proc = spawner.Spawn(specs[r]);
+    if (!proc.ok()) {
+      Say("rank " + std::to_string(r) + " on host " + w.host + ": " +
+          proc.status().message());
+      exit_code_ = 127;
+      first_failure_ = static_cast<int>(r);
+      BeginStop("could not start every worker");
+      break;
+    }
+    w.proc = *proc;
+    w.running = true;
+    if (options_.verbose) {
+      Say("started rank " + std::to_string(r) + " (pid " +
+          std::to_string(w.proc.pid) + ") on " + w.host);
+    }
+  }
+  start_deadline_ = Clock::now() + options_.start_timeout;
+
+  // Until every worker is reaped. Output of exited workers keeps flowing.
+  for (;;) {
+    Reap();
+    if (!AnyRunning()) break;
+    CheckStartTimeout();
+    if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+      KillAll(SIGKILL, true);
+      killed_ = true;
+    }
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, Stream>> owners;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    owners.push_back({nullptr, Stream::kStdout});
+    for (Worker& w : workers_) {
+      if (w.proc.stdout_fd >= 0) {
+        fds.push_back({w.proc.stdout_fd, POLLIN, 0});
+        owners.push_back({&w, Stream::kStdout});
+      }
+      if (w.proc.stderr_fd >= 0) {
+        fds.push_back({w.proc.stderr_fd, POLLIN, 0});
+        owners.push_back({&w, Stream::kStderr});
+      }
+    }
+    int n = poll(fds.data(), fds.size(), PollTimeoutMs());
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    if (fds[0].revents) HandleSignals();
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents) {
+        Worker* w = owners[i].first;
+        ReadOutput(*w, fds[i].fd, owners[i].second);
+      }
+    }
+  }
+
+  // Every worker is gone; end whatever they left in their groups, then drain
+  // the pipes (their writers are dead now, so EOF comes promptly).
+  KillAll(SIGKILL, false);
+  auto drain_until = Clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, Stream>> owners;
+    for (Worker& w : workers_) {
+      if (w.proc.stdout_fd >= 0) {
+        fds.push_back({w.proc.stdout_fd, POLLIN, 0});
+        owners.push_back({&w, Stream::kStdout});
+      }
+      if (w.proc.stderr_fd >= 0) {
+        fds.push_back({w.proc.stderr_fd, POLLIN, 0});
+        owners.push_back({&w, Stream::kStderr});
+      }
+    }
+    if (fds.empty()) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    drain_until - Clock::now())
+                    .count();
+    if (left <= 0) break;
+    int n = poll(fds.data(), fds.size(), static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents) ReadOutput(*owners[i].first, fds[i].fd, owners[i].second);
+    }
+  }
+  for (Worker& w : workers_) {
+    if (w.proc.stdout_fd >= 0) close(w.proc.stdout_fd);
+    if (w.proc.stderr_fd >= 0) close(w.proc.stderr_fd);
+  }
+
+  if (first_failure_ && *first_failure_ >= 0) {
+    const Worker& w = workers_[*first_failure_];
+    Say("one or more processes exited with non-zero status; the first was "
+        "rank " + std::to_string(w.rank) + " on host " + w.host +
+        " (Process name: " + std::to_string(w.rank) +
+        ", Exit code: " + std::to_string(exit_code_) + ")");
+  }
+  return exit_code_;
+}
+
+}  // namespace
+
+void InstallLauncherSignalHandlers() {
+  if (g_signal_pipe[0] < 0) {
+    if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      Say(std::string("cannot create the signal pipe: ") + std::strerror(errno));
+      _exit(1);
+    }
+  }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int Supervisor::Run(const std::vector<ProcessSpec>& specs,
+                    const std::vector<std::string>& hosts, Spawner& spawner) {
+  Job job(options_);
+  return job.Run(specs, hosts, spawner);
+}
+
+}  // namespace hvd::launcher

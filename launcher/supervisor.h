@@ -1,0 +1,54 @@
+// Supervisor: starts the planned workers, forwards their output with rank
+// prefixes, and applies the exit policy.
+//
+// Policy (Horovod's, made stricter):
+//  - The first worker to exit non-zero (or die by signal S, counted as
+//    128+S) is reported with its rank, host and status; every other worker
+//    gets SIGTERM on its whole process group, then SIGKILL after the grace
+//    period. The launcher exits with the first failing worker's status.
+//  - SIGINT/SIGTERM/SIGHUP to the launcher stop every worker the same way
+//    and exit 128+signal; a second one kills at once.
+//  - Workers still running but not joined after the start timeout are
+//    named, and the job is stopped (exit 1).
+//  - When the job ends, whatever is left in any worker's process group is
+//    killed, so nothing of the job outlives the launcher.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launcher/plan.h"
+#include "launcher/spawner.h"
+
+namespace hvd::launcher {
+
+struct SupervisorOptions {
+  std::chrono::milliseconds grace{5000};
+  std::chrono::milliseconds start_timeout{30000};
+  // Ranks that have joined the rendezvous so far; empty function: no
+  // start-timeout check.
+  std::function<std::vector<int>()> joined_ranks;
+  bool verbose = false;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorOptions options) : options_(std::move(options)) {}
+
+  // Spawns one process per entry of `specs` (index = rank; `hosts` names
+  // each rank's host for messages) and supervises them to the end. Returns
+  // the launcher's exit status.
+  int Run(const std::vector<ProcessSpec>& specs,
+          const std::vector<std::string>& hosts, Spawner& spawner);
+
+ private:
+  SupervisorOptions options_;
+};
+
+// Installs the launcher's handlers for SIGCHLD, SIGINT, SIGTERM and SIGHUP
+// (self-pipe) and ignores SIGPIPE. Call once, before spawning anything.
+void InstallLauncherSignalHandlers();
+
+}  // namespace hvd::launcher

@@ -1,0 +1,40 @@
+// Horovod's rank assignment: pure functions, no I/O.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::rendezvous {
+
+struct HostSlots {
+  std::string host;  // as written by the user, never resolved
+  int slots = 0;     // slots of this host the job uses
+  int gpus = 0;      // GPUs on the host; 0 when none or unknown
+  bool operator==(const HostSlots&) const = default;
+};
+
+struct Assignment {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  int gpu = -1;  // local_rank modulo the host's GPUs, -1 without GPUs
+  bool operator==(const Assignment&) const = default;
+};
+
+// Checks names (non-empty, unique) and slot counts (>= 1), and that the
+// slots add up to `size`.
+Status ValidateHosts(const std::vector<HostSlots>& hosts, int size);
+
+// The assignment of every rank, indexed by rank. Hosts are walked in order
+// and each host's slots in order; each slot takes the next rank. For local
+// rank L, cross_size counts the hosts that have a slot L and cross_rank is
+// this host's position among them (so -H x:1,y:3 gives y's local rank 1 the
+// cross rank 0 of 1). `hosts` must pass ValidateHosts.
+std::vector<Assignment> ComputeAssignments(const std::vector<HostSlots>& hosts);
+
+}  // namespace hvd::rendezvous

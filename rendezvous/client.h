@@ -1,0 +1,60 @@
+// Client of the rendezvous service, used by workers (libhvd) and by the
+// launcher to create jobs. Every call has a deadline; errors name the
+// server and say what to check.
+//
+// Thread-safety: a RendezvousClient may be used from several threads.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "rendezvous/assignment.h"
+#include "rendezvous/job_table.h"
+
+namespace hvd::rendezvous {
+
+class RendezvousClient {
+ public:
+  // Channels are created lazily; nothing is sent until the first call.
+  static std::unique_ptr<RendezvousClient> Create(std::string address,
+                                                  std::string job_id,
+                                                  std::string job_token);
+  ~RendezvousClient();
+
+  // Creates a job on the server at `address` (needs the admin token).
+  static StatusOr<CreatedJob> CreateJob(const std::string& address,
+                                        const std::string& admin_token,
+                                        const std::vector<HostSlots>& hosts,
+                                        int size,
+                                        std::chrono::milliseconds timeout);
+
+  // Waits up to `timeout` for the server to become reachable, so workers
+  // that start before the network is ready still join.
+  StatusOr<Assignment> Join(const std::string& host, int slot,
+                            std::chrono::milliseconds timeout);
+  Status Set(const std::string& key, const std::string& value);
+  StatusOr<std::string> Get(const std::string& key);
+  StatusOr<std::vector<std::string>> Wait(const std::vector<std::string>& keys,
+                                          std::chrono::milliseconds timeout);
+  Status Barrier(const std::string& name, int rank,
+                 std::chrono::milliseconds timeout);
+
+  const std::string& address() const { return address_; }
+  const std::string& job_id() const { return job_id_; }
+
+  class Stub;
+
+ private:
+  RendezvousClient(std::string address, std::string job_id,
+                   std::string job_token);
+
+  std::string address_;
+  std::string job_id_;
+  std::string job_token_;
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace hvd::rendezvous

@@ -1,0 +1,314 @@
+#include "rendezvous/server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/host_port.h"
+#include "common/random.h"
+#include "proto/rendezvous.grpc.pb.h"
+#include "rendezvous/grpc_status.h"
+
+namespace hvd::rendezvous {
+namespace {
+
+namespace pb = ::hvd::rendezvous::v1;
+
+// The longest a client may ask a wait to block: a day is far beyond any
+// start-up, and bounds how long a forgotten wait can hold memory.
+constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;
+
+std::string Metadata(const grpc::CallbackServerContext* ctx, const char* key) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(key);
+  if (it == md.end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+StatusOr<Clock::time_point> DeadlineFrom(int64_t timeout_ms) {
+  if (timeout_ms <= 0 || timeout_ms > kMaxWaitMs) {
+    return Status::InvalidArgument(
+        "timeout_ms", "must be between 1 and " + std::to_string(kMaxWaitMs) +
+                          " (got " + std::to_string(timeout_ms) + ")");
+  }
+  return Clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+// Sleeps until the table's earliest deadline and expires it; woken early
+// when a new wait may have an earlier deadline.
+class Expirer {
+ public:
+  explicit Expirer(JobTable* table) : table_(table), thread_([this] { Run(); }) {}
+  ~Expirer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Kick() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      kicked_ = true;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::optional<Clock::time_point> next = table_->Expire(Clock::now());
+      std::unique_lock<std::mutex> lock(mu_);
+      auto woken = [this] { return stop_ || kicked_; };
+      if (next) {
+        cv_.wait_until(lock, *next, woken);
+      } else {
+        cv_.wait(lock, woken);
+      }
+      if (stop_) return;
+      kicked_ = false;
+    }
+  }
+
+  JobTable* table_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;    // guarded by mu_
+  bool kicked_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+// A unary call that blocks in the table; the client going away cancels it.
+class BlockingReactor : public grpc::ServerUnaryReactor {
+ public:
+  explicit BlockingReactor(JobTable* table) : table_(table) {}
+  // Called before the handler returns the reactor, so OnDone cannot have
+  // run yet even when the wait completed at once.
+  void SetWaitId(JobTable::WaitId id) {
+    bool cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id_ = id;
+      cancelled = cancelled_;
+    }
+    if (cancelled) table_->CancelWait(id);  // OnCancel ran first
+  }
+  void OnCancel() override {
+    JobTable::WaitId id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      id = id_;
+    }
+    table_->CancelWait(id);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  JobTable* table_;
+  std::mutex mu_;
+  JobTable::WaitId id_ = 0;  // guarded by mu_
+  bool cancelled_ = false;   // guarded by mu_
+};
+
+class Service final : public pb::Rendezvous::CallbackService {
+ public:
+  Service(JobTable* table, std::string admin_token, Expirer* expirer)
+      : table_(table), admin_token_(std::move(admin_token)), expirer_(expirer) {}
+
+  grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
+                                      const pb::CreateJobRequest* req,
+                                      pb::CreateJobResponse* resp) override {
+    Status s = CheckAdmin(ctx);
+    if (s.ok()) {
+      std::vector<HostSlots> hosts;
+      for (const pb::HostSlots& h : req->hosts()) {
+        hosts.push_back({h.host(), h.slots(), h.gpus()});
+      }
+      auto job = table_->CreateJob(std::move(hosts), req->size());
+      if (job.ok()) {
+        resp->set_job_id(job->job_id);
+        resp->set_job_token(job->token);
+      }
+      s = job.status();
+    }
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx,
+                                 const pb::JoinRequest* req,
+                                 pb::JoinResponse* resp) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) {
+      auto a = table_->Join(req->job_id(), req->host(), req->slot());
+      if (a.ok()) {
+        pb::Assignment* out = resp->mutable_assignment();
+        out->set_rank(a->rank);
+        out->set_size(a->size);
+        out->set_local_rank(a->local_rank);
+        out->set_local_size(a->local_size);
+        out->set_cross_rank(a->cross_rank);
+        out->set_cross_size(a->cross_size);
+        out->set_gpu(a->gpu);
+      }
+      s = a.status();
+    }
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx,
+                                const pb::SetRequest* req,
+                                pb::SetResponse*) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) s = table_->Set(req->job_id(), req->key(), req->value());
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx,
+                                const pb::GetRequest* req,
+                                pb::GetResponse* resp) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) {
+      auto v = table_->Get(req->job_id(), req->key());
+      if (v.ok()) resp->set_value(std::move(v).value());
+      s = v.status();
+    }
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* ctx,
+                                 const pb::WaitRequest* req,
+                                 pb::WaitResponse* resp) override {
+    Status s = CheckJob(ctx, req->job_id());
+    StatusOr<Clock::time_point> deadline = DeadlineFrom(req->timeout_ms());
+    if (s.ok()) s = deadline.status();
+    if (!s.ok()) return Answer(ctx, s);
+    auto* reactor = new BlockingReactor(table_);
+    std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+    JobTable::WaitId id = table_->Wait(
+        req->job_id(), std::move(keys), *deadline,
+        [reactor, resp](StatusOr<std::vector<std::string>> values) {
+          if (values.ok()) {
+            for (std::string& v : *values) resp->add_values(std::move(v));
+          }
+          reactor->Finish(ToGrpcStatus(values.status()));
+        });
+    reactor->SetWaitId(id);
+    if (id != 0) expirer_->Kick();
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx,
+                                    const pb::BarrierRequest* req,
+                                    pb::BarrierResponse*) override {
+    Status s = CheckJob(ctx, req->job_id());
+    StatusOr<Clock::time_point> deadline = DeadlineFrom(req->timeout_ms());
+    if (s.ok()) s = deadline.status();
+    if (!s.ok()) return Answer(ctx, s);
+    auto* reactor = new BlockingReactor(table_);
+    JobTable::WaitId id = table_->Barrier(
+        req->job_id(), req->name(), req->rank(), *deadline,
+        [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); });
+    reactor->SetWaitId(id);
+    if (id != 0) expirer_->Kick();
+    return reactor;
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx,
+                                          const Status& s) {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(ToGrpcStatus(s));
+    return r;
+  }
+
+  Status CheckAdmin(grpc::CallbackServerContext* ctx) const {
+    std::string token = Metadata(ctx, kAdminTokenMetadata);
+    if (token.empty()) {
+      return Status::Unauthenticated("CreateJob", "no admin token was sent");
+    }
+    if (!ConstantTimeEquals(token, admin_token_)) {
+      return Status::Unauthenticated("CreateJob", "the admin token is wrong");
+    }
+    return Status::Ok();
+  }
+
+  Status CheckJob(grpc::CallbackServerContext* ctx,
+                  const std::string& job_id) const {
+    if (job_id.empty()) return Status::InvalidArgument("job_id", "is empty");
+    return table_->Authenticate(job_id, Metadata(ctx, kJobTokenMetadata));
+  }
+
+  JobTable* table_;
+  std::string admin_token_;
+  Expirer* expirer_;
+};
+
+}  // namespace
+
+class RendezvousServer::Impl {
+ public:
+  JobTable table;
+  std::unique_ptr<Expirer> expirer;
+  std::unique_ptr<Service> service;
+  std::unique_ptr<grpc::Server> server;
+  HostPort bound;
+  bool shut_down = false;
+};
+
+RendezvousServer::RendezvousServer(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+RendezvousServer::~RendezvousServer() { Shutdown(); }
+
+StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
+    const ServerOptions& options) {
+  if (options.admin_token.empty()) {
+    return Status::InvalidArgument("admin token",
+                                   "is empty; the server needs one");
+  }
+  HVD_ASSIGN_OR_RETURN(HostPort listen,
+                       ParseHostPort(options.listen, "rendezvous listen address"));
+  auto impl = std::make_unique<Impl>();
+  impl->expirer = std::make_unique<Expirer>(&impl->table);
+  impl->service = std::make_unique<Service>(&impl->table, options.admin_token,
+                                            impl->expirer.get());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(impl->service.get());
+  // SO_REUSEPORT would let a second server silently share the port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || port == 0) {
+    return Status::Unavailable("rendezvous",
+                               "cannot listen on " + listen.ToString() +
+                                   " (address in use or not on this machine)");
+  }
+  impl->bound = HostPort{listen.host, static_cast<uint16_t>(port)};
+  return std::unique_ptr<RendezvousServer>(
+      new RendezvousServer(std::move(impl)));
+}
+
+int RendezvousServer::port() const { return impl_->bound.port; }
+std::string RendezvousServer::address() const {
+  return impl_->bound.ToString();
+}
+JobTable& RendezvousServer::table() { return impl_->table; }
+
+void RendezvousServer::Shutdown() {
+  if (impl_->shut_down) return;
+  impl_->shut_down = true;
+  // Pending waits would otherwise hold Shutdown until their deadlines.
+  impl_->table.CancelAll("the rendezvous server is shutting down");
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::seconds(2));
+  impl_->server->Wait();
+  impl_->expirer.reset();
+}
+
+}  // namespace hvd::rendezvous

@@ -1,0 +1,45 @@
+// The rendezvous gRPC server: a thin translation of proto messages to
+// JobTable calls, on gRPC's callback API. Waits block on the server (no
+// thread per wait, no client polling); one timer thread expires deadlines.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "rendezvous/job_table.h"
+
+namespace hvd::rendezvous {
+
+struct ServerOptions {
+  // HOST:PORT to listen on; port 0 picks a free one (read it back).
+  std::string listen = "127.0.0.1:0";
+  // Secret that CreateJob calls must present; must not be empty.
+  std::string admin_token;
+};
+
+class RendezvousServer {
+ public:
+  // Binds and starts serving; the port is known when this returns.
+  static StatusOr<std::unique_ptr<RendezvousServer>> Start(
+      const ServerOptions& options);
+  ~RendezvousServer();  // shuts down if Shutdown was not called
+
+  int port() const;
+  // "HOST:PORT" with the bound port; HOST as given in `listen`.
+  std::string address() const;
+  // The table behind the service, for an embedding process (the launcher
+  // reads which ranks have joined). Owned by the server.
+  JobTable& table();
+
+  // Stops accepting calls, cancels pending waits, and waits for handlers.
+  void Shutdown();
+
+  class Impl;
+
+ private:
+  explicit RendezvousServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hvd::rendezvous

@@ -1,0 +1,87 @@
+#include "runtime/context.h"
+
+#include <cstring>
+
+#include "rendezvous/client.h"
+#include "runtime/backends/gloo/gloo_backend.h"
+#include "runtime/store.h"
+
+namespace hvd::runtime {
+namespace {
+
+// The backend of a job of one: every collective is the identity.
+class SingleProcessBackend final : public Backend {
+ public:
+  Status Allreduce(void*, size_t, DataType, ReduceKind) override {
+    return Status::Ok();
+  }
+  Status Broadcast(void*, size_t, int root) override {
+    if (root != 0) {
+      return Status::InvalidArgument(
+          "broadcast root", std::to_string(root) + " is not a rank of a job of 1");
+    }
+    return Status::Ok();
+  }
+  Status Barrier() override { return Status::Ok(); }
+};
+
+template <typename T>
+void Scale(T* p, size_t n, T factor) {
+  for (size_t i = 0; i < n; ++i) p[i] *= factor;
+}
+
+}  // namespace
+
+size_t DataTypeSize(DataType type) {
+  return type == DataType::kFloat32 ? 4 : 8;
+}
+
+Context::~Context() = default;
+
+StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
+  std::unique_ptr<Context> ctx(new Context());
+  if (!config.launched) {
+    ctx->backend_ = std::make_unique<SingleProcessBackend>();
+    return ctx;
+  }
+  ctx->client_ = rendezvous::RendezvousClient::Create(
+      config.rendezvous_addr, config.job_id, config.job_token);
+  auto joined = ctx->client_->Join(config.host, config.slot,
+                                   config.start_timeout);
+  if (!joined.ok()) {
+    return joined.status().WithContext("host " + config.host + " slot " +
+                                       std::to_string(config.slot));
+  }
+  ctx->assignment_ = *joined;
+  HVD_RETURN_IF_ERROR(CheckAssignment(config, ctx->assignment_));
+  if (ctx->assignment_.size == 1) {
+    ctx->backend_ = std::make_unique<SingleProcessBackend>();
+    return ctx;
+  }
+  GlooOptions gloo;
+  gloo.rank = ctx->assignment_.rank;
+  gloo.size = ctx->assignment_.size;
+  gloo.iface = config.gloo_iface;
+  gloo.hostname = config.gloo_addr;
+  gloo.connect_timeout = config.start_timeout;
+  gloo.op_timeout = config.gloo_timeout;
+  std::unique_ptr<Store> store =
+      MakeRendezvousStore(ctx->client_.get(), "gloo/");
+  HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+  return ctx;
+}
+
+Status Context::Allreduce(void* data, size_t count, DataType type,
+                          bool average) {
+  HVD_RETURN_IF_ERROR(backend_->Allreduce(data, count, type, ReduceKind::kSum));
+  if (average && assignment_.size > 1) {
+    if (type == DataType::kFloat32) {
+      Scale(static_cast<float*>(data), count, 1.0f / assignment_.size);
+    } else {
+      Scale(static_cast<double*>(data), count, 1.0 / assignment_.size);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime

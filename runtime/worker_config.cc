@@ -1,0 +1,82 @@
+#include "runtime/worker_config.h"
+
+#include "common/parse.h"
+
+namespace hvd::runtime {
+
+StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
+  WorkerConfig c;
+  HVD_ASSIGN_OR_RETURN(int64_t start,
+                       EnvInt64("HOROVOD_START_TIMEOUT", 30, 1, 86400));
+  c.start_timeout = std::chrono::seconds(start);
+  HVD_ASSIGN_OR_RETURN(int64_t gloo,
+                       EnvInt64("HOROVOD_GLOO_TIMEOUT_SECONDS", 30, 1, 86400));
+  c.gloo_timeout = std::chrono::seconds(gloo);
+  if (auto iface = GetEnv("HOROVOD_GLOO_IFACE")) c.gloo_iface = *iface;
+  if (auto addr = GetEnv("HVD_GLOO_ADDR"); addr && !addr->empty()) {
+    c.gloo_addr = *addr;
+  }
+
+  auto addr = GetEnv("HVD_RENDEZVOUS_ADDR");
+  if (!addr || addr->empty()) {
+    HVD_ASSIGN_OR_RETURN(int64_t size,
+                         EnvInt64("HOROVOD_SIZE", 1, 1, 1 << 24));
+    if (size != 1) {
+      return Status::FailedPrecondition(
+          "hvd::init",
+          "HOROVOD_SIZE is " + std::to_string(size) +
+              " but HVD_RENDEZVOUS_ADDR is not set; start the job with "
+              "horovodrun");
+    }
+    return c;  // standalone, size 1
+  }
+  c.launched = true;
+  c.rendezvous_addr = *addr;
+  constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
+  HVD_ASSIGN_OR_RETURN(c.job_id, RequireEnv("HVD_JOB_ID", kHint));
+  HVD_ASSIGN_OR_RETURN(c.job_token, RequireEnv("HVD_JOB_TOKEN", kHint));
+  HVD_ASSIGN_OR_RETURN(c.host, RequireEnv("HVD_HOST", kHint));
+  HVD_ASSIGN_OR_RETURN(std::string slot, RequireEnv("HVD_SLOT", kHint));
+  HVD_ASSIGN_OR_RETURN(int64_t slot_n, ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
+  c.slot = static_cast<int>(slot_n);
+
+  if (GetEnv("HOROVOD_RANK")) {
+    rendezvous::Assignment a;
+    struct Field {
+      const char* name;
+      int* out;
+    } fields[] = {{"HOROVOD_RANK", &a.rank},
+                  {"HOROVOD_SIZE", &a.size},
+                  {"HOROVOD_LOCAL_RANK", &a.local_rank},
+                  {"HOROVOD_LOCAL_SIZE", &a.local_size},
+                  {"HOROVOD_CROSS_RANK", &a.cross_rank},
+                  {"HOROVOD_CROSS_SIZE", &a.cross_size}};
+    for (const Field& f : fields) {
+      HVD_ASSIGN_OR_RETURN(std::string v, RequireEnv(f.name, kHint));
+      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, f.name, 0, 1 << 24));
+      *f.out = static_cast<int>(n);
+    }
+    c.expected = a;
+  }
+  return c;
+}
+
+Status CheckAssignment(const WorkerConfig& config,
+                       const rendezvous::Assignment& got) {
+  if (!config.expected) return Status::Ok();
+  const rendezvous::Assignment& want = *config.expected;
+  if (want.rank != got.rank || want.size != got.size ||
+      want.local_rank != got.local_rank || want.local_size != got.local_size ||
+      want.cross_rank != got.cross_rank || want.cross_size != got.cross_size) {
+    return Status::FailedPrecondition(
+        "hvd::init", "the rendezvous assigned rank " + std::to_string(got.rank) +
+                         "/" + std::to_string(got.size) + " to " + config.host +
+                         " slot " + std::to_string(config.slot) +
+                         " but HOROVOD_RANK says " + std::to_string(want.rank) +
+                         "/" + std::to_string(want.size) +
+                         "; the launcher and the rendezvous disagree");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime

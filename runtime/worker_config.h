@@ -1,0 +1,45 @@
+// What a worker learns from its environment, parsed once and strictly.
+//
+// horovodrun sets, for every worker:
+//   HVD_RENDEZVOUS_ADDR  HOST:PORT of the rendezvous server
+//   HVD_JOB_ID           the job
+//   HVD_JOB_TOKEN        the job's secret (environment only, never argv)
+//   HVD_HOST             the host as written in -H (also HOROVOD_HOSTNAME)
+//   HVD_SLOT             the slot index on that host
+//   HVD_GLOO_ADDR        address Gloo binds when HOROVOD_GLOO_IFACE is unset
+// and Horovod's HOROVOD_RANK/SIZE/LOCAL_*/CROSS_*, which init() checks
+// against the rendezvous's answer.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "rendezvous/assignment.h"
+
+namespace hvd::runtime {
+
+struct WorkerConfig {
+  // False when started without a launcher: a single process of size 1.
+  bool launched = false;
+  std::string rendezvous_addr;
+  std::string job_id;
+  std::string job_token;
+  std::string host;
+  int slot = 0;
+  std::string gloo_iface;
+  std::string gloo_addr = "127.0.0.1";
+  std::chrono::milliseconds start_timeout{30000};  // HOROVOD_START_TIMEOUT
+  std::chrono::milliseconds gloo_timeout{30000};   // HOROVOD_GLOO_TIMEOUT_SECONDS
+  // What the launcher planned (HOROVOD_*), if it said.
+  std::optional<rendezvous::Assignment> expected;
+
+  static StatusOr<WorkerConfig> FromEnv();
+};
+
+// FailedPrecondition when `got` differs from what the launcher planned.
+Status CheckAssignment(const WorkerConfig& config,
+                       const rendezvous::Assignment& got);
+
+}  // namespace hvd::runtime
