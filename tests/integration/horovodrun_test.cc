@@ -1,0 +1,297 @@
+// horovodrun as a user runs it: real processes, real rendezvous, real Gloo.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tests/integration/subprocess.h"
+
+namespace hvd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kTimeout = seconds(60);
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/hvd-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<pid_t> ReadPids(const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".pid") continue;
+    std::ifstream f(e.path());
+    pid_t p = 0;
+    if (f >> p) pids.push_back(p);
+  }
+  return pids;
+}
+
+// Waits until `count` pid files exist.
+bool WaitForPids(const std::string& dir, size_t count, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ReadPids(dir).size() >= count) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+// After the launcher has exited nothing it started may live on; the kernel
+// may take a moment to deliver the last SIGKILLs.
+void ExpectAllGone(const std::vector<pid_t>& pids) {
+  auto deadline = std::chrono::steady_clock::now() + seconds(5);
+  for (pid_t p : pids) {
+    while (ProcessAlive(p) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_FALSE(ProcessAlive(p)) << "pid " << p << " outlived the job";
+  }
+}
+
+class HelloTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(HelloTest, EveryRankPrintsTheSum) {
+  const int np = GetParam();
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", std::to_string(np), HVD_HELLO}, kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<int> seen;
+  const std::regex line(R"(\[(\d+)\]<stdout>:rank (\d+)/(\d+): sum=(\d+))");
+  for (const std::string& l : Lines(r.out)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line)) << l;
+    EXPECT_EQ(m[1], m[2]);
+    EXPECT_EQ(std::stoi(m[3]), np);
+    EXPECT_EQ(std::stoi(m[4]), np * (np + 1) / 2);
+    seen.insert(std::stoi(m[1]));
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(np));
+}
+
+INSTANTIATE_TEST_SUITE_P(Np, HelloTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(HorovodrunTest, ThreeSlotsOnLocalhostPrintSixThreeTimes) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", "-H", "localhost:3", HVD_HELLO},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string want = "[" + std::to_string(rank) + "]<stdout>:rank " +
+                       std::to_string(rank) + "/3: sum=6";
+    EXPECT_NE(std::find(lines.begin(), lines.end(), want), lines.end()) << want;
+  }
+}
+
+TEST(HorovodrunTest, MixedHostNamesOfThisMachine) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", "-H", "localhost:1,127.0.0.1:2",
+                  HVD_HELLO},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 3u);
+}
+
+TEST(HorovodrunTest, LinesAreNeverMixed) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--lines", "2000"},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(R"(\[(\d)\]<(stdout|stderr)>:rank (\d) line (\d+) x{120})");
+  for (const std::string* text : {&r.out, &r.err}) {
+    auto lines = Lines(*text);
+    EXPECT_EQ(lines.size(), 6000u);
+    for (const std::string& l : lines) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_match(l, m, line)) << "mixed or malformed: " << l;
+      EXPECT_EQ(m[1], m[3]);
+      EXPECT_EQ(m[2], text == &r.out ? "stdout" : "stderr");
+    }
+  }
+}
+
+TEST(HorovodrunTest, ProgressPiecesAndLastLineWithoutNewline) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "1", "/bin/sh", "-c",
+                  "printf '10%%\\r20%%\\rdone\\nno newline'"},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:10%\n[0]<stdout>:20%\n[0]<stdout>:done\n"
+                   "[0]<stdout>:no newline\n");
+}
+
+TEST(HorovodrunTest, WorkerEnvironmentHasHorovodVariables) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "-H", "localhost:1,127.0.0.1:1",
+                  "/bin/sh", "-c",
+                  "echo $HOROVOD_RANK $HOROVOD_SIZE $HOROVOD_LOCAL_RANK "
+                  "$HOROVOD_LOCAL_SIZE $HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE "
+                  "$HOROVOD_HOSTNAME"},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "[0]<stdout>:0 2 0 1 0 2 localhost");
+  EXPECT_EQ(lines[1], "[1]<stdout>:1 2 0 1 1 2 127.0.0.1");
+}
+
+TEST(HorovodrunTest, TokenNeverOnACommandLine) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER,
+                  "--check-token-hidden"},
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 2u);
+}
+
+TEST(HorovodrunTest, FailingRankEndsTheJobWithItsStatus) {
+  TempDir dir;
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir",
+                  dir.path(), "--spawn-child", "--fail-rank", "1", "--code", "3",
+                  "--sleep", "120"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+  EXPECT_NE(r.err.find("rank 1 on host localhost exited with code 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Process name: 1, Exit code: 3"), std::string::npos)
+      << r.err;
+  auto pids = ReadPids(dir.path());
+  EXPECT_EQ(pids.size(), 6u);  // three workers and their children
+  ExpectAllGone(pids);
+}
+
+TEST(HorovodrunTest, KilledRankCountsAs128PlusSignal) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                  "if [ $HOROVOD_RANK = 0 ]; then kill -9 $$; fi; sleep 120"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+}
+
+TEST(HorovodrunTest, SigintStopsEveryWorker) {
+  TempDir dir;
+  Subprocess p({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir",
+                dir.path(), "--spawn-child", "--sleep", "120"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 6, seconds(30)));
+  kill(p.pid(), SIGINT);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(r.took, seconds(30));
+  EXPECT_NE(r.err.find("received SIGINT"), std::string::npos) << r.err;
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, SecondSigintKillsAtOnce) {
+  TempDir dir;
+  // Workers that ignore SIGTERM would hold the job for the grace period.
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                "trap '' TERM; echo $$ > " + dir.path() +
+                    "/$HOROVOD_RANK.pid; while :; do sleep 0.1; done"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 2, seconds(30)));
+  kill(p.pid(), SIGINT);
+  std::this_thread::sleep_for(milliseconds(300));
+  auto before = std::chrono::steady_clock::now();
+  kill(p.pid(), SIGINT);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - before, seconds(3));
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, WorkersThatIgnoreSigtermAreKilledAfterGrace) {
+  TempDir dir;
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                  "trap '' TERM; echo $$ > " + dir.path() +
+                      "/$HOROVOD_RANK.pid; if [ $HOROVOD_RANK = 1 ]; then "
+                      "sleep 0.5; exit 7; fi; while :; do sleep 0.1; done"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
+  TempDir dir;
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--pid-dir",
+                dir.path(), "--sleep", "120"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 2, seconds(30)));
+  kill(p.pid(), SIGKILL);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 137);
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterStartTimeout) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "2",
+                  HVD_TEST_WORKER, "--no-init", "--sleep", "120"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+  EXPECT_NE(r.err.find("ranks 0 (localhost), 1 (localhost) did not join the "
+                       "rendezvous within 2 s"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HorovodrunTest, ProgramsThatExitWithoutJoiningAreFine) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1",
+                  "/bin/echo", "hi"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 2u);
+}
+
+// Bad input: one line on stderr, exit 2, nothing started.
+void ExpectUsageError(const std::vector<std::string>& args, const std::string& says) {
+  std::vector<std::string> argv = {HVD_HOROVODRUN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result r = RunCommand(argv, kTimeout);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].rfind("horovodrun: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(says), std::string::npos) << lines[0];
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(HorovodrunTest, MoreProcessesThanSlotsIsAUsageError) {
+  ExpectUsageError({"-np", "5", "-H", "localhost:4", HVD_HELLO},
+                   "needs 5 slots but -H localhost:4 has 4");
+}
+
+TEST(HorovodrunTest, OtherUsageErrors) {
+  ExpectUsageError({HVD_HELLO}, "-np: is required");
+  ExpectUsageError({"-np", "2", "--bogus", HVD_HELLO}, "unknown option");
+  ExpectUsageError({"-np", "2", "no-such-program-hvd"}, "not found on PATH");
+  ExpectUsageError({"-np", "2", "-H", "localhost:x", HVD_HELLO}, "-H slots");
+  ExpectUsageError({"-np", "1", "-H", "host.invalid:1", HVD_HELLO},
+                   "'host.invalid' is not this machine");
+}
+
+TEST(HorovodrunTest, HelpAndVersion) {
+  Result help = RunCommand({HVD_HOROVODRUN, "--help"}, kTimeout);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: horovodrun -np N"), std::string::npos);
+  Result version = RunCommand({HVD_HOROVODRUN, "--version"}, kTimeout);
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("hvd"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hvd::testing

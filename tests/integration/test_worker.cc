@@ -1,0 +1,112 @@
+// A worker for the launcher's integration tests. Flags pick the behaviour:
+//   --no-init            do not call hvd::init (a worker that never joins)
+//   --pid-dir D          write D/RANK.pid (and D/RANK.child.pid with
+//                        --spawn-child, a grandchild that sleeps)
+//   --fail-rank R --code C   rank R exits with C once all pids are written
+//   --sleep S            then sleep S seconds (every other rank)
+//   --lines N            print N long lines to stdout and to stderr
+//   --check-token-hidden exit 4 if the job token is on this process's or
+//                        its parent's command line
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "hvd/hvd.h"
+
+namespace {
+
+int EnvRank() {
+  const char* r = std::getenv("HOROVOD_RANK");
+  return r ? std::atoi(r) : 0;
+}
+
+void WritePid(const std::string& path, pid_t pid) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << pid << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)),
+                     std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool init = true, spawn_child = false, check_token = false;
+  std::string pid_dir;
+  int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : ""; };
+    if (a == "--no-init") init = false;
+    else if (a == "--pid-dir") pid_dir = next();
+    else if (a == "--spawn-child") spawn_child = true;
+    else if (a == "--fail-rank") fail_rank = std::stoi(next());
+    else if (a == "--code") code = std::stoi(next());
+    else if (a == "--sleep") sleep_s = std::stoi(next());
+    else if (a == "--lines") lines = std::stoi(next());
+    else if (a == "--check-token-hidden") check_token = true;
+    else {
+      std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (init) {
+    hvd::Status s = hvd::init();
+    if (!s.ok()) {
+      std::fprintf(stderr, "test_worker: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  const int rank = init ? hvd::rank() : EnvRank();
+  if (check_token) {
+    const char* token = std::getenv("HVD_JOB_TOKEN");
+    if (!token || !*token) return 5;
+    std::string mine = ReadFile("/proc/self/cmdline");
+    std::string parent = ReadFile("/proc/" + std::to_string(getppid()) + "/cmdline");
+    if (mine.find(token) != std::string::npos ||
+        parent.find(token) != std::string::npos) {
+      std::fprintf(stderr, "token found on a command line\n");
+      return 4;
+    }
+    std::printf("token hidden\n");
+  }
+  if (!pid_dir.empty()) {
+    if (spawn_child) {
+      pid_t child = fork();
+      if (child == 0) {
+        execlp("sleep", "sleep", "300", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      WritePid(pid_dir + "/" + std::to_string(rank) + ".child.pid", child);
+    }
+    WritePid(pid_dir + "/" + std::to_string(rank) + ".pid", getpid());
+  }
+  std::string pad(120, 'x');
+  for (int i = 0; i < lines; ++i) {
+    std::printf("rank %d line %d %s\n", rank, i, pad.c_str());
+    std::fprintf(stderr, "rank %d line %d %s\n", rank, i, pad.c_str());
+  }
+  std::fflush(stdout);
+  if (init && fail_rank >= 0) {
+    // Everyone is up before anyone fails, so the test sees all pids.
+    hvd::Status s = hvd::barrier();
+    if (!s.ok()) return 1;
+  }
+  if (rank == fail_rank) return code;
+  if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
+  if (init) (void)hvd::shutdown();
+  return 0;
+}

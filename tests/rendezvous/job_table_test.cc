@@ -1,0 +1,197 @@
+#include "rendezvous/job_table.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::rendezvous {
+namespace {
+
+using std::chrono::milliseconds;
+
+class JobTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto job = table_.CreateJob({{"h1", 2}, {"h2", 1}}, 3);
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    job_ = *job;
+  }
+  Clock::time_point In(int ms) { return t0_ + milliseconds(ms); }
+
+  JobTable table_;
+  CreatedJob job_;
+  Clock::time_point t0_ = Clock::now();
+};
+
+TEST_F(JobTableTest, AuthenticatesOnlyTheJobsToken) {
+  EXPECT_TRUE(table_.Authenticate(job_.job_id, job_.token).ok());
+  EXPECT_EQ(table_.Authenticate(job_.job_id, "").code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(table_.Authenticate(job_.job_id, job_.token + "x").code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(table_.Authenticate("nope", job_.token).code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(JobTableTest, JobsHaveDistinctIdsAndTokens) {
+  auto other = table_.CreateJob({{"h", 1}}, 1);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->job_id, job_.job_id);
+  EXPECT_NE(other->token, job_.token);
+  EXPECT_EQ(table_.Authenticate(other->job_id, job_.token).code(),
+            StatusCode::kUnauthenticated);
+}
+
+TEST_F(JobTableTest, JoinAssignsByHostAndSlotAndIsIdempotent) {
+  auto a = table_.Join(job_.job_id, "h2", 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->rank, 2);
+  EXPECT_EQ(a->cross_rank, 1);
+  auto again = table_.Join(job_.job_id, "h2", 0);
+  EXPECT_EQ(*again, *a);
+  EXPECT_EQ(*table_.JoinedRanks(job_.job_id), std::vector<int>{2});
+}
+
+TEST_F(JobTableTest, JoinRejectsUnknownHostAndBadSlot) {
+  EXPECT_EQ(table_.Join(job_.job_id, "h3", 0).status().code(),
+            StatusCode::kInvalidArgument);
+  auto bad = table_.Join(job_.job_id, "h2", 1);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("has 1 slots"), std::string::npos);
+}
+
+TEST_F(JobTableTest, GetOfMissingKeyIsNotFoundNotEmpty) {
+  EXPECT_EQ(table_.Get(job_.job_id, "k").status().code(),
+            StatusCode::kNotFound);
+  ASSERT_TRUE(table_.Set(job_.job_id, "k", "").ok());
+  auto v = table_.Get(job_.job_id, "k");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, "");
+}
+
+TEST_F(JobTableTest, KeysAreScopedToTheirJob) {
+  auto other = table_.CreateJob({{"h", 1}}, 1);
+  ASSERT_TRUE(table_.Set(job_.job_id, "k", "mine").ok());
+  EXPECT_EQ(table_.Get(other->job_id, "k").status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(JobTableTest, WaitAnswersAtOnceWhenKeysExist) {
+  ASSERT_TRUE(table_.Set(job_.job_id, "a", "1").ok());
+  ASSERT_TRUE(table_.Set(job_.job_id, "b", "2").ok());
+  std::vector<std::string> got;
+  auto id = table_.Wait(job_.job_id, {"b", "a"}, In(1000),
+                        [&](StatusOr<std::vector<std::string>> v) {
+                          ASSERT_TRUE(v.ok());
+                          got = *v;
+                        });
+  EXPECT_EQ(id, 0u);
+  EXPECT_EQ(got, (std::vector<std::string>{"2", "1"}));
+}
+
+TEST_F(JobTableTest, WaitCompletesWhenTheLastKeyIsSet) {
+  int calls = 0;
+  std::vector<std::string> got;
+  table_.Wait(job_.job_id, {"a", "b", "a"}, In(1000),
+              [&](StatusOr<std::vector<std::string>> v) {
+                ++calls;
+                ASSERT_TRUE(v.ok());
+                got = *v;
+              });
+  ASSERT_TRUE(table_.Set(job_.job_id, "a", "1").ok());
+  EXPECT_EQ(calls, 0);
+  ASSERT_TRUE(table_.Set(job_.job_id, "a", "1b").ok());  // overwrite: still waiting
+  EXPECT_EQ(calls, 0);
+  ASSERT_TRUE(table_.Set(job_.job_id, "b", "2").ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(got, (std::vector<std::string>{"1b", "2", "1b"}));
+  ASSERT_TRUE(table_.Set(job_.job_id, "c", "3").ok());
+  EXPECT_EQ(calls, 1);
+}
+
+TEST_F(JobTableTest, WaitTimesOutNamingMissingKeys) {
+  Status result;
+  table_.Wait(job_.job_id, {"present", "absent"}, In(100),
+              [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  ASSERT_TRUE(table_.Set(job_.job_id, "present", "x").ok());
+  auto next = table_.Expire(In(50));
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(*next, In(100));
+  EXPECT_TRUE(result.ok());  // not yet completed
+  EXPECT_FALSE(table_.Expire(In(100)).has_value());
+  EXPECT_EQ(result.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(result.message().find("'absent'"), std::string::npos);
+  EXPECT_EQ(result.message().find("'present'"), std::string::npos);
+  // A late set does not call again.
+  ASSERT_TRUE(table_.Set(job_.job_id, "absent", "x").ok());
+}
+
+TEST_F(JobTableTest, CancelWaitCompletesOnce) {
+  int calls = 0;
+  Status result;
+  auto id = table_.Wait(job_.job_id, {"k"}, In(100),
+                        [&](StatusOr<std::vector<std::string>> v) {
+                          ++calls;
+                          result = v.status();
+                        });
+  table_.CancelWait(id);
+  table_.CancelWait(id);
+  ASSERT_TRUE(table_.Set(job_.job_id, "k", "x").ok());
+  table_.Expire(In(1000));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(result.code(), StatusCode::kCancelled);
+}
+
+TEST_F(JobTableTest, BarrierReleasesWhenAllRanksEnterAndResets) {
+  int done = 0;
+  auto cb = [&](Status s) {
+    EXPECT_TRUE(s.ok());
+    ++done;
+  };
+  EXPECT_NE(table_.Barrier(job_.job_id, "b", 0, In(100), cb), 0u);
+  table_.Barrier(job_.job_id, "b", 0, In(100), cb);  // same rank twice
+  table_.Barrier(job_.job_id, "b", 1, In(100), cb);
+  EXPECT_EQ(done, 0);
+  EXPECT_EQ(table_.Barrier(job_.job_id, "b", 2, In(100), cb), 0u);
+  EXPECT_EQ(done, 4);
+  // The next round of the same name starts empty.
+  table_.Barrier(job_.job_id, "b", 2, In(100), cb);
+  EXPECT_EQ(done, 4);
+}
+
+TEST_F(JobTableTest, BarrierTimeoutNamesMissingRanks) {
+  Status result;
+  table_.Barrier(job_.job_id, "b", 1, In(10), [&](Status s) { result = s; });
+  table_.Expire(In(10));
+  EXPECT_EQ(result.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(result.message().find("'0', '2'"), std::string::npos)
+      << result.message();
+}
+
+TEST_F(JobTableTest, BarrierRejectsRankOutOfRange) {
+  Status result;
+  table_.Barrier(job_.job_id, "b", 3, In(10), [&](Status s) { result = s; });
+  EXPECT_EQ(result.code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobTableTest, EndJobAbortsItsWaitsAndForgetsIt) {
+  Status result;
+  table_.Wait(job_.job_id, {"k"}, In(100),
+              [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  ASSERT_TRUE(table_.EndJob(job_.job_id, "its launcher exited").ok());
+  EXPECT_EQ(result.code(), StatusCode::kAborted);
+  EXPECT_NE(result.message().find("its launcher exited"), std::string::npos);
+  EXPECT_EQ(table_.JobCount(), 0u);
+  EXPECT_FALSE(table_.Expire(In(1000)).has_value());
+}
+
+TEST_F(JobTableTest, CallbacksMayReenterTheTable) {
+  bool inner = false;
+  table_.Wait(job_.job_id, {"k"}, In(100),
+              [&](StatusOr<std::vector<std::string>>) {
+                inner = table_.Get(job_.job_id, "k").ok();
+              });
+  ASSERT_TRUE(table_.Set(job_.job_id, "k", "x").ok());
+  EXPECT_TRUE(inner);
+}
+
+}  // namespace
+}  // namespace hvd::rendezvous

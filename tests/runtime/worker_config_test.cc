@@ -1,0 +1,85 @@
+#include "runtime/worker_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace hvd::runtime {
+namespace {
+
+class EnvGuard {
+ public:
+  EnvGuard() {
+    for (const char* k : kKeys) unsetenv(k);
+  }
+  ~EnvGuard() {
+    for (const char* k : kKeys) unsetenv(k);
+  }
+  static constexpr const char* kKeys[] = {
+      "HVD_RENDEZVOUS_ADDR", "HVD_JOB_ID",         "HVD_JOB_TOKEN",
+      "HVD_HOST",            "HVD_SLOT",           "HOROVOD_RANK",
+      "HOROVOD_SIZE",        "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+      "HOROVOD_CROSS_RANK",  "HOROVOD_CROSS_SIZE", "HOROVOD_START_TIMEOUT",
+      "HOROVOD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_IFACE", "HVD_GLOO_ADDR"};
+};
+
+TEST(WorkerConfigTest, NoLauncherMeansStandalone) {
+  EnvGuard g;
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->launched);
+}
+
+TEST(WorkerConfigTest, SizeWithoutRendezvousIsAnError) {
+  EnvGuard g;
+  setenv("HOROVOD_SIZE", "4", 1);
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("start the job with horovodrun"),
+            std::string::npos);
+}
+
+TEST(WorkerConfigTest, LaunchedReadsEverything) {
+  EnvGuard g;
+  setenv("HVD_RENDEZVOUS_ADDR", "127.0.0.1:1", 1);
+  setenv("HVD_JOB_ID", "j", 1);
+  setenv("HVD_JOB_TOKEN", "t", 1);
+  setenv("HVD_HOST", "h", 1);
+  setenv("HVD_SLOT", "2", 1);
+  setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "7", 1);
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->launched);
+  EXPECT_EQ(c->slot, 2);
+  EXPECT_EQ(c->gloo_timeout, std::chrono::seconds(7));
+  EXPECT_FALSE(c->expected.has_value());
+}
+
+TEST(WorkerConfigTest, MissingOrBadVariablesAreNamed) {
+  EnvGuard g;
+  setenv("HVD_RENDEZVOUS_ADDR", "127.0.0.1:1", 1);
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("HVD_JOB_ID"), std::string::npos);
+  setenv("HVD_JOB_ID", "j", 1);
+  setenv("HVD_JOB_TOKEN", "t", 1);
+  setenv("HVD_HOST", "h", 1);
+  setenv("HVD_SLOT", "x", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("HVD_SLOT"), std::string::npos);
+  setenv("HVD_SLOT", "0", 1);
+  setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "0", 1);
+  EXPECT_FALSE(WorkerConfig::FromEnv().ok());
+}
+
+TEST(WorkerConfigTest, AssignmentMismatchIsCaught) {
+  WorkerConfig c;
+  c.host = "h";
+  c.expected = rendezvous::Assignment{1, 2, 1, 2, 0, 1, -1};
+  EXPECT_TRUE(CheckAssignment(c, {1, 2, 1, 2, 0, 1, -1}).ok());
+  Status s = CheckAssignment(c, {0, 2, 0, 2, 0, 1, -1});
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace hvd::runtime
