@@ -25,8 +25,7 @@ StatusOr<HostPort> ParseHostPort(std::string_view text, std::string_view what) {
     port_text = text.substr(close + 2);
   } else {
     size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos ||
-        text.find(':') != colon) {
+    if (colon == std::string_view::npos || text.find(':') != colon) {
       return Status::InvalidArgument(
           what, "expected HOST:PORT (IPv6 as [ADDR]:PORT), got '" +
                     std::string(text) + "'");
@@ -38,9 +37,9 @@ StatusOr<HostPort> ParseHostPort(std::string_view text, std::string_view what) {
     return Status::InvalidArgument(
         what, "host is empty in '" + std::string(text) + "'");
   }
-  HVD_ASSIGN_OR_RETURN(int64_t port,
-                       ParseInt64(port_text, std::string(what) + " port", 0,
-                                  65535));
+  HVD_ASSIGN_OR_RETURN(
+      int64_t port,
+      ParseInt64(port_text, std::string(what) + " port", 0, 65535));
   out.port = static_cast<uint16_t>(port);
   return out;
 }

@@ -31,8 +31,8 @@ StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
     }
   }
   return Status::InvalidArgument(
-      "log level", "expected TRACE, DEBUG, INFO, WARNING, ERROR or FATAL, got '" +
-                       s + "'");
+      "log level",
+      "expected TRACE, DEBUG, INFO, WARNING, ERROR or FATAL, got '" + s + "'");
 }
 
 std::string_view LogLevelName(LogLevel level) {
@@ -81,7 +81,8 @@ void LogLine(LogLevel level, std::string_view message) {
     line += "[";
     line += buf;
     char frac[16];
-    std::snprintf(frac, sizeof(frac), ".%06lldZ", static_cast<long long>(micros));
+    std::snprintf(frac, sizeof(frac), ".%06lldZ",
+                  static_cast<long long>(micros));
     line += frac;
     line += "] ";
   }

@@ -42,7 +42,7 @@ class LogMessage {
 
 }  // namespace hvd
 
-#define HVD_LOG(level)                                             \
-  if (!::hvd::LogEnabled(::hvd::LogLevel::k##level)) {             \
-  } else                                                           \
+#define HVD_LOG(level)                                 \
+  if (!::hvd::LogEnabled(::hvd::LogLevel::k##level)) { \
+  } else                                               \
     ::hvd::internal::LogMessage(::hvd::LogLevel::k##level).stream()

@@ -1,10 +1,11 @@
 #include "common/parse.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <strings.h>
 
 namespace hvd {
 
@@ -74,8 +75,8 @@ StatusOr<int64_t> EnvInt64(const char* name, int64_t fallback, int64_t min,
 StatusOr<std::string> RequireEnv(const char* name, std::string_view hint) {
   auto value = GetEnv(name);
   if (!value || value->empty()) {
-    return Status::FailedPrecondition(name, std::string("is not set; ") +
-                                                std::string(hint));
+    return Status::FailedPrecondition(
+        name, std::string("is not set; ") + std::string(hint));
   }
   return *value;
 }

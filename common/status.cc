@@ -7,23 +7,40 @@ namespace hvd {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kUnknown: return "unknown";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kAlreadyExists: return "already exists";
-    case StatusCode::kPermissionDenied: return "permission denied";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kAborted: return "aborted";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kInternal: return "internal";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kUnauthenticated: return "unauthenticated";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kUnknown:
+      return "unknown";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kAlreadyExists:
+      return "already exists";
+    case StatusCode::kPermissionDenied:
+      return "permission denied";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kAborted:
+      return "aborted";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kInternal:
+      return "internal";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kDataLoss:
+      return "data loss";
+    case StatusCode::kUnauthenticated:
+      return "unauthenticated";
   }
   return "unknown";
 }

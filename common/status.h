@@ -44,12 +44,12 @@ class [[nodiscard]] Status {
       : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-#define HVD_STATUS_FACTORY(Name)                                           \
-  static Status Name(std::string_view context, std::string_view detail) {  \
-    return Status(StatusCode::k##Name, Join(context, detail));             \
-  }                                                                        \
-  static Status Name(std::string_view message) {                           \
-    return Status(StatusCode::k##Name, std::string(message));              \
+#define HVD_STATUS_FACTORY(Name)                                          \
+  static Status Name(std::string_view context, std::string_view detail) { \
+    return Status(StatusCode::k##Name, Join(context, detail));            \
+  }                                                                       \
+  static Status Name(std::string_view message) {                          \
+    return Status(StatusCode::k##Name, std::string(message));             \
   }
   HVD_STATUS_FACTORY(Cancelled)
   HVD_STATUS_FACTORY(Unknown)
@@ -106,9 +106,18 @@ class [[nodiscard]] StatusOr {
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  T& value() & { CheckOk(); return *value_; }
-  const T& value() const& { CheckOk(); return *value_; }
-  T&& value() && { CheckOk(); return std::move(*value_); }
+  T& value() & {
+    CheckOk();
+    return *value_;
+  }
+  const T& value() const& {
+    CheckOk();
+    return *value_;
+  }
+  T&& value() && {
+    CheckOk();
+    return std::move(*value_);
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -131,10 +140,10 @@ void StatusOr<T>::CheckOk() const {
 }  // namespace hvd
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define HVD_RETURN_IF_ERROR(expr)                   \
-  do {                                              \
-    ::hvd::Status hvd_status_ = (expr);             \
-    if (!hvd_status_.ok()) return hvd_status_;      \
+#define HVD_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::hvd::Status hvd_status_ = (expr);        \
+    if (!hvd_status_.ok()) return hvd_status_; \
   } while (0)
 
 #define HVD_CONCAT_INNER_(a, b) a##b

@@ -16,9 +16,8 @@ StatusOr<LaunchOptions> ParseCommandLine(
     const std::map<std::string, std::string>& env) {
   LaunchOptions o;
   if (auto it = env.find("HOROVOD_START_TIMEOUT"); it != env.end()) {
-    HVD_ASSIGN_OR_RETURN(int64_t t, ParseInt64(it->second,
-                                               "HOROVOD_START_TIMEOUT", 1,
-                                               86400));
+    HVD_ASSIGN_OR_RETURN(
+        int64_t t, ParseInt64(it->second, "HOROVOD_START_TIMEOUT", 1, 86400));
     o.start_timeout_s = static_cast<int>(t);
   }
   bool np_given = false;

@@ -13,12 +13,12 @@
 namespace hvd::launcher {
 
 struct LaunchOptions {
-  int num_proc = 0;                 // -np, required
-  std::vector<HostSpec> hosts;      // -H; default localhost:num_proc
+  int num_proc = 0;             // -np, required
+  std::vector<HostSpec> hosts;  // -H; default localhost:num_proc
   bool hosts_given = false;
-  int start_timeout_s = 30;         // --start-timeout / HOROVOD_START_TIMEOUT
-  bool verbose = false;             // --verbose
-  std::vector<std::string> command; // everything after the options
+  int start_timeout_s = 30;          // --start-timeout / HOROVOD_START_TIMEOUT
+  bool verbose = false;              // --verbose
+  std::vector<std::string> command;  // everything after the options
   bool show_help = false;
   bool show_version = false;
 };

@@ -22,7 +22,8 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry) {
     if (!rest.empty()) {
       if (rest.front() != ':') {
         return Status::InvalidArgument(
-            "-H", "expected ':SLOTS' after ']' in '" + std::string(entry) + "'");
+            "-H",
+            "expected ':SLOTS' after ']' in '" + std::string(entry) + "'");
       }
       slots_text = rest.substr(1);
       has_slots = true;

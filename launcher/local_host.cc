@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <filesystem>
 #include <regex>
 #include <set>
-#include <strings.h>
 
 namespace hvd::launcher {
 namespace {
@@ -30,7 +30,8 @@ std::string AddressString(const sockaddr* sa) {
 
 bool IsLoopback(const sockaddr* sa) {
   if (sa->sa_family == AF_INET) {
-    uint32_t a = ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr);
+    uint32_t a =
+        ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr);
     return (a >> 24) == 127;
   }
   if (sa->sa_family == AF_INET6) {

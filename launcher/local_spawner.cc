@@ -27,7 +27,8 @@ void CloseBoth(int fds[2]) {
 class LocalSpawner final : public Spawner {
  public:
   StatusOr<SpawnedProcess> Spawn(const ProcessSpec& spec) override {
-    if (spec.argv.empty()) return Status::InvalidArgument("command", "is empty");
+    if (spec.argv.empty())
+      return Status::InvalidArgument("command", "is empty");
     std::string path_env = "/usr/local/bin:/usr/bin:/bin";
     for (const std::string& kv : spec.env) {
       if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
@@ -38,10 +39,12 @@ class LocalSpawner final : public Spawner {
     // Everything the child touches is prepared before fork: between fork and
     // exec only async-signal-safe calls are allowed (gRPC threads exist).
     std::vector<char*> argv;
-    for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : spec.argv)
+      argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     std::vector<char*> envp;
-    for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    for (const std::string& e : spec.env)
+      envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
 
@@ -106,8 +109,8 @@ class LocalSpawner final : public Spawner {
       waitpid(pid, &status, 0);
       close(out[0]);
       close(err[0]);
-      return Status::FailedPrecondition(
-          "cannot run '" + program + "'", std::strerror(child_errno));
+      return Status::FailedPrecondition("cannot run '" + program + "'",
+                                        std::strerror(child_errno));
     }
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);

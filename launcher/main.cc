@@ -70,8 +70,8 @@ int Main(int argc, char** argv) {
   server_options.admin_token = *admin;
   auto server = rendezvous::RendezvousServer::Start(server_options);
   if (!server.ok()) return Fail(server.status(), 1);
-  auto job = (*server)->table().CreateJob(plan->hosts,
-                                          static_cast<int>(plan->workers.size()));
+  auto job = (*server)->table().CreateJob(
+      plan->hosts, static_cast<int>(plan->workers.size()));
   if (!job.ok()) return Fail(job.status(), 1);
   if (plan->verbose) {
     std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
@@ -85,8 +85,8 @@ int Main(int argc, char** argv) {
   std::vector<ProcessSpec> specs;
   std::vector<std::string> hosts;
   for (const WorkerPlan& w : plan->workers) {
-    specs.push_back({plan->command, WorkerEnvironment(env, *plan, w, access),
-                     cwd_str});
+    specs.push_back(
+        {plan->command, WorkerEnvironment(env, *plan, w, access), cwd_str});
     hosts.push_back(w.host);
   }
 

@@ -19,7 +19,7 @@ struct ProcessSpec {
 };
 
 struct SpawnedProcess {
-  pid_t pid = -1;   // also the process group id: each worker leads its own
+  pid_t pid = -1;      // also the process group id: each worker leads its own
   int stdout_fd = -1;  // read ends, non-blocking, close-on-exec
   int stderr_fd = -1;
 };

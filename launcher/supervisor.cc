@@ -40,7 +40,9 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
-void Say(const std::string& line) { WriteAll(STDERR_FILENO, "horovodrun: " + line + "\n"); }
+void Say(const std::string& line) {
+  WriteAll(STDERR_FILENO, "horovodrun: " + line + "\n");
+}
 
 int ExitCodeOf(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -195,7 +197,8 @@ void Job::CheckStartTimeout() {
   for (const Worker& w : workers_) {
     if (!w.running || joined_set.count(w.rank)) continue;
     if (count < 16) {
-      missing += (count ? ", " : "") + std::to_string(w.rank) + " (" + w.host + ")";
+      missing +=
+          (count ? ", " : "") + std::to_string(w.rank) + " (" + w.host + ")";
     }
     ++count;
   }
@@ -314,7 +317,8 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents) ReadOutput(*owners[i].first, fds[i].fd, owners[i].second);
+      if (fds[i].revents)
+        ReadOutput(*owners[i].first, fds[i].fd, owners[i].second);
     }
   }
   for (Worker& w : workers_) {
@@ -325,7 +329,8 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
   if (first_failure_ && *first_failure_ >= 0) {
     const Worker& w = workers_[*first_failure_];
     Say("one or more processes exited with non-zero status; the first was "
-        "rank " + std::to_string(w.rank) + " on host " + w.host +
+        "rank " +
+        std::to_string(w.rank) + " on host " + w.host +
         " (Process name: " + std::to_string(w.rank) +
         ", Exit code: " + std::to_string(exit_code_) + ")");
   }
@@ -337,7 +342,8 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
 void InstallLauncherSignalHandlers() {
   if (g_signal_pipe[0] < 0) {
     if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-      Say(std::string("cannot create the signal pipe: ") + std::strerror(errno));
+      Say(std::string("cannot create the signal pipe: ") +
+          std::strerror(errno));
       _exit(1);
     }
   }
@@ -346,7 +352,8 @@ void InstallLauncherSignalHandlers() {
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP})
+    sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 

@@ -35,7 +35,8 @@ struct SupervisorOptions {
 
 class Supervisor {
  public:
-  explicit Supervisor(SupervisorOptions options) : options_(std::move(options)) {}
+  explicit Supervisor(SupervisorOptions options)
+      : options_(std::move(options)) {}
 
   // Spawns one process per entry of `specs` (index = rank; `hosts` names
   // each rank's host for messages) and supervises them to the end. Returns

@@ -14,8 +14,9 @@ Status ValidateHosts(const std::vector<HostSlots>& hosts, int size) {
     }
     if (!seen.insert(h.host).second) {
       return Status::InvalidArgument(
-          "hosts", "'" + h.host + "' is listed twice; give it once with the "
-                                  "sum of its slots");
+          "hosts", "'" + h.host +
+                       "' is listed twice; give it once with the "
+                       "sum of its slots");
     }
     if (h.slots < 1) {
       return Status::InvalidArgument(
@@ -23,14 +24,14 @@ Status ValidateHosts(const std::vector<HostSlots>& hosts, int size) {
                        " slots; each host needs at least 1");
     }
     if (h.gpus < 0) {
-      return Status::InvalidArgument("hosts",
-                                     "'" + h.host + "' has a negative GPU count");
+      return Status::InvalidArgument(
+          "hosts", "'" + h.host + "' has a negative GPU count");
     }
     total += h.slots;
   }
   if (size < 1) {
-    return Status::InvalidArgument("size", "must be at least 1 (got " +
-                                               std::to_string(size) + ")");
+    return Status::InvalidArgument(
+        "size", "must be at least 1 (got " + std::to_string(size) + ")");
   }
   if (total != size) {
     return Status::InvalidArgument(

@@ -103,9 +103,9 @@ class JobTable {
  private:
   struct Waiter {
     std::string job_id;
-    std::vector<std::string> keys;     // for key waits
-    size_t missing = 0;                // keys not yet set
-    std::string barrier;               // for barrier entries
+    std::vector<std::string> keys;  // for key waits
+    size_t missing = 0;             // keys not yet set
+    std::string barrier;            // for barrier entries
     int rank = -1;
     Clock::time_point deadline;
     WaitCallback on_values;
@@ -138,10 +138,10 @@ class JobTable {
   static void RunAll(std::vector<Completion>& completions);
 
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Job> jobs_;         // guarded by mu_
-  std::unordered_map<WaitId, Waiter> waiters_;        // guarded by mu_
+  std::unordered_map<std::string, Job> jobs_;                 // guarded by mu_
+  std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_
-  WaitId next_id_ = 1;                                // guarded by mu_
+  WaitId next_id_ = 1;                                        // guarded by mu_
 };
 
 }  // namespace hvd::rendezvous

@@ -40,7 +40,8 @@ StatusOr<Clock::time_point> DeadlineFrom(int64_t timeout_ms) {
 // when a new wait may have an earlier deadline.
 class Expirer {
  public:
-  explicit Expirer(JobTable* table) : table_(table), thread_([this] { Run(); }) {}
+  explicit Expirer(JobTable* table)
+      : table_(table), thread_([this] { Run(); }) {}
   ~Expirer() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -117,7 +118,9 @@ class BlockingReactor : public grpc::ServerUnaryReactor {
 class Service final : public pb::Rendezvous::CallbackService {
  public:
   Service(JobTable* table, std::string admin_token, Expirer* expirer)
-      : table_(table), admin_token_(std::move(admin_token)), expirer_(expirer) {}
+      : table_(table),
+        admin_token_(std::move(admin_token)),
+        expirer_(expirer) {}
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const pb::CreateJobRequest* req,
@@ -270,8 +273,9 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
     return Status::InvalidArgument("admin token",
                                    "is empty; the server needs one");
   }
-  HVD_ASSIGN_OR_RETURN(HostPort listen,
-                       ParseHostPort(options.listen, "rendezvous listen address"));
+  HVD_ASSIGN_OR_RETURN(
+      HostPort listen,
+      ParseHostPort(options.listen, "rendezvous listen address"));
   auto impl = std::make_unique<Impl>();
   impl->expirer = std::make_unique<Expirer>(&impl->table);
   impl->service = std::make_unique<Service>(&impl->table, options.admin_token,

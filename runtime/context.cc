@@ -18,7 +18,8 @@ class SingleProcessBackend final : public Backend {
   Status Broadcast(void*, size_t, int root) override {
     if (root != 0) {
       return Status::InvalidArgument(
-          "broadcast root", std::to_string(root) + " is not a rank of a job of 1");
+          "broadcast root",
+          std::to_string(root) + " is not a rank of a job of 1");
     }
     return Status::Ok();
   }
@@ -46,8 +47,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   }
   ctx->client_ = rendezvous::RendezvousClient::Create(
       config.rendezvous_addr, config.job_id, config.job_token);
-  auto joined = ctx->client_->Join(config.host, config.slot,
-                                   config.start_timeout);
+  auto joined =
+      ctx->client_->Join(config.host, config.slot, config.start_timeout);
   if (!joined.ok()) {
     return joined.status().WithContext("host " + config.host + " slot " +
                                        std::to_string(config.slot));

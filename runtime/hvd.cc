@@ -11,7 +11,8 @@ namespace {
 
 // The one handle the C++ API owns; everything else hangs off it.
 std::mutex g_mu;
-std::unique_ptr<runtime::Context> g_context;  // guarded by g_mu for init/shutdown
+std::unique_ptr<runtime::Context>
+    g_context;  // guarded by g_mu for init/shutdown
 
 runtime::Context* Current() { return g_context.get(); }
 
@@ -24,8 +25,8 @@ Status NotInitialized(const char* what) {
 Status init() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_context) {
-    return Status::FailedPrecondition("hvd::init",
-                                      "already initialized; call shutdown() first");
+    return Status::FailedPrecondition(
+        "hvd::init", "already initialized; call shutdown() first");
   }
   HVD_RETURN_IF_ERROR(ConfigureLoggingFromEnv());
   HVD_ASSIGN_OR_RETURN(runtime::WorkerConfig config,
@@ -39,10 +40,10 @@ Status init() {
 
 bool is_initialized() { return Current() != nullptr; }
 
-#define HVD_ASSIGNMENT_GETTER(name)                        \
-  int name() {                                             \
-    runtime::Context* c = Current();                       \
-    return c ? c->assignment().name : -1;                  \
+#define HVD_ASSIGNMENT_GETTER(name)       \
+  int name() {                            \
+    runtime::Context* c = Current();      \
+    return c ? c->assignment().name : -1; \
   }
 HVD_ASSIGNMENT_GETTER(rank)
 HVD_ASSIGNMENT_GETTER(size)

@@ -19,8 +19,7 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
 
   auto addr = GetEnv("HVD_RENDEZVOUS_ADDR");
   if (!addr || addr->empty()) {
-    HVD_ASSIGN_OR_RETURN(int64_t size,
-                         EnvInt64("HOROVOD_SIZE", 1, 1, 1 << 24));
+    HVD_ASSIGN_OR_RETURN(int64_t size, EnvInt64("HOROVOD_SIZE", 1, 1, 1 << 24));
     if (size != 1) {
       return Status::FailedPrecondition(
           "hvd::init",
@@ -37,7 +36,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   HVD_ASSIGN_OR_RETURN(c.job_token, RequireEnv("HVD_JOB_TOKEN", kHint));
   HVD_ASSIGN_OR_RETURN(c.host, RequireEnv("HVD_HOST", kHint));
   HVD_ASSIGN_OR_RETURN(std::string slot, RequireEnv("HVD_SLOT", kHint));
-  HVD_ASSIGN_OR_RETURN(int64_t slot_n, ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(int64_t slot_n,
+                       ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
   c.slot = static_cast<int>(slot_n);
 
   if (GetEnv("HOROVOD_RANK")) {
@@ -69,12 +69,12 @@ Status CheckAssignment(const WorkerConfig& config,
       want.local_rank != got.local_rank || want.local_size != got.local_size ||
       want.cross_rank != got.cross_rank || want.cross_size != got.cross_size) {
     return Status::FailedPrecondition(
-        "hvd::init", "the rendezvous assigned rank " + std::to_string(got.rank) +
-                         "/" + std::to_string(got.size) + " to " + config.host +
-                         " slot " + std::to_string(config.slot) +
-                         " but HOROVOD_RANK says " + std::to_string(want.rank) +
-                         "/" + std::to_string(want.size) +
-                         "; the launcher and the rendezvous disagree");
+        "hvd::init",
+        "the rendezvous assigned rank " + std::to_string(got.rank) + "/" +
+            std::to_string(got.size) + " to " + config.host + " slot " +
+            std::to_string(config.slot) + " but HOROVOD_RANK says " +
+            std::to_string(want.rank) + "/" + std::to_string(want.size) +
+            "; the launcher and the rendezvous disagree");
   }
   return Status::Ok();
 }

@@ -31,7 +31,8 @@ struct WorkerConfig {
   std::string gloo_iface;
   std::string gloo_addr = "127.0.0.1";
   std::chrono::milliseconds start_timeout{30000};  // HOROVOD_START_TIMEOUT
-  std::chrono::milliseconds gloo_timeout{30000};   // HOROVOD_GLOO_TIMEOUT_SECONDS
+  std::chrono::milliseconds gloo_timeout{
+      30000};  // HOROVOD_GLOO_TIMEOUT_SECONDS
   // What the launcher planned (HOROVOD_*), if it said.
   std::optional<rendezvous::Assignment> expected;
 

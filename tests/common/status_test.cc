@@ -20,7 +20,8 @@ TEST(StatusTest, FactoryJoinsContextAndDetail) {
 }
 
 TEST(StatusTest, WithContextKeepsCode) {
-  Status s = Status::NotFound("key 'x'", "has not been set").WithContext("rank 3");
+  Status s =
+      Status::NotFound("key 'x'", "has not been set").WithContext("rank 3");
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_EQ(s.message(), "rank 3: key 'x': has not been set");
   EXPECT_TRUE(Status::Ok().WithContext("x").ok());

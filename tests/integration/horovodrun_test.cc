@@ -70,7 +70,8 @@ class HelloTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(HelloTest, EveryRankPrintsTheSum) {
   const int np = GetParam();
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", std::to_string(np), HVD_HELLO}, kTimeout);
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", std::to_string(np), HVD_HELLO},
+                        kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<int> seen;
   const std::regex line(R"(\[(\d+)\]<stdout>:rank (\d+)/(\d+): sum=(\d+))");
@@ -88,8 +89,8 @@ TEST_P(HelloTest, EveryRankPrintsTheSum) {
 INSTANTIATE_TEST_SUITE_P(Np, HelloTest, ::testing::Values(1, 2, 3, 4));
 
 TEST(HorovodrunTest, ThreeSlotsOnLocalhostPrintSixThreeTimes) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", "-H", "localhost:3", HVD_HELLO},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", "-H", "localhost:3", HVD_HELLO}, kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;
@@ -101,18 +102,20 @@ TEST(HorovodrunTest, ThreeSlotsOnLocalhostPrintSixThreeTimes) {
 }
 
 TEST(HorovodrunTest, MixedHostNamesOfThisMachine) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", "-H", "localhost:1,127.0.0.1:2",
-                  HVD_HELLO},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", "-H", "localhost:1,127.0.0.1:2", HVD_HELLO},
+      kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 3u);
 }
 
 TEST(HorovodrunTest, LinesAreNeverMixed) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--lines", "2000"},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--lines", "2000"},
+      kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::regex line(R"(\[(\d)\]<(stdout|stderr)>:rank (\d) line (\d+) x{120})");
+  const std::regex line(
+      R"(\[(\d)\]<(stdout|stderr)>:rank (\d) line (\d+) x{120})");
   for (const std::string* text : {&r.out, &r.err}) {
     auto lines = Lines(*text);
     EXPECT_EQ(lines.size(), 6000u);
@@ -127,15 +130,17 @@ TEST(HorovodrunTest, LinesAreNeverMixed) {
 
 TEST(HorovodrunTest, ProgressPiecesAndLastLineWithoutNewline) {
   Result r = RunCommand({HVD_HOROVODRUN, "-np", "1", "/bin/sh", "-c",
-                  "printf '10%%\\r20%%\\rdone\\nno newline'"},
-                 kTimeout);
+                         "printf '10%%\\r20%%\\rdone\\nno newline'"},
+                        kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "[0]<stdout>:10%\n[0]<stdout>:20%\n[0]<stdout>:done\n"
-                   "[0]<stdout>:no newline\n");
+  EXPECT_EQ(r.out,
+            "[0]<stdout>:10%\n[0]<stdout>:20%\n[0]<stdout>:done\n"
+            "[0]<stdout>:no newline\n");
 }
 
 TEST(HorovodrunTest, WorkerEnvironmentHasHorovodVariables) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "-H", "localhost:1,127.0.0.1:1",
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "-H", "localhost:1,127.0.0.1:1",
                   "/bin/sh", "-c",
                   "echo $HOROVOD_RANK $HOROVOD_SIZE $HOROVOD_LOCAL_RANK "
                   "$HOROVOD_LOCAL_SIZE $HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE "
@@ -150,19 +155,19 @@ TEST(HorovodrunTest, WorkerEnvironmentHasHorovodVariables) {
 }
 
 TEST(HorovodrunTest, TokenNeverOnACommandLine) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER,
-                  "--check-token-hidden"},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--check-token-hidden"},
+      kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 2u);
 }
 
 TEST(HorovodrunTest, FailingRankEndsTheJobWithItsStatus) {
   TempDir dir;
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir",
-                  dir.path(), "--spawn-child", "--fail-rank", "1", "--code", "3",
-                  "--sleep", "120"},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir", dir.path(),
+       "--spawn-child", "--fail-rank", "1", "--code", "3", "--sleep", "120"},
+      kTimeout);
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_LT(r.took, seconds(20));
   EXPECT_NE(r.err.find("rank 1 on host localhost exited with code 3"),
@@ -176,7 +181,8 @@ TEST(HorovodrunTest, FailingRankEndsTheJobWithItsStatus) {
 }
 
 TEST(HorovodrunTest, KilledRankCountsAs128PlusSignal) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
                   "if [ $HOROVOD_RANK = 0 ]; then kill -9 $$; fi; sleep 120"},
                  kTimeout);
   EXPECT_EQ(r.exit_code, 137) << r.err;
@@ -216,7 +222,8 @@ TEST(HorovodrunTest, SecondSigintKillsAtOnce) {
 
 TEST(HorovodrunTest, WorkersThatIgnoreSigtermAreKilledAfterGrace) {
   TempDir dir;
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
                   "trap '' TERM; echo $$ > " + dir.path() +
                       "/$HOROVOD_RANK.pid; if [ $HOROVOD_RANK = 1 ]; then "
                       "sleep 0.5; exit 7; fi; while :; do sleep 0.1; done"},
@@ -239,8 +246,8 @@ TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
 
 TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterStartTimeout) {
   Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "2",
-                  HVD_TEST_WORKER, "--no-init", "--sleep", "120"},
-                 kTimeout);
+                         HVD_TEST_WORKER, "--no-init", "--sleep", "120"},
+                        kTimeout);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_LT(r.took, seconds(20));
   EXPECT_NE(r.err.find("ranks 0 (localhost), 1 (localhost) did not join the "
@@ -250,15 +257,16 @@ TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterStartTimeout) {
 }
 
 TEST(HorovodrunTest, ProgramsThatExitWithoutJoiningAreFine) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1",
-                  "/bin/echo", "hi"},
-                 kTimeout);
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1", "/bin/echo", "hi"},
+      kTimeout);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 2u);
 }
 
 // Bad input: one line on stderr, exit 2, nothing started.
-void ExpectUsageError(const std::vector<std::string>& args, const std::string& says) {
+void ExpectUsageError(const std::vector<std::string>& args,
+                      const std::string& says) {
   std::vector<std::string> argv = {HVD_HOROVODRUN};
   argv.insert(argv.end(), args.begin(), args.end());
   Result r = RunCommand(argv, kTimeout);

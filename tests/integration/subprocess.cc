@@ -99,8 +99,8 @@ Result Subprocess::Wait(std::chrono::milliseconds timeout) {
 }
 
 Result RunCommand(const std::vector<std::string>& argv,
-           std::chrono::milliseconds timeout,
-           const std::vector<std::string>& extra_env) {
+                  std::chrono::milliseconds timeout,
+                  const std::vector<std::string>& extra_env) {
   Subprocess p(argv, extra_env);
   return p.Wait(timeout);
 }

@@ -39,8 +39,8 @@ class Subprocess {
 };
 
 Result RunCommand(const std::vector<std::string>& argv,
-           std::chrono::milliseconds timeout,
-           const std::vector<std::string>& extra_env = {});
+                  std::chrono::milliseconds timeout,
+                  const std::vector<std::string>& extra_env = {});
 
 // True while `pid` exists and is not a zombie.
 bool ProcessAlive(pid_t pid);

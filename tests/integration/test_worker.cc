@@ -50,14 +50,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : ""; };
-    if (a == "--no-init") init = false;
-    else if (a == "--pid-dir") pid_dir = next();
-    else if (a == "--spawn-child") spawn_child = true;
-    else if (a == "--fail-rank") fail_rank = std::stoi(next());
-    else if (a == "--code") code = std::stoi(next());
-    else if (a == "--sleep") sleep_s = std::stoi(next());
-    else if (a == "--lines") lines = std::stoi(next());
-    else if (a == "--check-token-hidden") check_token = true;
+    if (a == "--no-init")
+      init = false;
+    else if (a == "--pid-dir")
+      pid_dir = next();
+    else if (a == "--spawn-child")
+      spawn_child = true;
+    else if (a == "--fail-rank")
+      fail_rank = std::stoi(next());
+    else if (a == "--code")
+      code = std::stoi(next());
+    else if (a == "--sleep")
+      sleep_s = std::stoi(next());
+    else if (a == "--lines")
+      lines = std::stoi(next());
+    else if (a == "--check-token-hidden")
+      check_token = true;
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -75,7 +83,8 @@ int main(int argc, char** argv) {
     const char* token = std::getenv("HVD_JOB_TOKEN");
     if (!token || !*token) return 5;
     std::string mine = ReadFile("/proc/self/cmdline");
-    std::string parent = ReadFile("/proc/" + std::to_string(getppid()) + "/cmdline");
+    std::string parent =
+        ReadFile("/proc/" + std::to_string(getppid()) + "/cmdline");
     if (mine.find(token) != std::string::npos ||
         parent.find(token) != std::string::npos) {
       std::fprintf(stderr, "token found on a command line\n");

@@ -8,13 +8,15 @@ namespace {
 TEST(ParseHostListTest, NamesSlotsAndDefaults) {
   auto h = ParseHostList("server1:2,server2:4,solo");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  EXPECT_EQ(*h, (std::vector<HostSpec>{{"server1", 2}, {"server2", 4}, {"solo", 1}}));
+  EXPECT_EQ(
+      *h, (std::vector<HostSpec>{{"server1", 2}, {"server2", 4}, {"solo", 1}}));
 }
 
 TEST(ParseHostListTest, Ipv4AndBracketedIpv6) {
   auto h = ParseHostList("127.0.0.1:2,[::1]:3,[fe80::1]");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  EXPECT_EQ(*h, (std::vector<HostSpec>{{"127.0.0.1", 2}, {"::1", 3}, {"fe80::1", 1}}));
+  EXPECT_EQ(*h, (std::vector<HostSpec>{
+                    {"127.0.0.1", 2}, {"::1", 3}, {"fe80::1", 1}}));
 }
 
 TEST(ParseHostListTest, RejectsBadEntriesWithTheReason) {
@@ -22,14 +24,10 @@ TEST(ParseHostListTest, RejectsBadEntriesWithTheReason) {
     const char* text;
     const char* says;
   } cases[] = {
-      {"", "empty entry"},
-      {"a:2,", "empty entry"},
-      {"a:0", "between 1 and"},
-      {"a:x", "expected an integer"},
-      {":2", "empty host"},
-      {"::1:2", "[ADDR]:SLOTS"},
-      {"[::1:2", "without ']'"},
-      {"a:1,a:2", "listed twice"},
+      {"", "empty entry"},       {"a:2,", "empty entry"},
+      {"a:0", "between 1 and"},  {"a:x", "expected an integer"},
+      {":2", "empty host"},      {"::1:2", "[ADDR]:SLOTS"},
+      {"[::1:2", "without ']'"}, {"a:1,a:2", "listed twice"},
   };
   for (const Case& c : cases) {
     auto h = ParseHostList(c.text);

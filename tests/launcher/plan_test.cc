@@ -35,8 +35,9 @@ TEST(PlanTest, FillsHostsInOrderUpToNp) {
 TEST(PlanTest, TooFewSlotsSaysHowMany) {
   auto p = MakePlan(Options(5, {{"localhost", 4}}), AllLocal());
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(),
-            "-np 5: needs 5 slots but -H localhost:4 has 4; add hosts or slots");
+  EXPECT_EQ(
+      p.status().message(),
+      "-np 5: needs 5 slots but -H localhost:4 has 4; add hosts or slots");
 }
 
 TEST(PlanTest, RemoteHostsAreRefusedInThisVersion) {

@@ -1,9 +1,9 @@
+#include "launcher/spawner.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include "launcher/spawner.h"
 
 namespace hvd::launcher {
 namespace {

@@ -38,7 +38,8 @@ TEST(AssignmentTest, HeterogeneousHostsFollowHorovod) {
 
 TEST(AssignmentTest, ManyHosts) {
   std::vector<HostSlots> hosts;
-  for (int h = 0; h < 100; ++h) hosts.push_back({"node" + std::to_string(h), 8});
+  for (int h = 0; h < 100; ++h)
+    hosts.push_back({"node" + std::to_string(h), 8});
   auto a = ComputeAssignments(hosts);
   ASSERT_EQ(a.size(), 800u);
   for (int r = 0; r < 800; ++r) {

@@ -98,7 +98,8 @@ TEST_F(JobTableTest, WaitCompletesWhenTheLastKeyIsSet) {
               });
   ASSERT_TRUE(table_.Set(job_.job_id, "a", "1").ok());
   EXPECT_EQ(calls, 0);
-  ASSERT_TRUE(table_.Set(job_.job_id, "a", "1b").ok());  // overwrite: still waiting
+  ASSERT_TRUE(
+      table_.Set(job_.job_id, "a", "1b").ok());  // overwrite: still waiting
   EXPECT_EQ(calls, 0);
   ASSERT_TRUE(table_.Set(job_.job_id, "b", "2").ok());
   EXPECT_EQ(calls, 1);
@@ -109,8 +110,9 @@ TEST_F(JobTableTest, WaitCompletesWhenTheLastKeyIsSet) {
 
 TEST_F(JobTableTest, WaitTimesOutNamingMissingKeys) {
   Status result;
-  table_.Wait(job_.job_id, {"present", "absent"}, In(100),
-              [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  table_.Wait(
+      job_.job_id, {"present", "absent"}, In(100),
+      [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
   ASSERT_TRUE(table_.Set(job_.job_id, "present", "x").ok());
   auto next = table_.Expire(In(50));
   ASSERT_TRUE(next.has_value());
@@ -174,8 +176,9 @@ TEST_F(JobTableTest, BarrierRejectsRankOutOfRange) {
 
 TEST_F(JobTableTest, EndJobAbortsItsWaitsAndForgetsIt) {
   Status result;
-  table_.Wait(job_.job_id, {"k"}, In(100),
-              [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  table_.Wait(
+      job_.job_id, {"k"}, In(100),
+      [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
   ASSERT_TRUE(table_.EndJob(job_.job_id, "its launcher exited").ok());
   EXPECT_EQ(result.code(), StatusCode::kAborted);
   EXPECT_NE(result.message().find("its launcher exited"), std::string::npos);

@@ -41,8 +41,8 @@ TEST_F(ServiceTest, CreateJobNeedsTheAdminToken) {
   auto wrong = RendezvousClient::CreateJob(server_->address(), "guess",
                                            {{"a", 1}}, 1, milliseconds(5000));
   EXPECT_EQ(wrong.status().code(), StatusCode::kUnauthenticated);
-  auto missing = RendezvousClient::CreateJob(server_->address(), "",
-                                             {{"a", 1}}, 1, milliseconds(5000));
+  auto missing = RendezvousClient::CreateJob(server_->address(), "", {{"a", 1}},
+                                             1, milliseconds(5000));
   EXPECT_EQ(missing.status().code(), StatusCode::kUnauthenticated);
 }
 

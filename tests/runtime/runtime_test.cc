@@ -78,7 +78,8 @@ TEST_P(CollectivesTest, AllreduceSumFloatEveryElement) {
     for (size_t count : {size_t{0}, size_t{1}, size_t{17}, size_t{100003}}) {
       std::vector<float> data(count);
       for (size_t i = 0; i < count; ++i) data[i] = rank * 1000.0f + i % 997;
-      ASSERT_TRUE(ctx.Allreduce(data.data(), count, DataType::kFloat32, false).ok());
+      ASSERT_TRUE(
+          ctx.Allreduce(data.data(), count, DataType::kFloat32, false).ok());
       float rank_sum = 1000.0f * size * (size - 1) / 2;
       for (size_t i = 0; i < count; ++i) {
         ASSERT_EQ(data[i], rank_sum + size * static_cast<float>(i % 997))
@@ -95,7 +96,8 @@ TEST_P(CollectivesTest, AllreduceAverageDouble) {
     const int rank = ctx.assignment().rank;
     std::vector<double> data(1001);
     for (size_t i = 0; i < data.size(); ++i) data[i] = rank + 0.5 * i;
-    ASSERT_TRUE(ctx.Allreduce(data.data(), data.size(), DataType::kFloat64, true).ok());
+    ASSERT_TRUE(
+        ctx.Allreduce(data.data(), data.size(), DataType::kFloat64, true).ok());
     double mean_rank = (size - 1) / 2.0;
     for (size_t i = 0; i < data.size(); ++i) {
       ASSERT_NEAR(data[i], mean_rank + 0.5 * i, 1e-12) << "element " << i;
@@ -180,7 +182,8 @@ TEST(FailureTest, DeadPeerMakesTheOthersFailFastNotHang) {
       std::vector<float> big(1 << 16, 1.0f);
       Status s;
       for (int i = 0; i < 50 && s.ok(); ++i) {
-        s = (*ctx)->Allreduce(big.data(), big.size(), DataType::kFloat32, false);
+        s = (*ctx)->Allreduce(big.data(), big.size(), DataType::kFloat32,
+                              false);
       }
       results[(*ctx)->assignment().rank] = s;
     });
@@ -189,7 +192,8 @@ TEST(FailureTest, DeadPeerMakesTheOthersFailFastNotHang) {
   for (auto& t : threads) t.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(results[r].code(), StatusCode::kUnavailable) << results[r].ToString();
+    EXPECT_EQ(results[r].code(), StatusCode::kUnavailable)
+        << results[r].ToString();
     EXPECT_NE(results[r].message().find("rank " + std::to_string(r)),
               std::string::npos)
         << results[r].message();

@@ -14,12 +14,21 @@ class EnvGuard {
   ~EnvGuard() {
     for (const char* k : kKeys) unsetenv(k);
   }
-  static constexpr const char* kKeys[] = {
-      "HVD_RENDEZVOUS_ADDR", "HVD_JOB_ID",         "HVD_JOB_TOKEN",
-      "HVD_HOST",            "HVD_SLOT",           "HOROVOD_RANK",
-      "HOROVOD_SIZE",        "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
-      "HOROVOD_CROSS_RANK",  "HOROVOD_CROSS_SIZE", "HOROVOD_START_TIMEOUT",
-      "HOROVOD_GLOO_TIMEOUT_SECONDS", "HOROVOD_GLOO_IFACE", "HVD_GLOO_ADDR"};
+  static constexpr const char* kKeys[] = {"HVD_RENDEZVOUS_ADDR",
+                                          "HVD_JOB_ID",
+                                          "HVD_JOB_TOKEN",
+                                          "HVD_HOST",
+                                          "HVD_SLOT",
+                                          "HOROVOD_RANK",
+                                          "HOROVOD_SIZE",
+                                          "HOROVOD_LOCAL_RANK",
+                                          "HOROVOD_LOCAL_SIZE",
+                                          "HOROVOD_CROSS_RANK",
+                                          "HOROVOD_CROSS_SIZE",
+                                          "HOROVOD_START_TIMEOUT",
+                                          "HOROVOD_GLOO_TIMEOUT_SECONDS",
+                                          "HOROVOD_GLOO_IFACE",
+                                          "HVD_GLOO_ADDR"};
 };
 
 TEST(WorkerConfigTest, NoLauncherMeansStandalone) {

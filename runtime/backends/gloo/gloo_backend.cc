@@ -88,9 +88,10 @@ class GlooBackend final : public Backend {
 
   Status Broadcast(void* data, size_t bytes, int root) override {
     if (root < 0 || root >= context_->size) {
-      return Status::InvalidArgument(
-          "broadcast root", std::to_string(root) + " is not a rank of a job of " +
-                                std::to_string(context_->size));
+      return Status::InvalidArgument("broadcast root",
+                                     std::to_string(root) +
+                                         " is not a rank of a job of " +
+                                         std::to_string(context_->size));
     }
     if (bytes == 0) return Status::Ok();
     return Run("broadcast", [&] {
@@ -158,10 +159,11 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
-        where, "cannot use " +
-                   (options.iface.empty() ? "address '" + options.hostname + "'"
-                                          : "interface '" + options.iface + "'") +
-                   ": " + e.what() + " (check --network-interface)");
+        where,
+        "cannot use " +
+            (options.iface.empty() ? "address '" + options.hostname + "'"
+                                   : "interface '" + options.iface + "'") +
+            ": " + e.what() + " (check --network-interface)");
   }
   auto context =
       std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
@@ -171,8 +173,8 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
     context->connectFullMesh(adapter, device);
   } catch (const std::exception& e) {
     return Status::Unavailable(
-        where, std::string("connecting to the other ranks failed: ") +
-                   e.what());
+        where,
+        std::string("connecting to the other ranks failed: ") + e.what());
   }
   context->setTimeout(options.op_timeout);
   return std::unique_ptr<Backend>(new GlooBackend(
