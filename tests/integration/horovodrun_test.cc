@@ -190,18 +190,26 @@ TEST(HorovodrunTest, KilledRankCountsAs128PlusSignal) {
   EXPECT_LT(r.took, seconds(20));
 }
 
-TEST(HorovodrunTest, SigintStopsEveryWorker) {
+class StopSignalTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StopSignalTest, SignalToLauncherStopsEveryWorker) {
+  const int sig = GetParam();
   TempDir dir;
   Subprocess p({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir",
                 dir.path(), "--spawn-child", "--sleep", "120"});
   ASSERT_TRUE(WaitForPids(dir.path(), 6, seconds(30)));
-  kill(p.pid(), SIGINT);
+  kill(p.pid(), sig);
   Result r = p.Wait(seconds(30));
-  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
   EXPECT_LT(r.took, seconds(30));
-  EXPECT_NE(r.err.find("received SIGINT"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::string("received SIG") + sigabbrev_np(sig)),
+            std::string::npos)
+      << r.err;
   ExpectAllGone(ReadPids(dir.path()));
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, StopSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP));
 
 TEST(HorovodrunTest, SecondSigintKillsAtOnce) {
   TempDir dir;
