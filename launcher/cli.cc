@@ -1,5 +1,6 @@
 #include "launcher/cli.h"
 
+#include "common/host_port.h"
 #include "common/parse.h"
 
 namespace hvd::launcher {
@@ -63,6 +64,17 @@ StatusOr<LaunchOptions> ParseCommandLine(
       HVD_ASSIGN_OR_RETURN(std::string v, value());
       HVD_ASSIGN_OR_RETURN(int64_t t, ParseInt64(v, word, 1, 86400));
       o.start_timeout_s = static_cast<int>(t);
+    } else if (word == "--rendezvous-addr") {
+      HVD_ASSIGN_OR_RETURN(o.rendezvous_addr, value());
+      HVD_RETURN_IF_ERROR(ParseHostPort(o.rendezvous_addr, word).status());
+    } else if (word == "--rendezvous-token-file") {
+      HVD_ASSIGN_OR_RETURN(o.rendezvous_token_file, value());
+    } else if (word == "--rendezvous-tls-ca") {
+      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_ca, value());
+    } else if (word == "--rendezvous-tls-cert") {
+      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_cert, value());
+    } else if (word == "--rendezvous-tls-key") {
+      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_key, value());
     } else if (word == "--gloo") {
       HVD_RETURN_IF_ERROR(no_value());
     } else if (word == "--mpi") {
@@ -92,6 +104,28 @@ StatusOr<LaunchOptions> ParseCommandLine(
         "command", "missing: give the program to run after the options");
   }
   if (!o.hosts_given) o.hosts = {{"localhost", o.num_proc}};
+  if (o.rendezvous_addr.empty()) {
+    for (const std::string* f :
+         {&o.rendezvous_token_file, &o.rendezvous_tls_ca,
+          &o.rendezvous_tls_cert, &o.rendezvous_tls_key}) {
+      if (!f->empty()) {
+        return Status::InvalidArgument(
+            "--rendezvous-*", "these options need --rendezvous-addr");
+      }
+    }
+  } else if (o.rendezvous_token_file.empty()) {
+    return Status::InvalidArgument(
+        "--rendezvous-addr",
+        "needs --rendezvous-token-file with the daemon's admin token");
+  }
+  if (o.rendezvous_tls_cert.empty() != o.rendezvous_tls_key.empty()) {
+    return Status::InvalidArgument("--rendezvous-tls-cert/--rendezvous-tls-key",
+                                   "give both or neither");
+  }
+  if (!o.rendezvous_tls_cert.empty() && o.rendezvous_tls_ca.empty()) {
+    return Status::InvalidArgument("--rendezvous-tls-cert",
+                                   "needs --rendezvous-tls-ca");
+  }
   return o;
 }
 
@@ -115,6 +149,13 @@ controller:
 launch:
   --start-timeout S        seconds workers have to join the rendezvous
                            (default 30, or HOROVOD_START_TIMEOUT)
+
+rendezvous (default: one embedded in horovodrun):
+  --rendezvous-addr HOST:PORT    use a running hvd-rendezvousd
+  --rendezvous-token-file F      file with the daemon's admin token
+  --rendezvous-tls-ca F          CA that signed the daemon's certificate
+  --rendezvous-tls-cert F        client certificate, for mutual TLS
+  --rendezvous-tls-key F         its private key
 
 logging:
   --verbose                say what the launcher does

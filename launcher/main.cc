@@ -6,13 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "common/random.h"
 #include "launcher/cli.h"
+#include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
 #include "launcher/plan.h"
 #include "launcher/spawner.h"
 #include "launcher/supervisor.h"
-#include "rendezvous/server.h"
 
 extern char** environ;
 
@@ -61,27 +60,19 @@ int Main(int argc, char** argv) {
 
   InstallLauncherSignalHandlers();
 
-  auto admin = RandomHex(32);
-  if (!admin.ok()) return Fail(admin.status(), 1);
-  rendezvous::ServerOptions server_options;
-  // Every host is local in this version, so the rendezvous never needs to be
-  // reachable from another machine.
-  server_options.listen = "127.0.0.1:0";
-  server_options.admin_token = *admin;
-  auto server = rendezvous::RendezvousServer::Start(server_options);
-  if (!server.ok()) return Fail(server.status(), 1);
-  auto job = (*server)->table().CreateJob(
-      plan->hosts, static_cast<int>(plan->workers.size()));
-  if (!job.ok()) return Fail(job.status(), 1);
+  auto rendezvous = options->rendezvous_addr.empty()
+                        ? StartEmbeddedRendezvous(*plan)
+                        : ConnectRendezvousDaemon(*plan, *options);
+  if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
+  const JobAccess& access = (*rendezvous)->access();
   if (plan->verbose) {
     std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
-                 (*server)->address().c_str(), job->job_id.c_str(),
+                 access.rendezvous_addr.c_str(), access.job_id.c_str(),
                  plan->workers.size());
   }
 
   char cwd[4096];
   std::string cwd_str = getcwd(cwd, sizeof(cwd)) ? cwd : "";
-  JobAccess access{(*server)->address(), job->job_id, job->token};
   std::vector<ProcessSpec> specs;
   std::vector<std::string> hosts;
   for (const WorkerPlan& w : plan->workers) {
@@ -93,15 +84,11 @@ int Main(int argc, char** argv) {
   SupervisorOptions sup;
   sup.start_timeout = std::chrono::seconds(plan->start_timeout_s);
   sup.verbose = plan->verbose;
-  rendezvous::JobTable* table = &(*server)->table();
-  std::string job_id = job->job_id;
-  sup.joined_ranks = [table, job_id] {
-    auto joined = table->JoinedRanks(job_id);
-    return joined.ok() ? *joined : std::vector<int>{};
-  };
+  JobRendezvous* job = rendezvous->get();
+  sup.joined_ranks = [job] { return job->JoinedRanks(); };
   auto spawner = MakeLocalSpawner();
   int code = Supervisor(sup).Run(specs, hosts, *spawner);
-  (*server)->Shutdown();
+  job->End("the job finished with exit status " + std::to_string(code));
   return code;
 }
 

@@ -59,6 +59,14 @@ std::vector<std::string> WorkerEnvironment(
   env["HVD_JOB_TOKEN"] = access.job_token;
   env["HVD_HOST"] = worker.host;
   env["HVD_SLOT"] = std::to_string(worker.slot);
+  // PEM text rather than paths, so it reaches workers on any host.
+  if (!access.tls_ca_pem.empty()) {
+    env["HVD_RENDEZVOUS_TLS_CA"] = access.tls_ca_pem;
+  }
+  if (!access.tls_cert_pem.empty()) {
+    env["HVD_RENDEZVOUS_TLS_CERT"] = access.tls_cert_pem;
+    env["HVD_RENDEZVOUS_TLS_KEY"] = access.tls_key_pem;
+  }
   if (plan.all_local) env["HVD_GLOO_ADDR"] = "127.0.0.1";
   env["HOROVOD_HOSTNAME"] = worker.host;
   env["HOROVOD_RANK"] = std::to_string(a.rank);

@@ -45,6 +45,10 @@ struct JobAccess {
   std::string rendezvous_addr;
   std::string job_id;
   std::string job_token;
+  // TLS to the rendezvous, as PEM text (empty: plaintext).
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
 };
 
 // The environment of one worker as "K=V" strings: the launcher's own

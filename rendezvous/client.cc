@@ -16,14 +16,23 @@ constexpr auto kCallTimeout = std::chrono::seconds(30);
 // Extra time past a server-side wait's own timeout, for the answer to travel.
 constexpr auto kWaitSlack = std::chrono::seconds(5);
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const ClientTls& tls) {
   grpc::ChannelArguments args;
   // A worker's environment often has http_proxy set for downloads; the
   // rendezvous is never behind it.
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      grpc::InsecureChannelCredentials();
+  if (!tls.ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = tls.ca_pem;
+    ssl.pem_cert_chain = tls.cert_pem;
+    ssl.pem_private_key = tls.key_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  return grpc::CreateCustomChannel(address, creds, args);
 }
 
 void SetDeadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
@@ -34,31 +43,32 @@ void SetDeadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
 
 class RendezvousClient::Stub {
  public:
-  explicit Stub(const std::string& address)
-      : stub(pb::Rendezvous::NewStub(MakeChannel(address))) {}
+  Stub(const std::string& address, const ClientTls& tls)
+      : stub(pb::Rendezvous::NewStub(MakeChannel(address, tls))) {}
   std::unique_ptr<pb::Rendezvous::Stub> stub;
 };
 
 RendezvousClient::RendezvousClient(std::string address, std::string job_id,
-                                   std::string job_token)
+                                   std::string job_token, const ClientTls& tls)
     : address_(std::move(address)),
       job_id_(std::move(job_id)),
       job_token_(std::move(job_token)),
-      stub_(std::make_unique<Stub>(address_)) {}
+      stub_(std::make_unique<Stub>(address_, tls)) {}
 
 RendezvousClient::~RendezvousClient() = default;
 
 std::unique_ptr<RendezvousClient> RendezvousClient::Create(
-    std::string address, std::string job_id, std::string job_token) {
+    std::string address, std::string job_id, std::string job_token,
+    const ClientTls& tls) {
   return std::unique_ptr<RendezvousClient>(new RendezvousClient(
-      std::move(address), std::move(job_id), std::move(job_token)));
+      std::move(address), std::move(job_id), std::move(job_token), tls));
 }
 
 StatusOr<CreatedJob> RendezvousClient::CreateJob(
     const std::string& address, const std::string& admin_token,
     const std::vector<HostSlots>& hosts, int size,
-    std::chrono::milliseconds timeout) {
-  auto stub = pb::Rendezvous::NewStub(MakeChannel(address));
+    std::chrono::milliseconds timeout, const ClientTls& tls) {
+  auto stub = pb::Rendezvous::NewStub(MakeChannel(address, tls));
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
   ctx.set_wait_for_ready(true);
@@ -74,7 +84,45 @@ StatusOr<CreatedJob> RendezvousClient::CreateJob(
   pb::CreateJobResponse resp;
   HVD_RETURN_IF_ERROR(FromGrpcStatus(stub->CreateJob(&ctx, req, &resp),
                                      "rendezvous " + address));
-  return CreatedJob{resp.job_id(), resp.job_token()};
+  return CreatedJob{resp.job_id(), resp.job_token(), resp.ttl_seconds()};
+}
+
+Status RendezvousClient::KeepAlive() {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, kCallTimeout);
+  ctx.AddMetadata(kJobTokenMetadata, job_token_);
+  pb::KeepAliveRequest req;
+  req.set_job_id(job_id_);
+  pb::KeepAliveResponse resp;
+  return FromGrpcStatus(stub_->stub->KeepAlive(&ctx, req, &resp),
+                        "rendezvous " + address_ + " keep-alive");
+}
+
+Status RendezvousClient::EndJob(const std::string& reason) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, kCallTimeout);
+  ctx.AddMetadata(kJobTokenMetadata, job_token_);
+  pb::EndJobRequest req;
+  req.set_job_id(job_id_);
+  req.set_reason(reason);
+  pb::EndJobResponse resp;
+  return FromGrpcStatus(stub_->stub->EndJob(&ctx, req, &resp),
+                        "rendezvous " + address_ + " end job");
+}
+
+StatusOr<JobInfo> RendezvousClient::GetJob() {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, kCallTimeout);
+  ctx.AddMetadata(kJobTokenMetadata, job_token_);
+  pb::GetJobRequest req;
+  req.set_job_id(job_id_);
+  pb::GetJobResponse resp;
+  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub_->stub->GetJob(&ctx, req, &resp),
+                                     "rendezvous " + address_));
+  JobInfo info;
+  info.size = resp.size();
+  info.joined.assign(resp.joined_ranks().begin(), resp.joined_ranks().end());
+  return info;
 }
 
 StatusOr<Assignment> RendezvousClient::Join(const std::string& host, int slot,

@@ -16,12 +16,22 @@
 
 namespace hvd::rendezvous {
 
+// How a client secures its channel: plaintext when ca_pem is empty, else
+// TLS verifying the server against ca_pem, and presenting cert/key when
+// the server wants mutual TLS.
+struct ClientTls {
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+};
+
 class RendezvousClient {
  public:
   // Channels are created lazily; nothing is sent until the first call.
   static std::unique_ptr<RendezvousClient> Create(std::string address,
                                                   std::string job_id,
-                                                  std::string job_token);
+                                                  std::string job_token,
+                                                  const ClientTls& tls = {});
   ~RendezvousClient();
 
   // Creates a job on the server at `address` (needs the admin token).
@@ -29,7 +39,13 @@ class RendezvousClient {
                                         const std::string& admin_token,
                                         const std::vector<HostSlots>& hosts,
                                         int size,
-                                        std::chrono::milliseconds timeout);
+                                        std::chrono::milliseconds timeout,
+                                        const ClientTls& tls = {});
+
+  // Job management, for the job's creator.
+  Status KeepAlive();
+  Status EndJob(const std::string& reason);
+  StatusOr<JobInfo> GetJob();
 
   // Waits up to `timeout` for the server to become reachable, so workers
   // that start before the network is ready still join.
@@ -49,7 +65,7 @@ class RendezvousClient {
 
  private:
   RendezvousClient(std::string address, std::string job_id,
-                   std::string job_token);
+                   std::string job_token, const ClientTls& tls);
 
   std::string address_;
   std::string job_id_;

@@ -36,19 +36,48 @@ StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts,
   job.token = token;
 
   std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.size() >= limits_.max_jobs) {
+    return Status::ResourceExhausted(
+        "CreateJob", std::to_string(limits_.max_jobs) +
+                         " jobs run already, the daemon's limit (raise "
+                         "--max-jobs, or end finished jobs)");
+  }
   std::string id;
   do {
     HVD_ASSIGN_OR_RETURN(id, RandomHex(8));
   } while (jobs_.count(id));
+  if (limits_.job_ttl_seconds > 0) {
+    job.expires = now_() + std::chrono::seconds(limits_.job_ttl_seconds);
+    expiries_.insert({job.expires, id});
+  }
   jobs_.emplace(id, std::move(job));
-  return CreatedJob{id, token};
+  return CreatedJob{id, token, limits_.job_ttl_seconds};
+}
+
+Status JobTable::KeepAlive(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
+  if (limits_.job_ttl_seconds <= 0) return Status::Ok();
+  expiries_.erase({job->expires, job_id});
+  job->expires = now_() + std::chrono::seconds(limits_.job_ttl_seconds);
+  expiries_.insert({job->expires, job_id});
+  return Status::Ok();
+}
+
+StatusOr<JobInfo> JobTable::Info(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  HVD_ASSIGN_OR_RETURN(const Job* job, FindLocked(job_id));
+  JobInfo info;
+  info.size = static_cast<int>(job->assignments.size());
+  info.joined.assign(job->joined.begin(), job->joined.end());
+  return info;
 }
 
 StatusOr<JobTable::Job*> JobTable::FindLocked(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
     return Status::NotFound("job '" + job_id + "'",
-                            "no such job (it ended or never existed)");
+                            "no such job (it ended, expired, or the rendezvous server restarted)");
   }
   return &it->second;
 }
@@ -58,7 +87,7 @@ StatusOr<const JobTable::Job*> JobTable::FindLocked(
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
     return Status::NotFound("job '" + job_id + "'",
-                            "no such job (it ended or never existed)");
+                            "no such job (it ended, expired, or the rendezvous server restarted)");
   }
   return &it->second;
 }
@@ -89,8 +118,11 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
   }
   int first = it->second;
   int slots = job->assignments[first].local_size;
-  if (slot < 0 || slot >= slots) {
-    return Status::InvalidArgument(
+  if (slot < 0) {
+    return Status::InvalidArgument("slot", "is negative");
+  }
+  if (slot >= slots) {
+    return Status::FailedPrecondition(
         "slot", std::to_string(slot) + " is out of range for host '" + host +
                     "', which has " + std::to_string(slots) + " slots");
   }
@@ -109,11 +141,42 @@ StatusOr<std::vector<int>> JobTable::JoinedRanks(
 Status JobTable::Set(const std::string& job_id, const std::string& key,
                      std::string value) {
   if (key.empty()) return Status::InvalidArgument("key", "is empty");
+  if (value.size() > limits_.max_value_bytes) {
+    return Status::ResourceExhausted(
+        "key '" + key + "'",
+        "value of " + std::to_string(value.size()) + " bytes is over the " +
+            std::to_string(limits_.max_value_bytes) +
+            "-byte limit (raise --max-value-bytes)");
+  }
   std::vector<Completion> completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
-    bool is_new = job->kv.insert_or_assign(key, std::move(value)).second;
+    auto existing = job->kv.find(key);
+    size_t old_bytes =
+        existing == job->kv.end() ? 0 : key.size() + existing->second.size();
+    size_t new_bytes = job->bytes - old_bytes + key.size() + value.size();
+    if (existing == job->kv.end() &&
+        job->kv.size() >= limits_.max_keys_per_job) {
+      return Status::ResourceExhausted(
+          "job '" + job_id + "'",
+          "has " + std::to_string(job->kv.size()) +
+              " keys, the limit per job (raise --max-keys-per-job)");
+    }
+    if (new_bytes > limits_.max_job_bytes) {
+      return Status::ResourceExhausted(
+          "job '" + job_id + "'",
+          "would hold " + std::to_string(new_bytes) + " bytes, over the " +
+              std::to_string(limits_.max_job_bytes) +
+              "-byte limit per job (raise --max-job-bytes)");
+    }
+    job->bytes = new_bytes;
+    bool is_new = existing == job->kv.end();
+    if (is_new) {
+      job->kv.emplace(key, std::move(value));
+    } else {
+      existing->second = std::move(value);
+    }
     if (is_new) {
       auto waiting = job->waiting_on.find(key);
       if (waiting != job->waiting_on.end()) {
@@ -351,23 +414,43 @@ std::optional<Clock::time_point> JobTable::Expire(Clock::time_point now) {
       }
       completions.push_back(FinishLocked(id, status));
     }
+    while (!expiries_.empty() && expiries_.begin()->first <= now) {
+      std::string id = expiries_.begin()->second;
+      EndJobLocked(id,
+                   Status::Aborted("job '" + id + "' expired",
+                                   "its creator sent no keep-alive for " +
+                                       std::to_string(limits_.job_ttl_seconds) +
+                                       " s (the launcher died or lost the "
+                                       "network)"),
+                   completions);
+    }
     if (!deadlines_.empty()) next = deadlines_.begin()->first;
+    if (!expiries_.empty() &&
+        (!next || expiries_.begin()->first < *next)) {
+      next = expiries_.begin()->first;
+    }
   }
   RunAll(completions);
   return next;
+}
+
+void JobTable::EndJobLocked(const std::string& job_id, const Status& why,
+                            std::vector<Completion>& completions) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  std::vector<WaitId> ids(it->second.waiters.begin(), it->second.waiters.end());
+  for (WaitId id : ids) completions.push_back(FinishLocked(id, why));
+  expiries_.erase({it->second.expires, job_id});
+  jobs_.erase(job_id);
 }
 
 Status JobTable::EndJob(const std::string& job_id, const std::string& reason) {
   std::vector<Completion> completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
-    std::vector<WaitId> ids(job->waiters.begin(), job->waiters.end());
-    for (WaitId id : ids) {
-      completions.push_back(FinishLocked(
-          id, Status::Aborted("job '" + job_id + "' ended", reason)));
-    }
-    jobs_.erase(job_id);
+    HVD_RETURN_IF_ERROR(FindLocked(job_id).status());
+    EndJobLocked(job_id, Status::Aborted("job '" + job_id + "' ended", reason),
+                 completions);
   }
   RunAll(completions);
   return Status::Ok();

@@ -35,6 +35,24 @@ using Clock = std::chrono::steady_clock;
 struct CreatedJob {
   std::string job_id;
   std::string token;  // handed to the creator once; the table keeps a copy
+  int ttl_seconds = 0;  // keep-alive deadline; 0 when jobs never expire
+};
+
+// Limits of a table; each names the flag of hvd-rendezvousd that raises it,
+// and every refusal is ResourceExhausted naming that flag.
+struct TableLimits {
+  size_t max_jobs = 1000;                // --max-jobs
+  size_t max_keys_per_job = 1000000;     // --max-keys-per-job
+  size_t max_value_bytes = 4u << 20;     // --max-value-bytes
+  size_t max_job_bytes = 256u << 20;     // --max-job-bytes (keys + values)
+  // A job whose creator sends no keep-alive for this long ends (Aborted for
+  // its waits). 0: jobs live until ended (the launcher's embedded server).
+  int job_ttl_seconds = 0;               // --job-ttl-seconds
+};
+
+struct JobInfo {
+  int size = 0;
+  std::vector<int> joined;  // ranks that have joined, ascending
 };
 
 class JobTable {
@@ -44,7 +62,10 @@ class JobTable {
   using BarrierCallback = std::function<void(Status status)>;
   using WaitId = uint64_t;
 
-  JobTable() = default;
+  // `now` is the table's clock for keep-alives (tests pass a fake).
+  explicit JobTable(TableLimits limits = {},
+                    std::function<Clock::time_point()> now = Clock::now)
+      : limits_(limits), now_(std::move(now)) {}
   JobTable(const JobTable&) = delete;
   JobTable& operator=(const JobTable&) = delete;
 
@@ -58,13 +79,17 @@ class JobTable {
                       const std::string& token) const;
 
   // The assignment of (host, slot). Joining the same slot again returns the
-  // same assignment. InvalidArgument for a host not in the job or a slot out
-  // of range.
+  // same assignment. InvalidArgument for a host not in the job,
+  // FailedPrecondition for a slot past the host's share of the job.
   StatusOr<Assignment> Join(const std::string& job_id, const std::string& host,
                             int slot);
 
   // Ranks that have joined, ascending.
   StatusOr<std::vector<int>> JoinedRanks(const std::string& job_id) const;
+  StatusOr<JobInfo> Info(const std::string& job_id) const;
+
+  // Pushes the job's expiry TTL seconds past now.
+  Status KeepAlive(const std::string& job_id);
 
   Status Set(const std::string& job_id, const std::string& key,
              std::string value);
@@ -88,8 +113,9 @@ class JobTable {
   // went away). Does nothing when it has completed already.
   void CancelWait(WaitId id);
 
-  // Completes every wait whose deadline is at or before `now`. Returns the
-  // earliest deadline still pending, if any.
+  // Completes every wait whose deadline is at or before `now`, and ends every
+  // job whose keep-alive expired. Returns the earliest deadline still
+  // pending (wait or job expiry), if any.
   std::optional<Clock::time_point> Expire(Clock::time_point now);
 
   // Removes the job; its pending waits complete with Aborted(reason).
@@ -125,6 +151,8 @@ class JobTable {
     std::unordered_map<std::string, std::vector<WaitId>> waiting_on;  // key
     std::unordered_map<std::string, BarrierRound> barriers;
     std::unordered_set<WaitId> waiters;
+    size_t bytes = 0;                 // keys + values
+    Clock::time_point expires;        // when ttl > 0
   };
   using Completion = std::function<void()>;
 
@@ -137,7 +165,14 @@ class JobTable {
   Completion FinishLocked(WaitId id, const Status& status);
   static void RunAll(std::vector<Completion>& completions);
 
+  // Removes a job and returns the completions of its waits; `mu_` held.
+  void EndJobLocked(const std::string& job_id, const Status& why,
+                    std::vector<Completion>& completions);
+
+  const TableLimits limits_;
+  const std::function<Clock::time_point()> now_;
   mutable std::mutex mu_;
+  std::set<std::pair<Clock::time_point, std::string>> expiries_;  // guarded by mu_
   std::unordered_map<std::string, Job> jobs_;                 // guarded by mu_
   std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_

@@ -1,6 +1,7 @@
 #include "rendezvous/server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -141,6 +142,41 @@ class Service final : public pb::Rendezvous::CallbackService {
     return Answer(ctx, s);
   }
 
+  grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* ctx,
+                                      const pb::KeepAliveRequest* req,
+                                      pb::KeepAliveResponse*) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) s = table_->KeepAlive(req->job_id());
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* EndJob(grpc::CallbackServerContext* ctx,
+                                   const pb::EndJobRequest* req,
+                                   pb::EndJobResponse*) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) {
+      s = table_->EndJob(req->job_id(), req->reason().empty()
+                                            ? "its creator ended it"
+                                            : req->reason());
+    }
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
+                                   const pb::GetJobRequest* req,
+                                   pb::GetJobResponse* resp) override {
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) {
+      auto info = table_->Info(req->job_id());
+      if (info.ok()) {
+        resp->set_size(info->size);
+        for (int r : info->joined) resp->add_joined_ranks(r);
+      }
+      s = info.status();
+    }
+    return Answer(ctx, s);
+  }
+
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx,
                                  const pb::JoinRequest* req,
                                  pb::JoinResponse* resp) override {
@@ -254,6 +290,7 @@ class Service final : public pb::Rendezvous::CallbackService {
 
 class RendezvousServer::Impl {
  public:
+  explicit Impl(const TableLimits& limits) : table(limits) {}
   JobTable table;
   std::unique_ptr<Expirer> expirer;
   std::unique_ptr<Service> service;
@@ -276,14 +313,36 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   HVD_ASSIGN_OR_RETURN(
       HostPort listen,
       ParseHostPort(options.listen, "rendezvous listen address"));
-  auto impl = std::make_unique<Impl>();
+  if (options.tls.cert_pem.empty() != options.tls.key_pem.empty()) {
+    return Status::InvalidArgument(
+        "TLS", "a certificate needs its key and a key its certificate");
+  }
+  if (!options.tls.client_ca_pem.empty() && options.tls.cert_pem.empty()) {
+    return Status::InvalidArgument(
+        "TLS", "a client CA (mutual TLS) needs the server's certificate and key");
+  }
+  auto impl = std::make_unique<Impl>(options.limits);
   impl->expirer = std::make_unique<Expirer>(&impl->table);
   impl->service = std::make_unique<Service>(&impl->table, options.admin_token,
                                             impl->expirer.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(),
-                           &port);
+  std::shared_ptr<grpc::ServerCredentials> creds =
+      grpc::InsecureServerCredentials();
+  if (!options.tls.cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl(
+        options.tls.client_ca_pem.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = options.tls.client_ca_pem;
+    ssl.pem_key_cert_pairs.push_back(
+        {options.tls.key_pem, options.tls.cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  // The standard health service, so probes and load balancers need no
+  // client of ours. Process-wide in gRPC; set before the builder.
+  grpc::EnableDefaultHealthCheckService(true);
+  builder.AddListeningPort(listen.ToString(), creds, &port);
   builder.RegisterService(impl->service.get());
   // SO_REUSEPORT would let a second server silently share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -294,6 +353,7 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
                                    " (address in use or not on this machine)");
   }
   impl->bound = HostPort{listen.host, static_cast<uint16_t>(port)};
+  impl->server->GetHealthCheckService()->SetServingStatus(true);
   return std::unique_ptr<RendezvousServer>(
       new RendezvousServer(std::move(impl)));
 }
@@ -304,13 +364,14 @@ std::string RendezvousServer::address() const {
 }
 JobTable& RendezvousServer::table() { return impl_->table; }
 
-void RendezvousServer::Shutdown() {
+void RendezvousServer::Shutdown(const std::string& reason,
+                                std::chrono::milliseconds grace) {
   if (impl_->shut_down) return;
   impl_->shut_down = true;
+  impl_->server->GetHealthCheckService()->SetServingStatus(false);
   // Pending waits would otherwise hold Shutdown until their deadlines.
-  impl_->table.CancelAll("the rendezvous server is shutting down");
-  impl_->server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::seconds(2));
+  impl_->table.CancelAll(reason);
+  impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->server->Wait();
   impl_->expirer.reset();
 }

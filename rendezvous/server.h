@@ -3,6 +3,7 @@
 // thread per wait, no client polling); one timer thread expires deadlines.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -11,11 +12,20 @@
 
 namespace hvd::rendezvous {
 
+struct ServerTls {
+  std::string cert_pem;       // server certificate chain
+  std::string key_pem;        // its private key
+  std::string client_ca_pem;  // when set, clients must present a cert it signed
+};
+
 struct ServerOptions {
   // HOST:PORT to listen on; port 0 picks a free one (read it back).
   std::string listen = "127.0.0.1:0";
   // Secret that CreateJob calls must present; must not be empty.
   std::string admin_token;
+  TableLimits limits;
+  // TLS when cert_pem is set; plaintext otherwise.
+  ServerTls tls;
 };
 
 class RendezvousServer {
@@ -32,8 +42,12 @@ class RendezvousServer {
   // reads which ranks have joined). Owned by the server.
   JobTable& table();
 
-  // Stops accepting calls, cancels pending waits, and waits for handlers.
-  void Shutdown();
+  // Stops accepting calls, reports NOT_SERVING to health checks, cancels
+  // pending waits with `reason`, and waits up to `grace` for in-flight
+  // calls before cancelling them.
+  void Shutdown(const std::string& reason =
+                    "the rendezvous server is shutting down",
+                std::chrono::milliseconds grace = std::chrono::seconds(2));
 
   class Impl;
 

@@ -46,7 +46,9 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
     return ctx;
   }
   ctx->client_ = rendezvous::RendezvousClient::Create(
-      config.rendezvous_addr, config.job_id, config.job_token);
+      config.rendezvous_addr, config.job_id, config.job_token,
+      rendezvous::ClientTls{config.tls_ca_pem, config.tls_cert_pem,
+                            config.tls_key_pem});
   auto joined =
       ctx->client_->Join(config.host, config.slot, config.start_timeout);
   if (!joined.ok()) {

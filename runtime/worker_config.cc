@@ -39,6 +39,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   HVD_ASSIGN_OR_RETURN(int64_t slot_n,
                        ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
   c.slot = static_cast<int>(slot_n);
+  if (auto ca = GetEnv("HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
+  if (auto cert = GetEnv("HVD_RENDEZVOUS_TLS_CERT")) c.tls_cert_pem = *cert;
+  if (auto key = GetEnv("HVD_RENDEZVOUS_TLS_KEY")) c.tls_key_pem = *key;
 
   if (GetEnv("HOROVOD_RANK")) {
     rendezvous::Assignment a;

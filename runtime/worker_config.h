@@ -28,6 +28,8 @@ struct WorkerConfig {
   std::string job_token;
   std::string host;
   int slot = 0;
+  // TLS to the rendezvous (HVD_RENDEZVOUS_TLS_CA/_CERT/_KEY, PEM text).
+  std::string tls_ca_pem, tls_cert_pem, tls_key_pem;
   std::string gloo_iface;
   std::string gloo_addr = "127.0.0.1";
   std::chrono::milliseconds start_timeout{30000};  // HOROVOD_START_TIMEOUT

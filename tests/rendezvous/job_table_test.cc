@@ -54,7 +54,7 @@ TEST_F(JobTableTest, JoinRejectsUnknownHostAndBadSlot) {
   EXPECT_EQ(table_.Join(job_.job_id, "h3", 0).status().code(),
             StatusCode::kInvalidArgument);
   auto bad = table_.Join(job_.job_id, "h2", 1);
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(bad.status().message().find("has 1 slots"), std::string::npos);
 }
 
@@ -194,6 +194,99 @@ TEST_F(JobTableTest, CallbacksMayReenterTheTable) {
               });
   ASSERT_TRUE(table_.Set(job_.job_id, "k", "x").ok());
   EXPECT_TRUE(inner);
+}
+
+}  // namespace
+}  // namespace hvd::rendezvous
+
+namespace hvd::rendezvous {
+namespace {
+
+TEST(JobTableLimitsTest, TooManyJobsNamesTheFlag) {
+  TableLimits limits;
+  limits.max_jobs = 2;
+  JobTable table(limits);
+  ASSERT_TRUE(table.CreateJob({{"h", 1}}, 1).ok());
+  ASSERT_TRUE(table.CreateJob({{"h", 1}}, 1).ok());
+  auto third = table.CreateJob({{"h", 1}}, 1);
+  EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("--max-jobs"), std::string::npos);
+}
+
+TEST(JobTableLimitsTest, KeysValueBytesAndJobBytes) {
+  TableLimits limits;
+  limits.max_keys_per_job = 2;
+  limits.max_value_bytes = 10;
+  limits.max_job_bytes = 30;
+  JobTable table(limits);
+  auto job = table.CreateJob({{"h", 1}}, 1);
+  const std::string& id = job->job_id;
+  Status s = table.Set(id, "big", std::string(11, 'x'));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("--max-value-bytes"), std::string::npos);
+  ASSERT_TRUE(table.Set(id, "a", std::string(10, 'x')).ok());
+  ASSERT_TRUE(table.Set(id, "b", std::string(10, 'x')).ok());
+  s = table.Set(id, "c", "x");
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("--max-keys-per-job"), std::string::npos);
+  // Overwriting an existing key adds no key; the bytes still count.
+  ASSERT_TRUE(table.Set(id, "a", "y").ok());
+  limits.max_keys_per_job = 100;
+  JobTable bytes_table(limits);
+  auto job2 = bytes_table.CreateJob({{"h", 1}}, 1);
+  ASSERT_TRUE(bytes_table.Set(job2->job_id, "k1", std::string(10, 'x')).ok());
+  ASSERT_TRUE(bytes_table.Set(job2->job_id, "k2", std::string(10, 'x')).ok());
+  s = bytes_table.Set(job2->job_id, "k3", std::string(10, 'x'));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("--max-job-bytes"), std::string::npos);
+  // Shrinking a value frees room.
+  ASSERT_TRUE(bytes_table.Set(job2->job_id, "k1", "").ok());
+  EXPECT_TRUE(bytes_table.Set(job2->job_id, "k3", std::string(10, 'x')).ok());
+}
+
+TEST(JobTableTtlTest, JobWithoutKeepAliveExpiresAndAbortsWaits) {
+  Clock::time_point now = Clock::now();
+  TableLimits limits;
+  limits.job_ttl_seconds = 10;
+  JobTable table(limits, [&] { return now; });
+  auto job = table.CreateJob({{"h", 1}}, 1);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->ttl_seconds, 10);
+  Status result;
+  table.Wait(job->job_id, {"k"}, now + std::chrono::hours(1),
+             [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  // The earliest event is the job's expiry, not the wait's deadline.
+  auto next = table.Expire(now);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(*next, now + std::chrono::seconds(10));
+  now += std::chrono::seconds(6);
+  ASSERT_TRUE(table.KeepAlive(job->job_id).ok());
+  table.Expire(now + std::chrono::seconds(9));
+  EXPECT_EQ(table.JobCount(), 1u);
+  table.Expire(now + std::chrono::seconds(10));
+  EXPECT_EQ(table.JobCount(), 0u);
+  EXPECT_EQ(result.code(), StatusCode::kAborted);
+  EXPECT_NE(result.message().find("no keep-alive for 10 s"), std::string::npos)
+      << result.message();
+  EXPECT_EQ(table.KeepAlive(job->job_id).code(), StatusCode::kNotFound);
+}
+
+TEST(JobTableTtlTest, ZeroTtlNeverExpires) {
+  JobTable table;
+  auto job = table.CreateJob({{"h", 1}}, 1);
+  EXPECT_FALSE(table.Expire(Clock::now() + std::chrono::hours(1000)).has_value());
+  EXPECT_EQ(table.JobCount(), 1u);
+}
+
+TEST(JobTableInfoTest, ReportsSizeAndJoinedRanks) {
+  JobTable table;
+  auto job = table.CreateJob({{"a", 2}, {"b", 2}}, 4);
+  ASSERT_TRUE(table.Join(job->job_id, "b", 1).ok());
+  ASSERT_TRUE(table.Join(job->job_id, "a", 0).ok());
+  auto info = table.Info(job->job_id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 4);
+  EXPECT_EQ(info->joined, (std::vector<int>{0, 3}));
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+#include "launcher/job_rendezvous.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/files.h"
+#include "common/random.h"
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+
+namespace hvd::launcher {
+namespace {
+
+class EmbeddedRendezvous final : public JobRendezvous {
+ public:
+  EmbeddedRendezvous(std::unique_ptr<rendezvous::RendezvousServer> server,
+                     JobAccess access)
+      : server_(std::move(server)), access_(std::move(access)) {}
+
+  const JobAccess& access() const override { return access_; }
+  std::vector<int> JoinedRanks() override {
+    auto joined = server_->table().JoinedRanks(access_.job_id);
+    return joined.ok() ? *joined : std::vector<int>{};
+  }
+  void End(const std::string& reason) override { server_->Shutdown(reason); }
+
+ private:
+  std::unique_ptr<rendezvous::RendezvousServer> server_;
+  JobAccess access_;
+};
+
+class DaemonRendezvous final : public JobRendezvous {
+ public:
+  DaemonRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
+                   JobAccess access, int ttl_seconds)
+      : client_(std::move(client)), access_(std::move(access)) {
+    if (ttl_seconds > 0) {
+      // Three keep-alives per TTL, so one lost call does not end the job.
+      auto period = std::chrono::milliseconds(ttl_seconds * 1000 / 3);
+      keepalive_ = std::thread([this, period] { KeepAliveLoop(period); });
+    }
+  }
+  ~DaemonRendezvous() override { End("horovodrun exited"); }
+
+  const JobAccess& access() const override { return access_; }
+  std::vector<int> JoinedRanks() override {
+    auto info = client_->GetJob();
+    return info.ok() ? info->joined : std::vector<int>{};
+  }
+  void End(const std::string& reason) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      ended_ = true;
+    }
+    cv_.notify_all();
+    if (keepalive_.joinable()) keepalive_.join();
+    (void)client_->EndJob(reason);
+  }
+
+ private:
+  void KeepAliveLoop(std::chrono::milliseconds period) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return ended_; })) {
+      lock.unlock();
+      (void)client_->KeepAlive();
+      lock.lock();
+    }
+  }
+
+  std::unique_ptr<rendezvous::RendezvousClient> client_;
+  JobAccess access_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ended_ = false;  // guarded by mu_
+  std::thread keepalive_;
+};
+
+StatusOr<std::string> ReadOptional(const std::string& path) {
+  if (path.empty()) return std::string();
+  return ReadWholeFile(path);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
+    const LaunchPlan& plan) {
+  HVD_ASSIGN_OR_RETURN(std::string admin, RandomHex(32));
+  rendezvous::ServerOptions options;
+  // Every host is local in this version, so the rendezvous never needs to be
+  // reachable from another machine.
+  options.listen = "127.0.0.1:0";
+  options.admin_token = admin;
+  HVD_ASSIGN_OR_RETURN(auto server, rendezvous::RendezvousServer::Start(options));
+  HVD_ASSIGN_OR_RETURN(
+      rendezvous::CreatedJob job,
+      server->table().CreateJob(plan.hosts,
+                                static_cast<int>(plan.workers.size())));
+  JobAccess access;
+  access.rendezvous_addr = server->address();
+  access.job_id = job.job_id;
+  access.job_token = job.token;
+  return std::unique_ptr<JobRendezvous>(
+      new EmbeddedRendezvous(std::move(server), std::move(access)));
+}
+
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
+    const LaunchPlan& plan, const LaunchOptions& options) {
+  HVD_ASSIGN_OR_RETURN(std::string admin,
+                       ReadSecretFile(options.rendezvous_token_file,
+                                                  "--rendezvous-token-file"));
+  rendezvous::ClientTls tls;
+  HVD_ASSIGN_OR_RETURN(tls.ca_pem, ReadOptional(options.rendezvous_tls_ca));
+  HVD_ASSIGN_OR_RETURN(tls.cert_pem, ReadOptional(options.rendezvous_tls_cert));
+  if (!options.rendezvous_tls_key.empty()) {
+    HVD_ASSIGN_OR_RETURN(tls.key_pem,
+                         ReadSecretFile(options.rendezvous_tls_key,
+                                                    "--rendezvous-tls-key"));
+  }
+  auto job = rendezvous::RendezvousClient::CreateJob(
+      options.rendezvous_addr, admin, plan.hosts,
+      static_cast<int>(plan.workers.size()), std::chrono::seconds(10), tls);
+  if (!job.ok()) {
+    if (job.status().code() == StatusCode::kUnauthenticated) {
+      return Status::Unauthenticated(
+          job.status().message(),
+          "check --rendezvous-token-file: it must hold the daemon's admin token");
+    }
+    return job.status();
+  }
+  JobAccess access;
+  access.rendezvous_addr = options.rendezvous_addr;
+  access.job_id = job->job_id;
+  access.job_token = job->token;
+  access.tls_ca_pem = tls.ca_pem;
+  access.tls_cert_pem = tls.cert_pem;
+  access.tls_key_pem = tls.key_pem;
+  auto client = rendezvous::RendezvousClient::Create(
+      options.rendezvous_addr, job->job_id, job->token, tls);
+  return std::unique_ptr<JobRendezvous>(
+      new DaemonRendezvous(std::move(client), std::move(access), job->ttl_seconds));
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,35 @@
+// The rendezvous of one job, as the launcher sees it: embedded in this
+// process (the default) or a job registered with a running hvd-rendezvousd.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launcher/cli.h"
+#include "launcher/plan.h"
+
+namespace hvd::launcher {
+
+class JobRendezvous {
+ public:
+  virtual ~JobRendezvous() = default;
+  // What every worker needs to join (address, job id, token, TLS).
+  virtual const JobAccess& access() const = 0;
+  // Ranks joined so far; empty when it cannot be told.
+  virtual std::vector<int> JoinedRanks() = 0;
+  // Ends the job (frees it on a daemon; stops the embedded server).
+  virtual void End(const std::string& reason) = 0;
+};
+
+// Serves the job from this process, on loopback: every host is local.
+StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
+    const LaunchPlan& plan);
+
+// Registers the job with the daemon in `options` and keeps it alive until
+// End. Errors say whether the daemon was unreachable or refused the token.
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
+    const LaunchPlan& plan, const LaunchOptions& options);
+
+}  // namespace hvd::launcher

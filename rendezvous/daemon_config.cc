@@ -1,0 +1,198 @@
+#include "rendezvous/daemon_config.h"
+
+#include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "common/files.h"
+#include "common/parse.h"
+
+namespace hvd::rendezvous {
+namespace {
+
+// Every setting, by its flag name without the dashes.
+const std::set<std::string>& Keys() {
+  static const std::set<std::string> keys = {
+      "listen",           "admin-token-file",  "tls-cert",
+      "tls-key",          "tls-client-ca",     "log-level",
+      "max-jobs",         "max-keys-per-job",  "max-value-bytes",
+      "max-job-bytes",    "job-ttl-seconds",   "shutdown-grace-seconds"};
+  return keys;
+}
+
+std::string Normalize(std::string key) {
+  for (char& c : key) {
+    if (c == '_') c = '-';
+  }
+  return key;
+}
+
+Status Apply(DaemonConfig& c, const std::string& key, const std::string& value,
+             const std::string& where) {
+  std::string what = where + key;
+  auto size_setting = [&](size_t& out, int64_t max) -> Status {
+    HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 1, max));
+    out = static_cast<size_t>(n);
+    return Status::Ok();
+  };
+  if (key == "listen") {
+    c.listen = value;
+  } else if (key == "admin-token-file") {
+    c.admin_token_file = value;
+  } else if (key == "tls-cert") {
+    c.tls_cert = value;
+  } else if (key == "tls-key") {
+    c.tls_key = value;
+  } else if (key == "tls-client-ca") {
+    c.tls_client_ca = value;
+  } else if (key == "log-level") {
+    auto level = ParseLogLevel(value);
+    if (!level.ok()) return level.status().WithContext(what);
+    c.log_level = *level;
+  } else if (key == "max-jobs") {
+    return size_setting(c.limits.max_jobs, 1 << 20);
+  } else if (key == "max-keys-per-job") {
+    return size_setting(c.limits.max_keys_per_job, 1LL << 30);
+  } else if (key == "max-value-bytes") {
+    return size_setting(c.limits.max_value_bytes, 1LL << 30);
+  } else if (key == "max-job-bytes") {
+    return size_setting(c.limits.max_job_bytes, 1LL << 40);
+  } else if (key == "job-ttl-seconds") {
+    HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 0, 7 * 86400));
+    c.limits.job_ttl_seconds = static_cast<int>(n);
+  } else if (key == "shutdown-grace-seconds") {
+    HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 0, 600));
+    c.shutdown_grace_seconds = static_cast<int>(n);
+  } else {
+    return Status::InvalidArgument(what, "unknown setting");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::map<std::string, std::string>> ParseYamlSettings(
+    const std::string& text, const std::string& where) {
+  std::map<std::string, std::string> out;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(where, std::string("is not valid YAML: ") +
+                                              e.what());
+  }
+  if (root.IsNull()) return out;
+  if (!root.IsMap()) {
+    return Status::InvalidArgument(where, "must be a mapping of settings");
+  }
+  for (const auto& entry : root) {
+    std::string key = Normalize(entry.first.as<std::string>());
+    if (!Keys().count(key)) {
+      return Status::InvalidArgument(where + ": " + key, "unknown setting");
+    }
+    if (!entry.second.IsScalar()) {
+      return Status::InvalidArgument(where + ": " + key, "must be a scalar");
+    }
+    out[key] = entry.second.as<std::string>();
+  }
+  return out;
+}
+
+StatusOr<DaemonConfig> ParseDaemonConfig(
+    const std::vector<std::string>& args,
+    const std::function<StatusOr<std::string>(const std::string&)>& read_file) {
+  DaemonConfig c;
+  c.limits.job_ttl_seconds = 30;
+  std::map<std::string, std::string> flags;
+  std::optional<std::string> config_file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string word = args[i];
+    if (word == "-h" || word == "--help") {
+      c.show_help = true;
+      return c;
+    }
+    if (word == "--version") {
+      c.show_version = true;
+      return c;
+    }
+    if (word.rfind("--", 0) != 0) {
+      return Status::InvalidArgument(word,
+                                     "unexpected argument (see --help)");
+    }
+    std::string key = word.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (key != "config" && !Keys().count(key)) {
+      return Status::InvalidArgument("--" + key,
+                                     "unknown option (see --help)");
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        return Status::InvalidArgument("--" + key, "needs a value");
+      }
+      value = args[++i];
+    }
+    if (key == "config") {
+      config_file = *value;
+    } else {
+      flags[key] = *value;
+    }
+  }
+  if (config_file) {
+    HVD_ASSIGN_OR_RETURN(std::string text, read_file(*config_file));
+    HVD_ASSIGN_OR_RETURN(auto settings, ParseYamlSettings(text, *config_file));
+    for (const auto& [k, v] : settings) {
+      if (flags.count(k)) continue;  // the command line wins
+      HVD_RETURN_IF_ERROR(Apply(c, k, v, *config_file + ": "));
+    }
+  }
+  for (const auto& [k, v] : flags) HVD_RETURN_IF_ERROR(Apply(c, k, v, "--"));
+  if (c.admin_token_file.empty()) {
+    return Status::InvalidArgument(
+        "--admin-token-file",
+        "is required: a file holding the token that creating jobs needs");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return Status::InvalidArgument("--tls-cert/--tls-key",
+                                   "give both or neither");
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    return Status::InvalidArgument(
+        "--tls-client-ca", "mutual TLS needs --tls-cert and --tls-key too");
+  }
+  return c;
+}
+
+std::string DaemonHelpText() {
+  return R"(usage: hvd-rendezvousd --admin-token-file F [options]
+
+The hvd rendezvous as a service: many jobs at once, each with its own
+secret; creating a job needs the admin token.
+
+  --listen HOST:PORT          address to serve on (default 127.0.0.1:29400;
+                              port 0 picks one); logs "listening on HOST:PORT"
+  --admin-token-file F        file with the admin token (mode 600 or stricter)
+  --tls-cert F --tls-key F    serve TLS with this certificate and key
+  --tls-client-ca F           require client certificates signed by this CA
+  --config FILE               YAML with the same keys (a flag wins)
+  --log-level LEVEL           TRACE, DEBUG, INFO, WARNING (default), ERROR, FATAL
+  --job-ttl-seconds S         end a job after S s without keep-alive (30; 0 never)
+  --max-jobs N                jobs at once (1000)
+  --max-keys-per-job N        keys per job (1000000)
+  --max-value-bytes N         bytes per value (4194304)
+  --max-job-bytes N           bytes of keys and values per job (268435456)
+  --shutdown-grace-seconds S  on SIGTERM, time for in-flight calls (5)
+  --help, --version
+)";
+}
+
+}  // namespace hvd::rendezvous
