@@ -71,7 +71,9 @@ StatusOr<CreatedJob> RendezvousClient::CreateJob(
   auto stub = pb::Rendezvous::NewStub(MakeChannel(address, tls));
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
-  ctx.set_wait_for_ready(true);
+  // The creator is told at once when the daemon is not there, rather
+  // than waiting out the timeout for it to appear.
+  ctx.set_wait_for_ready(false);
   ctx.AddMetadata(kAdminTokenMetadata, admin_token);
   pb::CreateJobRequest req;
   for (const HostSlots& h : hosts) {

@@ -136,6 +136,7 @@ class Service final : public pb::Rendezvous::CallbackService {
       if (job.ok()) {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);
+        resp->set_ttl_seconds(job->ttl_seconds);
       }
       s = job.status();
     }

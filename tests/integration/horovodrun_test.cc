@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "tests/integration/subprocess.h"
+#include "tests/util/subprocess.h"
 
 namespace hvd::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/integration/subprocess.h"
+#include "tests/util/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 extern char** environ;
@@ -51,6 +52,7 @@ Subprocess::Subprocess(const std::vector<std::string>& argv,
         if (fds[i].fd < 0 || !fds[i].revents) continue;
         ssize_t n = read(fds[i].fd, buf, sizeof(buf));
         if (n > 0) {
+          std::lock_guard<std::mutex> lock(mu_);
           (i == 0 ? out_ : err_).append(buf, n);
         } else if (n == 0 || errno != EINTR) {
           close(fds[i].fd);
@@ -86,6 +88,7 @@ Result Subprocess::Wait(std::chrono::milliseconds timeout) {
       std::chrono::steady_clock::now() - start_);
   // Output may still be held open by leftovers; the reader ends at EOF.
   reader_.join();
+  std::lock_guard<std::mutex> lock(mu_);
   r.out = out_;
   r.err = err_;
   if (r.timed_out) {
@@ -96,6 +99,24 @@ Result Subprocess::Wait(std::chrono::milliseconds timeout) {
     r.exit_code = 128 + WTERMSIG(status);
   }
   return r;
+}
+
+std::string Subprocess::StderrSoFar() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return err_;
+}
+
+std::string Subprocess::WaitForStderr(const std::string& pattern,
+                                      std::chrono::milliseconds timeout) {
+  const std::regex re(pattern);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string err = StderrSoFar();
+    std::smatch m;
+    if (std::regex_search(err, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
 }
 
 Result RunCommand(const std::vector<std::string>& argv,

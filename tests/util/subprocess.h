@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,11 +29,18 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   // Waits up to `timeout`; SIGKILLs the process if it is still running.
   Result Wait(std::chrono::milliseconds timeout);
+  // What it has written to stderr so far.
+  std::string StderrSoFar();
+  // Waits until stderr matches `pattern` (ECMAScript regex) and returns
+  // the first capture group ("" when none or when it timed out).
+  std::string WaitForStderr(const std::string& pattern,
+                            std::chrono::milliseconds timeout);
 
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
-  std::string out_, err_;
+  std::mutex mu_;
+  std::string out_, err_;  // guarded by mu_
   std::thread reader_;
   std::chrono::steady_clock::time_point start_;
   bool waited_ = false;
