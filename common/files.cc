@@ -12,8 +12,8 @@ namespace hvd {
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
-    return Status::NotFound("'" + path + "'",
-                            std::string("cannot be read: ") + std::strerror(errno));
+    return Status::NotFound("'" + path + "'", std::string("cannot be read: ") +
+                                                  std::strerror(errno));
   }
   std::ostringstream out;
   out << f.rdbuf();
@@ -41,7 +41,8 @@ StatusOr<std::string> ReadSecretFile(const std::string& path,
   HVD_ASSIGN_OR_RETURN(std::string token, ReadWholeFile(path));
   size_t first = token.find_first_not_of(" \t\r\n");
   size_t last = token.find_last_not_of(" \t\r\n");
-  token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+  token =
+      first == std::string::npos ? "" : token.substr(first, last - first + 1);
   if (token.empty()) {
     return Status::InvalidArgument(what + " '" + path + "'", "is empty");
   }

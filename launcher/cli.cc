@@ -109,8 +109,8 @@ StatusOr<LaunchOptions> ParseCommandLine(
          {&o.rendezvous_token_file, &o.rendezvous_tls_ca,
           &o.rendezvous_tls_cert, &o.rendezvous_tls_key}) {
       if (!f->empty()) {
-        return Status::InvalidArgument(
-            "--rendezvous-*", "these options need --rendezvous-addr");
+        return Status::InvalidArgument("--rendezvous-*",
+                                       "these options need --rendezvous-addr");
       }
     }
   } else if (o.rendezvous_token_file.empty()) {

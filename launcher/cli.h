@@ -16,15 +16,15 @@ struct LaunchOptions {
   int num_proc = 0;             // -np, required
   std::vector<HostSpec> hosts;  // -H; default localhost:num_proc
   bool hosts_given = false;
-  int start_timeout_s = 30;          // --start-timeout / HOROVOD_START_TIMEOUT
-  bool verbose = false;              // --verbose
+  int start_timeout_s = 30;  // --start-timeout / HOROVOD_START_TIMEOUT
+  bool verbose = false;      // --verbose
   // A running hvd-rendezvousd instead of the embedded server.
   std::string rendezvous_addr;        // --rendezvous-addr HOST:PORT
   std::string rendezvous_token_file;  // --rendezvous-token-file (admin token)
   std::string rendezvous_tls_ca;      // --rendezvous-tls-ca (PEM file)
   std::string rendezvous_tls_cert;    // --rendezvous-tls-cert (mutual TLS)
   std::string rendezvous_tls_key;     // --rendezvous-tls-key
-  std::vector<std::string> command;  // everything after the options
+  std::vector<std::string> command;   // everything after the options
   bool show_help = false;
   bool show_version = false;
 };

@@ -92,11 +92,11 @@ StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
   // reachable from another machine.
   options.listen = "127.0.0.1:0";
   options.admin_token = admin;
-  HVD_ASSIGN_OR_RETURN(auto server, rendezvous::RendezvousServer::Start(options));
-  HVD_ASSIGN_OR_RETURN(
-      rendezvous::CreatedJob job,
-      server->table().CreateJob(plan.hosts,
-                                static_cast<int>(plan.workers.size())));
+  HVD_ASSIGN_OR_RETURN(auto server,
+                       rendezvous::RendezvousServer::Start(options));
+  HVD_ASSIGN_OR_RETURN(rendezvous::CreatedJob job,
+                       server->table().CreateJob(
+                           plan.hosts, static_cast<int>(plan.workers.size())));
   JobAccess access;
   access.rendezvous_addr = server->address();
   access.job_id = job.job_id;
@@ -107,25 +107,24 @@ StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
 
 StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
     const LaunchPlan& plan, const LaunchOptions& options) {
-  HVD_ASSIGN_OR_RETURN(std::string admin,
-                       ReadSecretFile(options.rendezvous_token_file,
-                                                  "--rendezvous-token-file"));
+  HVD_ASSIGN_OR_RETURN(
+      std::string admin,
+      ReadSecretFile(options.rendezvous_token_file, "--rendezvous-token-file"));
   rendezvous::ClientTls tls;
   HVD_ASSIGN_OR_RETURN(tls.ca_pem, ReadOptional(options.rendezvous_tls_ca));
   HVD_ASSIGN_OR_RETURN(tls.cert_pem, ReadOptional(options.rendezvous_tls_cert));
   if (!options.rendezvous_tls_key.empty()) {
-    HVD_ASSIGN_OR_RETURN(tls.key_pem,
-                         ReadSecretFile(options.rendezvous_tls_key,
-                                                    "--rendezvous-tls-key"));
+    HVD_ASSIGN_OR_RETURN(tls.key_pem, ReadSecretFile(options.rendezvous_tls_key,
+                                                     "--rendezvous-tls-key"));
   }
   auto job = rendezvous::RendezvousClient::CreateJob(
       options.rendezvous_addr, admin, plan.hosts,
       static_cast<int>(plan.workers.size()), std::chrono::seconds(10), tls);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kUnauthenticated) {
-      return Status::Unauthenticated(
-          job.status().message(),
-          "check --rendezvous-token-file: it must hold the daemon's admin token");
+      return Status::Unauthenticated(job.status().message(),
+                                     "check --rendezvous-token-file: it must "
+                                     "hold the daemon's admin token");
     }
     return job.status();
   }
@@ -138,8 +137,8 @@ StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
   access.tls_key_pem = tls.key_pem;
   auto client = rendezvous::RendezvousClient::Create(
       options.rendezvous_addr, job->job_id, job->token, tls);
-  return std::unique_ptr<JobRendezvous>(
-      new DaemonRendezvous(std::move(client), std::move(access), job->ttl_seconds));
+  return std::unique_ptr<JobRendezvous>(new DaemonRendezvous(
+      std::move(client), std::move(access), job->ttl_seconds));
 }
 
 }  // namespace hvd::launcher

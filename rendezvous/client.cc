@@ -2,8 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <future>
+#include <thread>
+
 #include "proto/rendezvous.grpc.pb.h"
+#include "rendezvous/client_session.h"
 #include "rendezvous/grpc_status.h"
+#include "rendezvous/service_util.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -18,6 +23,7 @@ constexpr auto kWaitSlack = std::chrono::seconds(5);
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ClientTls& tls) {
+  TuneGrpcRuntimeOnce();
   grpc::ChannelArguments args;
   // A worker's environment often has http_proxy set for downloads; the
   // rendezvous is never behind it.
@@ -55,7 +61,11 @@ RendezvousClient::RendezvousClient(std::string address, std::string job_id,
       job_token_(std::move(job_token)),
       stub_(std::make_unique<Stub>(address_, tls)) {}
 
-RendezvousClient::~RendezvousClient() = default;
+RendezvousClient::~RendezvousClient() {
+  // The session's stream uses the stub; end it first.
+  std::lock_guard<std::mutex> lock(session_mu_);
+  session_.reset();
+}
 
 std::unique_ptr<RendezvousClient> RendezvousClient::Create(
     std::string address, std::string job_id, std::string job_token,
@@ -127,88 +137,155 @@ StatusOr<JobInfo> RendezvousClient::GetJob() {
   return info;
 }
 
+std::shared_ptr<ClientSession> RendezvousClient::Session() {
+  std::lock_guard<std::mutex> lock(session_mu_);
+  if (!session_ || session_->ended()) {
+    session_ = std::make_shared<ClientSession>(
+        stub_->stub.get(), job_id_, job_token_, "rendezvous " + address_);
+  }
+  return session_;
+}
+
+void RendezvousClient::JoinAsync(
+    const std::string& host, int slot,
+    std::function<void(StatusOr<Assignment>)> done) {
+  pb::Op op;
+  op.mutable_join()->set_host(host);
+  op.mutable_join()->set_slot(slot);
+  std::string where = "rendezvous " + address_ + " join";
+  Session()->Submit(std::move(op),
+                    [done = std::move(done), where](const pb::OpResult& r) {
+                      Status s = ResultStatus(r, where);
+                      if (!s.ok()) return done(s);
+                      done(AssignmentFromProto(r.assignment()));
+                    });
+}
+
+void RendezvousClient::SetAsync(const std::string& key,
+                                const std::string& value,
+                                std::function<void(Status)> done) {
+  pb::Op op;
+  op.mutable_set()->set_key(key);
+  op.mutable_set()->set_value(value);
+  std::string where = "rendezvous " + address_ + " set '" + key + "'";
+  Session()->Submit(std::move(op),
+                    [done = std::move(done), where](const pb::OpResult& r) {
+                      done(ResultStatus(r, where));
+                    });
+}
+
+void RendezvousClient::GetAsync(
+    const std::string& key, std::function<void(StatusOr<std::string>)> done) {
+  pb::Op op;
+  op.mutable_get()->set_key(key);
+  std::string where = "rendezvous " + address_ + " get";
+  Session()->Submit(std::move(op),
+                    [done = std::move(done), where](const pb::OpResult& r) {
+                      Status s = ResultStatus(r, where);
+                      if (!s.ok()) return done(s);
+                      done(r.value());
+                    });
+}
+
+void RendezvousClient::WaitAsync(
+    const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+    std::function<void(StatusOr<std::vector<std::string>>)> done) {
+  pb::Op op;
+  for (const std::string& k : keys) op.mutable_wait()->add_keys(k);
+  op.mutable_wait()->set_timeout_ms(std::max<int64_t>(1, timeout.count()));
+  std::string where = "rendezvous " + address_;
+  Session()->Submit(std::move(op),
+                    [done = std::move(done), where](const pb::OpResult& r) {
+                      Status s = ResultStatus(r, where);
+                      if (!s.ok()) return done(s);
+                      done(std::vector<std::string>(r.wait().values().begin(),
+                                                    r.wait().values().end()));
+                    });
+}
+
+void RendezvousClient::BarrierAsync(const std::string& name, int rank,
+                                    std::chrono::milliseconds timeout,
+                                    std::function<void(Status)> done) {
+  pb::Op op;
+  op.mutable_barrier()->set_name(name);
+  op.mutable_barrier()->set_rank(rank);
+  op.mutable_barrier()->set_timeout_ms(std::max<int64_t>(1, timeout.count()));
+  std::string where = "rendezvous " + address_;
+  Session()->Submit(std::move(op),
+                    [done = std::move(done), where](const pb::OpResult& r) {
+                      done(ResultStatus(r, where));
+                    });
+}
+
+namespace {
+
+// Runs an async call and waits for its answer up to `timeout`. The promise
+// is shared, so an answer arriving after the caller gave up is harmless.
+template <typename T, typename Start>
+T Await(Start&& start, std::chrono::milliseconds timeout,
+        const std::string& what) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> future = promise->get_future();
+  start([promise](T value) { promise->set_value(std::move(value)); });
+  if (future.wait_for(timeout) != std::future_status::ready) {
+    return Status::DeadlineExceeded(
+        what, "no answer within " + std::to_string(timeout.count()) +
+                  " ms; the server may be overloaded or unreachable");
+  }
+  return future.get();
+}
+
+}  // namespace
+
 StatusOr<Assignment> RendezvousClient::Join(const std::string& host, int slot,
                                             std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, timeout);
-  ctx.set_wait_for_ready(true);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::JoinRequest req;
-  req.set_job_id(job_id_);
-  req.set_host(host);
-  req.set_slot(slot);
-  pb::JoinResponse resp;
-  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub_->stub->Join(&ctx, req, &resp),
-                                     "rendezvous " + address_ + " join"));
-  const pb::Assignment& a = resp.assignment();
-  Assignment out;
-  out.rank = a.rank();
-  out.size = a.size();
-  out.local_rank = a.local_rank();
-  out.local_size = a.local_size();
-  out.cross_rank = a.cross_rank();
-  out.cross_size = a.cross_size();
-  out.gpu = a.gpu();
-  return out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto r = Await<StatusOr<Assignment>>(
+        [&](auto done) { JoinAsync(host, slot, std::move(done)); },
+        std::max(left, std::chrono::milliseconds(1)) + kWaitSlack,
+        "rendezvous " + address_ + " join");
+    // Retry only while the server cannot be reached (not started yet, or
+    // restarting); every other answer is final.
+    if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
+    if (std::chrono::steady_clock::now() + backoff >= deadline) {
+      return Status::DeadlineExceeded(
+          r.status().message(),
+          "still unreachable after " + std::to_string(timeout.count() / 1000) +
+              " s (raise --start-timeout if the server starts slowly)");
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
 }
 
 Status RendezvousClient::Set(const std::string& key, const std::string& value) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, kCallTimeout);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::SetRequest req;
-  req.set_job_id(job_id_);
-  req.set_key(key);
-  req.set_value(value);
-  pb::SetResponse resp;
-  return FromGrpcStatus(stub_->stub->Set(&ctx, req, &resp),
-                        "rendezvous " + address_ + " set '" + key + "'");
+  return Await<Status>(
+      [&](auto done) { SetAsync(key, value, std::move(done)); }, kCallTimeout,
+      "rendezvous " + address_ + " set '" + key + "'");
 }
 
 StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, kCallTimeout);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::GetRequest req;
-  req.set_job_id(job_id_);
-  req.set_key(key);
-  pb::GetResponse resp;
-  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub_->stub->Get(&ctx, req, &resp),
-                                     "rendezvous " + address_ + " get"));
-  return std::move(*resp.mutable_value());
+  return Await<StatusOr<std::string>>(
+      [&](auto done) { GetAsync(key, std::move(done)); }, kCallTimeout,
+      "rendezvous " + address_ + " get '" + key + "'");
 }
 
 StatusOr<std::vector<std::string>> RendezvousClient::Wait(
     const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, timeout + kWaitSlack);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::WaitRequest req;
-  req.set_job_id(job_id_);
-  for (const std::string& k : keys) req.add_keys(k);
-  req.set_timeout_ms(std::max<int64_t>(1, timeout.count()));
-  pb::WaitResponse resp;
-  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub_->stub->Wait(&ctx, req, &resp),
-                                     "rendezvous " + address_));
-  std::vector<std::string> values;
-  values.reserve(resp.values_size());
-  for (std::string& v : *resp.mutable_values()) values.push_back(std::move(v));
-  return values;
+  return Await<StatusOr<std::vector<std::string>>>(
+      [&](auto done) { WaitAsync(keys, timeout, std::move(done)); },
+      timeout + kWaitSlack, "rendezvous " + address_ + " wait");
 }
 
 Status RendezvousClient::Barrier(const std::string& name, int rank,
                                  std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, timeout + kWaitSlack);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::BarrierRequest req;
-  req.set_job_id(job_id_);
-  req.set_name(name);
-  req.set_rank(rank);
-  req.set_timeout_ms(std::max<int64_t>(1, timeout.count()));
-  pb::BarrierResponse resp;
-  return FromGrpcStatus(stub_->stub->Barrier(&ctx, req, &resp),
-                        "rendezvous " + address_);
+  return Await<Status>(
+      [&](auto done) { BarrierAsync(name, rank, timeout, std::move(done)); },
+      timeout + kWaitSlack, "rendezvous " + address_ + " barrier");
 }
 
 }  // namespace hvd::rendezvous

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,8 @@ struct ClientTls {
   std::string cert_pem;
   std::string key_pem;
 };
+
+class ClientSession;
 
 class RendezvousClient {
  public:
@@ -47,7 +51,11 @@ class RendezvousClient {
   Status EndJob(const std::string& reason);
   StatusOr<JobInfo> GetJob();
 
-  // Waits up to `timeout` for the server to become reachable, so workers
+  // Join, Set, Get, Wait and Barrier travel over one Session stream per
+  // client (opened on first use, reopened after it breaks), so a call costs
+  // a message, not an RPC.
+
+  // Retries for up to `timeout` while the server is unreachable, so workers
   // that start before the network is ready still join.
   StatusOr<Assignment> Join(const std::string& host, int slot,
                             std::chrono::milliseconds timeout);
@@ -58,12 +66,29 @@ class RendezvousClient {
   Status Barrier(const std::string& name, int rank,
                  std::chrono::milliseconds timeout);
 
+  // The same calls without blocking: `done` runs once, on a gRPC thread,
+  // and must not block. Many may be in flight; they are batched.
+  void JoinAsync(const std::string& host, int slot,
+                 std::function<void(StatusOr<Assignment>)> done);
+  void SetAsync(const std::string& key, const std::string& value,
+                std::function<void(Status)> done);
+  void GetAsync(const std::string& key,
+                std::function<void(StatusOr<std::string>)> done);
+  void WaitAsync(const std::vector<std::string>& keys,
+                 std::chrono::milliseconds timeout,
+                 std::function<void(StatusOr<std::vector<std::string>>)> done);
+  void BarrierAsync(const std::string& name, int rank,
+                    std::chrono::milliseconds timeout,
+                    std::function<void(Status)> done);
+
   const std::string& address() const { return address_; }
   const std::string& job_id() const { return job_id_; }
 
   class Stub;
 
  private:
+  // The open session, or a new one when there is none or it ended.
+  std::shared_ptr<ClientSession> Session();
   RendezvousClient(std::string address, std::string job_id,
                    std::string job_token, const ClientTls& tls);
 
@@ -71,6 +96,8 @@ class RendezvousClient {
   std::string job_id_;
   std::string job_token_;
   std::unique_ptr<Stub> stub_;
+  std::mutex session_mu_;
+  std::shared_ptr<ClientSession> session_;  // guarded by session_mu_
 };
 
 }  // namespace hvd::rendezvous

@@ -19,10 +19,10 @@ namespace {
 // Every setting, by its flag name without the dashes.
 const std::set<std::string>& Keys() {
   static const std::set<std::string> keys = {
-      "listen",           "admin-token-file",  "tls-cert",
-      "tls-key",          "tls-client-ca",     "log-level",
-      "max-jobs",         "max-keys-per-job",  "max-value-bytes",
-      "max-job-bytes",    "job-ttl-seconds",   "shutdown-grace-seconds"};
+      "listen",        "admin-token-file", "tls-cert",
+      "tls-key",       "tls-client-ca",    "log-level",
+      "max-jobs",      "max-keys-per-job", "max-value-bytes",
+      "max-job-bytes", "job-ttl-seconds",  "shutdown-grace-seconds"};
   return keys;
 }
 
@@ -84,8 +84,8 @@ StatusOr<std::map<std::string, std::string>> ParseYamlSettings(
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(where, std::string("is not valid YAML: ") +
-                                              e.what());
+    return Status::InvalidArgument(
+        where, std::string("is not valid YAML: ") + e.what());
   }
   if (root.IsNull()) return out;
   if (!root.IsMap()) {
@@ -122,8 +122,7 @@ StatusOr<DaemonConfig> ParseDaemonConfig(
       return c;
     }
     if (word.rfind("--", 0) != 0) {
-      return Status::InvalidArgument(word,
-                                     "unexpected argument (see --help)");
+      return Status::InvalidArgument(word, "unexpected argument (see --help)");
     }
     std::string key = word.substr(2);
     std::optional<std::string> value;
@@ -132,8 +131,7 @@ StatusOr<DaemonConfig> ParseDaemonConfig(
       key = key.substr(0, eq);
     }
     if (key != "config" && !Keys().count(key)) {
-      return Status::InvalidArgument("--" + key,
-                                     "unknown option (see --help)");
+      return Status::InvalidArgument("--" + key, "unknown option (see --help)");
     }
     if (!value) {
       if (i + 1 >= args.size()) {

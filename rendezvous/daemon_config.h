@@ -21,7 +21,7 @@ struct DaemonConfig {
   std::string tls_key;
   std::string tls_client_ca;
   LogLevel log_level = LogLevel::kWarning;
-  TableLimits limits;            // job_ttl_seconds defaults to 30 here
+  TableLimits limits;  // job_ttl_seconds defaults to 30 here
   int shutdown_grace_seconds = 5;
   bool show_help = false;
   bool show_version = false;

@@ -67,15 +67,15 @@ int Main(int argc, char** argv) {
 
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) return Fail(server.status());
-  std::fprintf(stderr, "hvd-rendezvousd: listening on %s%s\n",
-               (*server)->address().c_str(),
-               options.tls.cert_pem.empty()
-                   ? " (plaintext)"
-                   : (options.tls.client_ca_pem.empty() ? " (TLS)"
-                                                        : " (mutual TLS)"));
+  std::fprintf(
+      stderr, "hvd-rendezvousd: listening on %s%s\n",
+      (*server)->address().c_str(),
+      options.tls.cert_pem.empty()
+          ? " (plaintext)"
+          : (options.tls.client_ca_pem.empty() ? " (TLS)" : " (mutual TLS)"));
   std::fflush(stderr);
-  if (Status s = SdNotify("READY=1\nSTATUS=listening on " +
-                          (*server)->address());
+  if (Status s =
+          SdNotify("READY=1\nSTATUS=listening on " + (*server)->address());
       !s.ok()) {
     HVD_LOG(Warning) << s.ToString();
   }

@@ -76,8 +76,9 @@ StatusOr<JobInfo> JobTable::Info(const std::string& job_id) const {
 StatusOr<JobTable::Job*> JobTable::FindLocked(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
-    return Status::NotFound("job '" + job_id + "'",
-                            "no such job (it ended, expired, or the rendezvous server restarted)");
+    return Status::NotFound(
+        "job '" + job_id + "'",
+        "no such job (it ended, expired, or the rendezvous server restarted)");
   }
   return &it->second;
 }
@@ -86,8 +87,9 @@ StatusOr<const JobTable::Job*> JobTable::FindLocked(
     const std::string& job_id) const {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
-    return Status::NotFound("job '" + job_id + "'",
-                            "no such job (it ended, expired, or the rendezvous server restarted)");
+    return Status::NotFound(
+        "job '" + job_id + "'",
+        "no such job (it ended, expired, or the rendezvous server restarted)");
   }
   return &it->second;
 }
@@ -143,10 +145,10 @@ Status JobTable::Set(const std::string& job_id, const std::string& key,
   if (key.empty()) return Status::InvalidArgument("key", "is empty");
   if (value.size() > limits_.max_value_bytes) {
     return Status::ResourceExhausted(
-        "key '" + key + "'",
-        "value of " + std::to_string(value.size()) + " bytes is over the " +
-            std::to_string(limits_.max_value_bytes) +
-            "-byte limit (raise --max-value-bytes)");
+        "key '" + key + "'", "value of " + std::to_string(value.size()) +
+                                 " bytes is over the " +
+                                 std::to_string(limits_.max_value_bytes) +
+                                 "-byte limit (raise --max-value-bytes)");
   }
   std::vector<Completion> completions;
   {
@@ -425,8 +427,7 @@ std::optional<Clock::time_point> JobTable::Expire(Clock::time_point now) {
                    completions);
     }
     if (!deadlines_.empty()) next = deadlines_.begin()->first;
-    if (!expiries_.empty() &&
-        (!next || expiries_.begin()->first < *next)) {
+    if (!expiries_.empty() && (!next || expiries_.begin()->first < *next)) {
       next = expiries_.begin()->first;
     }
   }

@@ -34,20 +34,20 @@ using Clock = std::chrono::steady_clock;
 
 struct CreatedJob {
   std::string job_id;
-  std::string token;  // handed to the creator once; the table keeps a copy
+  std::string token;    // handed to the creator once; the table keeps a copy
   int ttl_seconds = 0;  // keep-alive deadline; 0 when jobs never expire
 };
 
 // Limits of a table; each names the flag of hvd-rendezvousd that raises it,
 // and every refusal is ResourceExhausted naming that flag.
 struct TableLimits {
-  size_t max_jobs = 1000;                // --max-jobs
-  size_t max_keys_per_job = 1000000;     // --max-keys-per-job
-  size_t max_value_bytes = 4u << 20;     // --max-value-bytes
-  size_t max_job_bytes = 256u << 20;     // --max-job-bytes (keys + values)
+  size_t max_jobs = 1000;             // --max-jobs
+  size_t max_keys_per_job = 1000000;  // --max-keys-per-job
+  size_t max_value_bytes = 4u << 20;  // --max-value-bytes
+  size_t max_job_bytes = 256u << 20;  // --max-job-bytes (keys + values)
   // A job whose creator sends no keep-alive for this long ends (Aborted for
   // its waits). 0: jobs live until ended (the launcher's embedded server).
-  int job_ttl_seconds = 0;               // --job-ttl-seconds
+  int job_ttl_seconds = 0;  // --job-ttl-seconds
 };
 
 struct JobInfo {
@@ -151,8 +151,8 @@ class JobTable {
     std::unordered_map<std::string, std::vector<WaitId>> waiting_on;  // key
     std::unordered_map<std::string, BarrierRound> barriers;
     std::unordered_set<WaitId> waiters;
-    size_t bytes = 0;                 // keys + values
-    Clock::time_point expires;        // when ttl > 0
+    size_t bytes = 0;           // keys + values
+    Clock::time_point expires;  // when ttl > 0
   };
   using Completion = std::function<void()>;
 
@@ -172,7 +172,8 @@ class JobTable {
   const TableLimits limits_;
   const std::function<Clock::time_point()> now_;
   mutable std::mutex mu_;
-  std::set<std::pair<Clock::time_point, std::string>> expiries_;  // guarded by mu_
+  std::set<std::pair<Clock::time_point, std::string>>
+      expiries_;                                              // guarded by mu_
   std::unordered_map<std::string, Job> jobs_;                 // guarded by mu_
   std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_

@@ -23,8 +23,8 @@ Status SdNotify(const std::string& state) {
   std::memcpy(addr.sun_path, path->data(), path->size());
   // '@' names a socket in the abstract namespace.
   if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) +
-                                         path->size());
+  socklen_t len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path->size());
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Internal("sd_notify socket", std::strerror(errno));
   ssize_t n = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,

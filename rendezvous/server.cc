@@ -10,78 +10,15 @@
 #include "common/host_port.h"
 #include "common/random.h"
 #include "proto/rendezvous.grpc.pb.h"
+#include "rendezvous/expirer.h"
 #include "rendezvous/grpc_status.h"
+#include "rendezvous/server_session.h"
+#include "rendezvous/service_util.h"
 
 namespace hvd::rendezvous {
 namespace {
 
 namespace pb = ::hvd::rendezvous::v1;
-
-// The longest a client may ask a wait to block: a day is far beyond any
-// start-up, and bounds how long a forgotten wait can hold memory.
-constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;
-
-std::string Metadata(const grpc::CallbackServerContext* ctx, const char* key) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(key);
-  if (it == md.end()) return "";
-  return std::string(it->second.data(), it->second.size());
-}
-
-StatusOr<Clock::time_point> DeadlineFrom(int64_t timeout_ms) {
-  if (timeout_ms <= 0 || timeout_ms > kMaxWaitMs) {
-    return Status::InvalidArgument(
-        "timeout_ms", "must be between 1 and " + std::to_string(kMaxWaitMs) +
-                          " (got " + std::to_string(timeout_ms) + ")");
-  }
-  return Clock::now() + std::chrono::milliseconds(timeout_ms);
-}
-
-// Sleeps until the table's earliest deadline and expires it; woken early
-// when a new wait may have an earlier deadline.
-class Expirer {
- public:
-  explicit Expirer(JobTable* table)
-      : table_(table), thread_([this] { Run(); }) {}
-  ~Expirer() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  void Kick() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      kicked_ = true;
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void Run() {
-    for (;;) {
-      std::optional<Clock::time_point> next = table_->Expire(Clock::now());
-      std::unique_lock<std::mutex> lock(mu_);
-      auto woken = [this] { return stop_ || kicked_; };
-      if (next) {
-        cv_.wait_until(lock, *next, woken);
-      } else {
-        cv_.wait(lock, woken);
-      }
-      if (stop_) return;
-      kicked_ = false;
-    }
-  }
-
-  JobTable* table_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;    // guarded by mu_
-  bool kicked_ = false;  // guarded by mu_
-  std::thread thread_;
-};
 
 // A unary call that blocks in the table; the client going away cancels it.
 class BlockingReactor : public grpc::ServerUnaryReactor {
@@ -137,10 +74,18 @@ class Service final : public pb::Rendezvous::CallbackService {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);
         resp->set_ttl_seconds(job->ttl_seconds);
+        // The expirer may be asleep with nothing to expire.
+        if (job->ttl_seconds > 0) expirer_->Kick();
       }
       s = job.status();
     }
     return Answer(ctx, s);
+  }
+
+  grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>* Session(
+      grpc::CallbackServerContext* ctx) override {
+    std::string job_id = Metadata(ctx, kJobIdMetadata);
+    return NewSessionReactor(table_, expirer_, job_id, CheckJob(ctx, job_id));
   }
 
   grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* ctx,
@@ -185,14 +130,7 @@ class Service final : public pb::Rendezvous::CallbackService {
     if (s.ok()) {
       auto a = table_->Join(req->job_id(), req->host(), req->slot());
       if (a.ok()) {
-        pb::Assignment* out = resp->mutable_assignment();
-        out->set_rank(a->rank);
-        out->set_size(a->size);
-        out->set_local_rank(a->local_rank);
-        out->set_local_size(a->local_size);
-        out->set_cross_rank(a->cross_rank);
-        out->set_cross_size(a->cross_size);
-        out->set_gpu(a->gpu);
+        AssignmentToProto(*a, resp->mutable_assignment());
       }
       s = a.status();
     }
@@ -320,8 +258,10 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   }
   if (!options.tls.client_ca_pem.empty() && options.tls.cert_pem.empty()) {
     return Status::InvalidArgument(
-        "TLS", "a client CA (mutual TLS) needs the server's certificate and key");
+        "TLS",
+        "a client CA (mutual TLS) needs the server's certificate and key");
   }
+  TuneGrpcRuntimeOnce();
   auto impl = std::make_unique<Impl>(options.limits);
   impl->expirer = std::make_unique<Expirer>(&impl->table);
   impl->service = std::make_unique<Service>(&impl->table, options.admin_token,

@@ -45,9 +45,9 @@ class RendezvousServer {
   // Stops accepting calls, reports NOT_SERVING to health checks, cancels
   // pending waits with `reason`, and waits up to `grace` for in-flight
   // calls before cancelling them.
-  void Shutdown(const std::string& reason =
-                    "the rendezvous server is shutting down",
-                std::chrono::milliseconds grace = std::chrono::seconds(2));
+  void Shutdown(
+      const std::string& reason = "the rendezvous server is shutting down",
+      std::chrono::milliseconds grace = std::chrono::seconds(2));
 
   class Impl;
 

@@ -18,12 +18,12 @@ namespace {
 
 StatusOr<DaemonConfig> Parse(std::vector<std::string> args,
                              std::map<std::string, std::string> files = {}) {
-  return ParseDaemonConfig(args, [&](const std::string& path)
-                                     -> StatusOr<std::string> {
-    auto it = files.find(path);
-    if (it == files.end()) return Status::NotFound(path, "no such file");
-    return it->second;
-  });
+  return ParseDaemonConfig(
+      args, [&](const std::string& path) -> StatusOr<std::string> {
+        auto it = files.find(path);
+        if (it == files.end()) return Status::NotFound(path, "no such file");
+        return it->second;
+      });
 }
 
 TEST(DaemonConfigTest, FlagsAndDefaults) {
@@ -63,15 +63,27 @@ TEST(DaemonConfigTest, ErrorsNameTheSetting) {
     const char* says;
   } cases[] = {
       {{}, {}, "--admin-token-file: is required"},
-      {{"--admin-token-file", "/t", "--bogus", "1"}, {}, "--bogus: unknown option"},
+      {{"--admin-token-file", "/t", "--bogus", "1"},
+       {},
+       "--bogus: unknown option"},
       {{"--admin-token-file", "/t", "--max-jobs", "zero"}, {}, "--max-jobs"},
       {{"--admin-token-file", "/t", "--log-level", "loud"}, {}, "--log-level"},
       {{"--admin-token-file", "/t", "--tls-cert", "/c"}, {}, "give both"},
-      {{"--admin-token-file", "/t", "--tls-client-ca", "/ca"}, {}, "mutual TLS"},
-      {{"--config", "/c.yaml"}, {{"/c.yaml", "colour: blue\n"}}, "/c.yaml: colour: unknown setting"},
-      {{"--config", "/c.yaml"}, {{"/c.yaml", "listen: [a\n"}}, "not valid YAML"},
-      {{"--config", "/c.yaml"}, {{"/c.yaml", "max-jobs: {a: 1}\n"}}, "must be a scalar"},
-      {{"--config", "/c.yaml"}, {{"/c.yaml", "admin-token-file: /t\nmax-jobs: -1\n"}}, "/c.yaml: max-jobs"},
+      {{"--admin-token-file", "/t", "--tls-client-ca", "/ca"},
+       {},
+       "mutual TLS"},
+      {{"--config", "/c.yaml"},
+       {{"/c.yaml", "colour: blue\n"}},
+       "/c.yaml: colour: unknown setting"},
+      {{"--config", "/c.yaml"},
+       {{"/c.yaml", "listen: [a\n"}},
+       "not valid YAML"},
+      {{"--config", "/c.yaml"},
+       {{"/c.yaml", "max-jobs: {a: 1}\n"}},
+       "must be a scalar"},
+      {{"--config", "/c.yaml"},
+       {{"/c.yaml", "admin-token-file: /t\nmax-jobs: -1\n"}},
+       "/c.yaml: max-jobs"},
       {{"--config", "/missing.yaml"}, {}, "/missing.yaml"},
       {{"--admin-token-file"}, {}, "needs a value"},
   };

@@ -84,9 +84,11 @@ struct Certs {
 
 inline bool MakeCerts(const TempDir& dir, Certs& out) {
   const std::string d = dir.path();
-  std::string ext = dir.Write("san.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  std::string ext =
+      dir.Write("san.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
   std::string cmd =
-      "cd " + d + " && "
+      "cd " + d +
+      " && "
       "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
       "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=hvd-test-ca && "
       "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
@@ -99,8 +101,8 @@ inline bool MakeCerts(const TempDir& dir, Certs& out) {
       "-CAcreateserial -out client.pem -days 2 && "
       "chmod 600 server.key client.key";
   if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) return false;
-  out = {d + "/ca.pem", d + "/server.pem", d + "/server.key",
-         d + "/client.pem", d + "/client.key"};
+  out = {d + "/ca.pem", d + "/server.pem", d + "/server.key", d + "/client.pem",
+         d + "/client.key"};
   return true;
 }
 

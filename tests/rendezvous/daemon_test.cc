@@ -25,7 +25,8 @@ using std::chrono::seconds;
 // grpc.health.v1.Health/Check through a generic stub: no hvd code on the
 // client side, as a load balancer's probe would do it.
 StatusCode HealthCheck(const std::string& address, std::string* status_bytes) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
@@ -41,7 +42,8 @@ StatusCode HealthCheck(const std::string& address, std::string* status_bytes) {
     (void)response.Dump(&slices);
     status_bytes->clear();
     for (const auto& sl : slices) {
-      status_bytes->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      status_bytes->append(reinterpret_cast<const char*>(sl.begin()),
+                           sl.size());
     }
   }
   return static_cast<StatusCode>(s.error_code());
@@ -134,13 +136,14 @@ TEST(DaemonTest, EndJobAbortsBlockedWaitsWithTheReason) {
   auto job = Create(d.address(), Daemon::kAdminToken);
   auto waiter = RendezvousClient::Create(d.address(), job->job_id, job->token);
   auto owner = RendezvousClient::Create(d.address(), job->job_id, job->token);
-  auto result = std::async(std::launch::async,
-                           [&] { return waiter->Wait({"never"}, seconds(60)); });
+  auto result = std::async(
+      std::launch::async, [&] { return waiter->Wait({"never"}, seconds(60)); });
   ASSERT_EQ(result.wait_for(milliseconds(200)), std::future_status::timeout);
   ASSERT_TRUE(owner->EndJob("the launcher is done").ok());
   auto r = result.get();
   EXPECT_EQ(r.status().code(), StatusCode::kAborted);
-  EXPECT_NE(r.status().message().find("the launcher is done"), std::string::npos);
+  EXPECT_NE(r.status().message().find("the launcher is done"),
+            std::string::npos);
   EXPECT_EQ(owner->GetJob().status().code(), StatusCode::kNotFound);
 }
 
@@ -176,8 +179,9 @@ TEST(DaemonTest, ConfigFileSetsTheSameKeys) {
   TempDir dir;
   std::string token = dir.Write("tok", "from-config\n");
   std::string cfg = dir.Write(
-      "d.yaml", "listen: 127.0.0.1:0\nadmin_token_file: " + token +
-                    "\nmax-jobs: 1\n", 0644);
+      "d.yaml",
+      "listen: 127.0.0.1:0\nadmin_token_file: " + token + "\nmax-jobs: 1\n",
+      0644);
   Subprocess p({HVD_RENDEZVOUSD, "--config", cfg});
   std::string address = p.WaitForStderr("listening on (\\S+)", seconds(20));
   ASSERT_FALSE(address.empty()) << p.StderrSoFar();
@@ -200,9 +204,9 @@ TEST(DaemonTest, BadStartIsOneLineAndNonZero) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--admin-token-file: is required"), std::string::npos);
   std::string token = dir.Write("tok", "t\n");
-  r = RunCommand({HVD_RENDEZVOUSD, "--admin-token-file", token, "--listen",
-                  "nonsense"},
-                 seconds(30));
+  r = RunCommand(
+      {HVD_RENDEZVOUSD, "--admin-token-file", token, "--listen", "nonsense"},
+      seconds(30));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
 }
@@ -223,7 +227,8 @@ TEST(DaemonTest, NotifyProtocolReadyThenStopping) {
   ASSERT_GT(n, 0);
   std::string ready(buf, n);
   EXPECT_EQ(ready.rfind("READY=1\n", 0), 0u) << ready;
-  EXPECT_NE(ready.find("STATUS=listening on " + d.address()), std::string::npos);
+  EXPECT_NE(ready.find("STATUS=listening on " + d.address()),
+            std::string::npos);
   // READY comes only once the listener accepts calls.
   std::string status;
   EXPECT_EQ(HealthCheck(d.address(), &status), StatusCode::kOk);
@@ -239,7 +244,8 @@ TEST(DaemonTest, TlsServesVerifiedClientsOnly) {
   TempDir dir;
   Certs certs;
   ASSERT_TRUE(MakeCerts(dir, certs)) << "openssl failed";
-  Daemon d(dir, {"--tls-cert", certs.server_cert, "--tls-key", certs.server_key});
+  Daemon d(dir,
+           {"--tls-cert", certs.server_cert, "--tls-key", certs.server_key});
   ASSERT_FALSE(d.address().empty()) << d.process().StderrSoFar();
   EXPECT_NE(d.process().StderrSoFar().find("(TLS)"), std::string::npos);
   ClientTls tls{*ReadWholeFile(certs.ca), "", ""};
@@ -256,8 +262,8 @@ TEST(DaemonTest, MutualTlsNeedsAClientCertificate) {
   TempDir dir;
   Certs certs;
   ASSERT_TRUE(MakeCerts(dir, certs)) << "openssl failed";
-  Daemon d(dir, {"--tls-cert", certs.server_cert, "--tls-key",
-                 certs.server_key, "--tls-client-ca", certs.ca});
+  Daemon d(dir, {"--tls-cert", certs.server_cert, "--tls-key", certs.server_key,
+                 "--tls-client-ca", certs.ca});
   ASSERT_FALSE(d.address().empty()) << d.process().StderrSoFar();
   std::string ca = *ReadWholeFile(certs.ca);
   auto without = Create(d.address(), Daemon::kAdminToken, {ca, "", ""});
@@ -273,10 +279,10 @@ TEST(DaemonTest, MutualTlsNeedsAClientCertificate) {
 TEST(DaemonLauncherTest, JobRunsThroughTheDaemon) {
   TempDir dir;
   Daemon d(dir);
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr",
-                         d.address(), "--rendezvous-token-file", d.token_file(),
-                         HVD_HELLO},
-                        seconds(60));
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", d.address(),
+                  "--rendezvous-token-file", d.token_file(), HVD_HELLO},
+                 seconds(60));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = Lines(r.out);
   std::sort(lines.begin(), lines.end());
@@ -289,8 +295,8 @@ TEST(DaemonLauncherTest, JobRunsThroughTheDaemonOverTls) {
   TempDir dir;
   Certs certs;
   ASSERT_TRUE(MakeCerts(dir, certs)) << "openssl failed";
-  Daemon d(dir, {"--tls-cert", certs.server_cert, "--tls-key",
-                 certs.server_key, "--tls-client-ca", certs.ca});
+  Daemon d(dir, {"--tls-cert", certs.server_cert, "--tls-key", certs.server_key,
+                 "--tls-client-ca", certs.ca});
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", d.address(),
        "--rendezvous-token-file", d.token_file(), "--rendezvous-tls-ca",
@@ -305,14 +311,15 @@ TEST(DaemonLauncherTest, WrongTokenIsOneLineSayingSo) {
   TempDir dir;
   Daemon d(dir);
   std::string wrong = dir.Write("wrong", "not-the-token\n");
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr",
-                         d.address(), "--rendezvous-token-file", wrong,
-                         HVD_HELLO},
-                        seconds(60));
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", d.address(),
+                  "--rendezvous-token-file", wrong, HVD_HELLO},
+                 seconds(60));
   EXPECT_EQ(r.exit_code, 1);
   auto lines = Lines(r.err);
   ASSERT_EQ(lines.size(), 1u) << r.err;
-  EXPECT_NE(lines[0].find("admin token is wrong"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("admin token is wrong"), std::string::npos)
+      << lines[0];
   EXPECT_NE(lines[0].find("--rendezvous-token-file"), std::string::npos);
   EXPECT_TRUE(r.out.empty());
 }
@@ -332,13 +339,15 @@ TEST(DaemonLauncherTest, UnreachableDaemonIsOneLineSayingSo) {
   EXPECT_EQ(r.exit_code, 1);
   auto lines = Lines(r.err);
   ASSERT_EQ(lines.size(), 1u) << r.err;
-  EXPECT_NE(lines[0].find("cannot reach the rendezvous server"), std::string::npos)
+  EXPECT_NE(lines[0].find("cannot reach the rendezvous server"),
+            std::string::npos)
       << lines[0];
   EXPECT_LT(r.took, seconds(15));
 }
 
 TEST(SystemdUnitTest, VerifiesCleanAndIsHardened) {
-  std::string unit = *ReadWholeFile(HVD_SOURCE_DIR "/packaging/systemd/hvd-rendezvousd.service");
+  std::string unit = *ReadWholeFile(
+      HVD_SOURCE_DIR "/packaging/systemd/hvd-rendezvousd.service");
   for (const char* line :
        {"Type=notify", "DynamicUser=yes", "NoNewPrivileges=yes",
         "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
@@ -347,10 +356,11 @@ TEST(SystemdUnitTest, VerifiesCleanAndIsHardened) {
     EXPECT_NE(unit.find(line), std::string::npos) << line;
   }
   TempDir dir;
-  std::string copy = std::regex_replace(unit, std::regex("/usr/bin/hvd-rendezvousd"),
-                                        HVD_RENDEZVOUSD);
+  std::string copy = std::regex_replace(
+      unit, std::regex("/usr/bin/hvd-rendezvousd"), HVD_RENDEZVOUSD);
   std::string path = dir.Write("hvd-rendezvousd.service", copy, 0644);
-  Result r = RunCommand({"/usr/bin/systemd-analyze", "verify", path}, seconds(60));
+  Result r =
+      RunCommand({"/usr/bin/systemd-analyze", "verify", path}, seconds(60));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "") << "systemd-analyze has complaints";
 }

@@ -253,8 +253,9 @@ TEST(JobTableTtlTest, JobWithoutKeepAliveExpiresAndAbortsWaits) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->ttl_seconds, 10);
   Status result;
-  table.Wait(job->job_id, {"k"}, now + std::chrono::hours(1),
-             [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
+  table.Wait(
+      job->job_id, {"k"}, now + std::chrono::hours(1),
+      [&](StatusOr<std::vector<std::string>> v) { result = v.status(); });
   // The earliest event is the job's expiry, not the wait's deadline.
   auto next = table.Expire(now);
   ASSERT_TRUE(next.has_value());
@@ -274,7 +275,8 @@ TEST(JobTableTtlTest, JobWithoutKeepAliveExpiresAndAbortsWaits) {
 TEST(JobTableTtlTest, ZeroTtlNeverExpires) {
   JobTable table;
   auto job = table.CreateJob({{"h", 1}}, 1);
-  EXPECT_FALSE(table.Expire(Clock::now() + std::chrono::hours(1000)).has_value());
+  EXPECT_FALSE(
+      table.Expire(Clock::now() + std::chrono::hours(1000)).has_value());
   EXPECT_EQ(table.JobCount(), 1u);
 }
 

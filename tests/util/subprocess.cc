@@ -113,7 +113,8 @@ std::string Subprocess::WaitForStderr(const std::string& pattern,
   while (std::chrono::steady_clock::now() < deadline) {
     std::string err = StderrSoFar();
     std::smatch m;
-    if (std::regex_search(err, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+    if (std::regex_search(err, m, re))
+      return m.size() > 1 ? m[1].str() : m[0].str();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return "";

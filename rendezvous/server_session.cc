@@ -1,0 +1,279 @@
+#include "rendezvous/server_session.h"
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "rendezvous/grpc_status.h"
+#include "rendezvous/service_util.h"
+
+namespace hvd::rendezvous {
+namespace {
+
+namespace pb = ::hvd::rendezvous::v1;
+
+void SetStatus(pb::OpResult* r, const Status& s) {
+  r->set_code(static_cast<int32_t>(s.code()));
+  if (!s.ok()) r->set_message(s.message());
+}
+
+// Reads ops, runs each against the table, and writes results as they are
+// ready: whatever accumulates while a write is in flight goes out together
+// in the next one.
+//
+// Lifetime: completions of blocked ops may arrive from any thread, even as
+// the stream ends, so they reach the reactor through `State`, which they
+// share. Once the reactor has called Finish, late results are dropped;
+// OnDone cancels what is still pending and deletes the reactor.
+class SessionReactor final
+    : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse> {
+ public:
+  SessionReactor(JobTable* table, Expirer* expirer, std::string job_id)
+      : table_(table), expirer_(expirer), job_id_(std::move(job_id)),
+        state_(std::make_shared<State>()) {
+    state_->reactor = this;
+  }
+
+  void Begin(const Status& auth) {
+    if (!auth.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(state_->mu);
+        state_->finished = true;
+      }
+      Finish(ToGrpcStatus(auth));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client closed its side (or went away): finish once the results
+      // of what it asked are written.
+      bool finish = false;
+      {
+        std::lock_guard<std::mutex> lock(state_->mu);
+        state_->read_done = true;
+        finish = MaybeFinishLocked();
+      }
+      if (finish) Finish(grpc::Status::OK);
+      return;
+    }
+    // Results that are ready at once go out together, in one message.
+    std::vector<pb::OpResult> ready;
+    ready.reserve(request_.ops_size());
+    for (const pb::Op& op : request_.ops()) Dispatch(op, ready);
+    if (!ready.empty()) Deliver(state_, std::move(ready));
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool write = false, finish = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->writing = false;
+      if (!ok) {
+        state_->broken = true;
+      } else if (!state_->outbox.empty() && !state_->finished) {
+        TakeOutboxLocked();
+        write = true;
+      }
+      if (!write) finish = MaybeFinishLocked();
+    }
+    if (write) StartWrite(&response_);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnCancel() override {
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->broken = true;
+      finish = MaybeFinishLocked();
+    }
+    if (finish) Finish(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    std::unordered_map<uint64_t, JobTable::WaitId> pending;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->reactor = nullptr;
+      pending.swap(state_->pending);
+    }
+    for (const auto& [op, id] : pending) table_->CancelWait(id);
+    delete this;
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    SessionReactor* reactor = nullptr;  // null once done
+    std::vector<pb::OpResult> outbox;
+    // Blocked ops: op id -> the table's wait id (0 until known).
+    std::unordered_map<uint64_t, JobTable::WaitId> pending;
+    bool writing = false;
+    bool read_done = false;
+    bool broken = false;    // cancelled, or a write failed
+    bool finished = false;  // Finish was called (or is about to be)
+  };
+
+  // Whether to call Finish now; marks it called. `state_->mu` held.
+  bool MaybeFinishLocked() {
+    if (state_->finished || state_->writing) return false;
+    bool idle = state_->outbox.empty() && state_->pending.empty();
+    if (state_->broken || (state_->read_done && idle)) {
+      state_->finished = true;
+      return true;
+    }
+    return false;
+  }
+
+  void TakeOutboxLocked() {
+    response_.Clear();
+    for (pb::OpResult& r : state_->outbox) response_.add_results()->Swap(&r);
+    state_->outbox.clear();
+    state_->writing = true;
+  }
+
+  // Queues a result; starts a write when none is in flight. Safe from any
+  // thread, and after the stream ended (the result is then dropped).
+  static void Deliver(const std::shared_ptr<State>& state,
+                      pb::OpResult result) {
+    std::vector<pb::OpResult> one;
+    one.push_back(std::move(result));
+    Deliver(state, std::move(one));
+  }
+
+  static void Deliver(const std::shared_ptr<State>& state,
+                      std::vector<pb::OpResult> results) {
+    SessionReactor* reactor = nullptr;
+    SessionReactor* finisher = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      for (const pb::OpResult& r : results) state->pending.erase(r.id());
+      if (state->reactor == nullptr || state->finished) return;
+      if (state->outbox.empty()) {
+        state->outbox = std::move(results);
+      } else {
+        for (pb::OpResult& r : results) state->outbox.push_back(std::move(r));
+      }
+      if (!state->writing && !state->broken) {
+        state->reactor->TakeOutboxLocked();
+        reactor = state->reactor;
+      } else if (state->reactor->MaybeFinishLocked()) {
+        finisher = state->reactor;
+      }
+    }
+    // Finish was marked under the lock, so OnDone cannot have run yet.
+    if (reactor) reactor->StartWrite(&reactor->response_);
+    if (finisher) finisher->Finish(grpc::Status::OK);
+  }
+
+  // Runs one op; a result that is ready at once is appended to `ready`.
+  void Dispatch(const pb::Op& op, std::vector<pb::OpResult>& ready) {
+    pb::OpResult result;
+    result.set_id(op.id());
+    switch (op.kind_case()) {
+      case pb::Op::kJoin: {
+        auto a = table_->Join(job_id_, op.join().host(), op.join().slot());
+        if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
+        SetStatus(&result, a.status());
+        break;
+      }
+      case pb::Op::kSet:
+        SetStatus(&result, table_->Set(job_id_, op.set().key(), op.set().value()));
+        break;
+      case pb::Op::kGet: {
+        auto v = table_->Get(job_id_, op.get().key());
+        if (v.ok()) result.set_value(std::move(v).value());
+        SetStatus(&result, v.status());
+        break;
+      }
+      case pb::Op::kWait:
+        return DispatchWait(op.id(), op.wait());
+      case pb::Op::kBarrier:
+        return DispatchBarrier(op.id(), op.barrier());
+      case pb::Op::KIND_NOT_SET:
+        SetStatus(&result, Status::InvalidArgument("op", "has no kind"));
+        break;
+    }
+    ready.push_back(std::move(result));
+  }
+
+  // Runs a blocking op. Its id is pending from before the table call (which
+  // may answer at once, inline) until its result is delivered; the table's
+  // wait id is recorded for OnDone to cancel. OnDone cannot run meanwhile:
+  // this runs inside OnReadDone, and reactions never overlap OnDone.
+  template <typename Register>
+  void Block(uint64_t op_id, const StatusOr<Clock::time_point>& deadline,
+             Register&& reg) {
+    if (!deadline.ok()) {
+      pb::OpResult result;
+      result.set_id(op_id);
+      SetStatus(&result, deadline.status());
+      return Deliver(state_, std::move(result));
+    }
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->pending[op_id] = 0;
+    }
+    JobTable::WaitId id = reg(*deadline);
+    if (id == 0) return;
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->pending.find(op_id);
+    if (it != state_->pending.end()) it->second = id;
+    expirer_->Kick();
+  }
+
+  void DispatchWait(uint64_t op_id, const pb::WaitRequest& req) {
+    std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+    Block(op_id, DeadlineFrom(req.timeout_ms()), [&](Clock::time_point deadline) {
+      return table_->Wait(
+          job_id_, std::move(keys), deadline,
+          [state = state_, op_id](StatusOr<std::vector<std::string>> values) {
+            pb::OpResult result;
+            result.set_id(op_id);
+            if (values.ok()) {
+              for (std::string& v : *values) {
+                result.mutable_wait()->add_values(std::move(v));
+              }
+            }
+            SetStatus(&result, values.status());
+            Deliver(state, std::move(result));
+          });
+    });
+  }
+
+  void DispatchBarrier(uint64_t op_id, const pb::BarrierRequest& req) {
+    Block(op_id, DeadlineFrom(req.timeout_ms()), [&](Clock::time_point deadline) {
+      return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
+                             [state = state_, op_id](Status s) {
+                               pb::OpResult result;
+                               result.set_id(op_id);
+                               SetStatus(&result, s);
+                               Deliver(state, std::move(result));
+                             });
+    });
+  }
+
+  JobTable* table_;
+  Expirer* expirer_;
+  std::string job_id_;
+  std::shared_ptr<State> state_;
+  pb::SessionRequest request_;
+  pb::SessionResponse response_;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>*
+NewSessionReactor(JobTable* table, Expirer* expirer, std::string job_id,
+                  const Status& auth) {
+  auto* reactor = new SessionReactor(table, expirer, std::move(job_id));
+  reactor->Begin(auth);
+  return reactor;
+}
+
+}  // namespace hvd::rendezvous
