@@ -26,7 +26,7 @@ packages=(
   libdnnl-dev
   libeigen3-dev
   zlib1g-dev
-  openssh-server openssh-client iproute2 procps psmisc
+  openssh-server openssh-client openssl iproute2 procps psmisc
   systemd
   hyperfine time
 )

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/host_port.h"
+#include "common/logging.h"
 #include "common/random.h"
 #include "proto/rendezvous.grpc.pb.h"
 #include "rendezvous/expirer.h"
@@ -74,6 +75,9 @@ class Service final : public pb::Rendezvous::CallbackService {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);
         resp->set_ttl_seconds(job->ttl_seconds);
+        HVD_LOG(Info) << "created job " << job->job_id << " for "
+                      << req->size() << " workers on " << req->hosts_size()
+                      << " hosts";
         // The expirer may be asleep with nothing to expire.
         if (job->ttl_seconds > 0) expirer_->Kick();
       }
@@ -104,6 +108,9 @@ class Service final : public pb::Rendezvous::CallbackService {
       s = table_->EndJob(req->job_id(), req->reason().empty()
                                             ? "its creator ended it"
                                             : req->reason());
+      if (s.ok()) {
+        HVD_LOG(Info) << "ended job " << req->job_id() << ": " << req->reason();
+      }
     }
     return Answer(ctx, s);
   }
