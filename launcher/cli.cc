@@ -1,7 +1,15 @@
 #include "launcher/cli.h"
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
 #include "common/host_port.h"
 #include "common/parse.h"
+#include "launcher/flags.h"
 
 namespace hvd::launcher {
 namespace {
@@ -10,18 +18,172 @@ bool IsOption(const std::string& word) {
   return word.size() > 1 && word[0] == '-';
 }
 
+std::string Upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::toupper);
+  return s;
+}
+
+// Checks `value` against the flag's kind and returns its canonical text.
+// `what` names the flag or config key in errors.
+StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
+                                const std::string& what) {
+  switch (f.kind) {
+    case FlagKind::kInt: {
+      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, f.min, f.max));
+      return std::to_string(n);
+    }
+    case FlagKind::kDouble: {
+      HVD_ASSIGN_OR_RETURN(double d, ParseDouble(value, what, f.dmin, f.dmax));
+      (void)d;
+      return value;
+    }
+    case FlagKind::kString:
+      if (value.empty()) return Status::InvalidArgument(what, "is empty");
+      return value;
+    case FlagKind::kChoice: {
+      std::string up = Upper(value);
+      if (std::find(f.choices.begin(), f.choices.end(), up) == f.choices.end()) {
+        std::string list;
+        for (const std::string& c : f.choices) {
+          list += (list.empty() ? "" : ", ") + c;
+        }
+        return Status::InvalidArgument(
+            what, "must be one of " + list + " (got '" + value + "')");
+      }
+      return up;
+    }
+    case FlagKind::kSwitch: {
+      HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, what));
+      return std::string(b ? "1" : "0");
+    }
+    case FlagKind::kIntList: {
+      std::stringstream in(value);
+      std::string item;
+      int count = 0;
+      while (std::getline(in, item, ',')) {
+        HVD_RETURN_IF_ERROR(ParseInt64(item, what, 0, 1 << 20).status());
+        ++count;
+      }
+      if (count == 0 || value.back() == ',') {
+        return Status::InvalidArgument(
+            what, "expected core numbers separated by commas, got '" + value +
+                      "'");
+      }
+      return value;
+    }
+  }
+  return Status::Internal(what, "unknown flag kind");
+}
+
+using Settings = std::map<std::string, std::string>;  // key -> canonical
+
+// Reads Horovod's YAML sections into settings.
+Status ReadConfigFile(const std::string& text, const std::string& path,
+                      Settings& out) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(path, std::string("is not valid YAML: ") +
+                                             e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) {
+    return Status::InvalidArgument(path, "must be a mapping of sections");
+  }
+  for (const auto& section : root) {
+    std::string name = section.first.as<std::string>();
+    if (!section.second.IsMap()) {
+      return Status::InvalidArgument(path + ": " + name,
+                                     "must be a mapping of settings");
+    }
+    for (const auto& entry : section.second) {
+      std::string key = entry.first.as<std::string>();
+      std::string where = path + ": " + name + "." + key;
+      if (!entry.second.IsScalar()) {
+        return Status::InvalidArgument(where, "must be a single value");
+      }
+      std::string value = entry.second.as<std::string>();
+      // Two keys are the inverse of a flag.
+      if (name + "." + key == "stall_check.enabled" ||
+          name + "." + key == "logging.with_timestamp") {
+        HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, where));
+        out[key == "enabled" ? "no_stall_check" : "log_without_timestamp"] =
+            b ? "0" : "1";
+        continue;
+      }
+      const FlagSpec* f = FindYamlKey(name + "." + key);
+      if (f == nullptr) {
+        return Status::InvalidArgument(where, "unknown setting");
+      }
+      HVD_ASSIGN_OR_RETURN(out[f->key], Canonical(*f, value, where));
+    }
+  }
+  return Status::Ok();
+}
+
+bool On(const Settings& s, const std::string& key) {
+  auto it = s.find(key);
+  return it != s.end() && it->second == "1";
+}
+
+std::optional<std::string> Get(const Settings& s, const std::string& key) {
+  auto it = s.find(key);
+  if (it == s.end()) return std::nullopt;
+  return it->second;
+}
+
+// HOROVOD_* for the workers, from the tuning settings that were given.
+StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
+  std::map<std::string, std::string> env;
+  for (const FlagSpec& f : FlagTable()) {
+    auto v = Get(s, f.key);
+    if (!v || f.env.empty()) continue;
+    if (f.key == "fusion_threshold_mb") {
+      env[f.env] = std::to_string(std::stoll(*v) * 1024 * 1024);
+    } else if (f.key == "network_interface") {
+      // Gloo binds one interface: the first given.
+      env[f.env] = v->substr(0, v->find(','));
+    } else {
+      env[f.env] = *v;
+    }
+  }
+  for (const char* which : {"allreduce", "allgather"}) {
+    std::string on = std::string("hierarchical_") + which;
+    std::string off = std::string("no_hierarchical_") + which;
+    if (On(s, on) && On(s, off)) {
+      return Status::InvalidArgument(
+          "--hierarchical-" + std::string(which),
+          "conflicts with --no-hierarchical-" + std::string(which));
+    }
+    // The --no- form pins the value, so autotune leaves it alone.
+    if (On(s, off)) env["HOROVOD_HIERARCHICAL_" + Upper(which)] = "0";
+  }
+  if (On(s, "disable_cache")) {
+    if (auto c = Get(s, "cache_capacity"); c && *c != "0") {
+      return Status::InvalidArgument(
+          "--disable-cache", "conflicts with --cache-capacity " + *c);
+    }
+    env["HOROVOD_CACHE_CAPACITY"] = "0";
+  }
+  if (On(s, "no_stall_check")) env["HOROVOD_STALL_CHECK_DISABLE"] = "1";
+  if (On(s, "log_without_timestamp")) env["HOROVOD_LOG_HIDE_TIME"] = "1";
+  if (auto w = Get(s, "stall_check_warning_time_seconds"),
+      d = Get(s, "stall_check_shutdown_time_seconds");
+      w && d && *d != "0" && std::stoll(*d) < std::stoll(*w)) {
+    return Status::InvalidArgument(
+        "--stall-check-shutdown-time-seconds",
+        *d + " is shorter than the warning time " + *w);
+  }
+  return env;
+}
+
 }  // namespace
 
 StatusOr<LaunchOptions> ParseCommandLine(
     const std::vector<std::string>& args,
-    const std::map<std::string, std::string>& env) {
-  LaunchOptions o;
-  if (auto it = env.find("HOROVOD_START_TIMEOUT"); it != env.end()) {
-    HVD_ASSIGN_OR_RETURN(
-        int64_t t, ParseInt64(it->second, "HOROVOD_START_TIMEOUT", 1, 86400));
-    o.start_timeout_s = static_cast<int>(t);
-  }
-  bool np_given = false;
+    const std::map<std::string, std::string>& env, const ReadFileFn& read_file) {
+  Settings cli;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string word = args[i];
@@ -32,78 +194,120 @@ StatusOr<LaunchOptions> ParseCommandLine(
     if (!IsOption(word)) break;
     std::optional<std::string> inline_value;
     if (word.rfind("--", 0) == 0) {
-      size_t eq = word.find('=');
-      if (eq != std::string::npos) {
+      if (size_t eq = word.find('='); eq != std::string::npos) {
         inline_value = word.substr(eq + 1);
         word = word.substr(0, eq);
       }
     }
-    auto value = [&]() -> StatusOr<std::string> {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) {
-        return Status::InvalidArgument(word, "needs a value");
-      }
-      return args[++i];
-    };
-    auto no_value = [&]() -> Status {
-      if (inline_value) {
-        return Status::InvalidArgument(word, "takes no value");
-      }
-      return Status::Ok();
-    };
-    if (word == "-np" || word == "--num-proc" || word == "-n") {
-      HVD_ASSIGN_OR_RETURN(std::string v, value());
-      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, word, 1, 1 << 20));
-      o.num_proc = static_cast<int>(n);
-      np_given = true;
-    } else if (word == "-H" || word == "--hosts") {
-      HVD_ASSIGN_OR_RETURN(std::string v, value());
-      HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostList(v));
-      o.hosts_given = true;
-    } else if (word == "--start-timeout") {
-      HVD_ASSIGN_OR_RETURN(std::string v, value());
-      HVD_ASSIGN_OR_RETURN(int64_t t, ParseInt64(v, word, 1, 86400));
-      o.start_timeout_s = static_cast<int>(t);
-    } else if (word == "--rendezvous-addr") {
-      HVD_ASSIGN_OR_RETURN(o.rendezvous_addr, value());
-      HVD_RETURN_IF_ERROR(ParseHostPort(o.rendezvous_addr, word).status());
-    } else if (word == "--rendezvous-token-file") {
-      HVD_ASSIGN_OR_RETURN(o.rendezvous_token_file, value());
-    } else if (word == "--rendezvous-tls-ca") {
-      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_ca, value());
-    } else if (word == "--rendezvous-tls-cert") {
-      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_cert, value());
-    } else if (word == "--rendezvous-tls-key") {
-      HVD_ASSIGN_OR_RETURN(o.rendezvous_tls_key, value());
-    } else if (word == "--gloo") {
-      HVD_RETURN_IF_ERROR(no_value());
-    } else if (word == "--mpi") {
-      return Status::InvalidArgument(
-          "--mpi", "hvd runs on Gloo (the default); drop --mpi");
-    } else if (word == "--verbose") {
-      HVD_RETURN_IF_ERROR(no_value());
-      o.verbose = true;
-    } else if (word == "-h" || word == "--help") {
-      o.show_help = true;
-      return o;
-    } else if (word == "-v" || word == "--version") {
-      o.show_version = true;
-      return o;
-    } else {
+    const FlagSpec* f = FindFlag(word);
+    if (f == nullptr) {
       return Status::InvalidArgument(word,
                                      "unknown option (see horovodrun --help)");
     }
+    std::string value;
+    if (f->kind == FlagKind::kSwitch) {
+      if (inline_value) return Status::InvalidArgument(word, "takes no value");
+      value = "1";
+    } else if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return Status::InvalidArgument(word, "needs a value");
+    }
+    HVD_ASSIGN_OR_RETURN(std::string canonical, Canonical(*f, value, word));
+    if (f->repeatable && cli.count(f->key)) {
+      cli[f->key] += "," + canonical;
+    } else {
+      cli[f->key] = canonical;
+    }
+    if (f->key == "help" || f->key == "version" || f->key == "check_build") {
+      LaunchOptions o;
+      o.show_help = f->key == "help";
+      o.show_version = f->key == "version";
+      o.check_build = f->key == "check_build";
+      return o;
+    }
   }
+
+  Settings s;
+  if (auto cfg = Get(cli, "config_file")) {
+    HVD_ASSIGN_OR_RETURN(std::string text, read_file(*cfg));
+    HVD_RETURN_IF_ERROR(ReadConfigFile(text, *cfg, s));
+  }
+  for (const auto& [k, v] : cli) s[k] = v;  // the command line wins
+
+  LaunchOptions o;
   o.command.assign(args.begin() + i, args.end());
-  if (!np_given) {
-    return Status::InvalidArgument("-np",
-                                   "is required: the number of processes");
+  if (On(s, "mpi")) {
+    return Status::InvalidArgument("--mpi",
+                                   "hvd runs on Gloo (the default); drop --mpi");
   }
+  auto np = Get(s, "num_proc");
+  if (!np) {
+    return Status::InvalidArgument("-np", "is required: the number of processes");
+  }
+  o.num_proc = std::stoi(*np);
   if (o.command.empty()) {
     return Status::InvalidArgument(
         "command", "missing: give the program to run after the options");
   }
-  if (!o.hosts_given) o.hosts = {{"localhost", o.num_proc}};
+  if (auto it = env.find("HOROVOD_START_TIMEOUT"); it != env.end()) {
+    HVD_ASSIGN_OR_RETURN(
+        int64_t t, ParseInt64(it->second, "HOROVOD_START_TIMEOUT", 1, 86400));
+    o.start_timeout_s = static_cast<int>(t);
+  }
+  if (auto t = Get(s, "start_timeout")) o.start_timeout_s = std::stoi(*t);
+  o.verbose = On(s, "verbose");
+
+  auto hosts = Get(s, "hosts");
+  auto hostfile = Get(s, "hostfile");
+  if (hosts && hostfile) {
+    return Status::InvalidArgument("-H", "give -H or --hostfile, not both");
+  }
+  if (hosts) {
+    HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostList(*hosts));
+    o.hosts_from = "-H " + *hosts;
+  } else if (hostfile) {
+    HVD_ASSIGN_OR_RETURN(std::string text, read_file(*hostfile));
+    HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostFile(text, *hostfile));
+    o.hosts_from = "--hostfile " + *hostfile;
+  } else if (auto nodes = env.find("SLURM_JOB_NODELIST"); nodes != env.end()) {
+    auto tasks = env.find("SLURM_TASKS_PER_NODE");
+    if (tasks == env.end()) {
+      return Status::InvalidArgument(
+          "SLURM_JOB_NODELIST", "is set but SLURM_TASKS_PER_NODE is not");
+    }
+    HVD_ASSIGN_OR_RETURN(o.hosts, ParseSlurmHosts(nodes->second, tasks->second));
+    o.hosts_from = "the Slurm allocation";
+  } else {
+    o.hosts = {{"localhost", o.num_proc, ""}};
+    o.hosts_from = "-H localhost:" + *np;
+  }
+
+  if (auto p = Get(s, "ssh_port")) o.ssh_port = std::stoi(*p);
+  if (auto k = Get(s, "ssh_identity_file")) o.ssh_identity_file = *k;
+  if (auto c = Get(s, "ssh_host_key_check")) {
+    o.host_key_check = *c == "STRICT"       ? HostKeyCheck::kStrict
+                       : *c == "ACCEPT-NEW" ? HostKeyCheck::kAcceptNew
+                                            : HostKeyCheck::kOff;
+  }
+  if (auto n = Get(s, "network_interface")) {
+    std::stringstream in(*n);
+    std::string item;
+    while (std::getline(in, item, ',')) o.network_interfaces.push_back(item);
+  }
+  if (auto d = Get(s, "output_filename")) o.output_filename = *d;
+  o.prefix_output_with_timestamp = On(s, "prefix_output_with_timestamp");
+
+  if (auto a = Get(s, "rendezvous_addr")) {
+    HVD_RETURN_IF_ERROR(ParseHostPort(*a, "--rendezvous-addr").status());
+    o.rendezvous_addr = *a;
+  }
+  o.rendezvous_token_file = Get(s, "rendezvous_token_file").value_or("");
+  o.rendezvous_tls_ca = Get(s, "rendezvous_tls_ca").value_or("");
+  o.rendezvous_tls_cert = Get(s, "rendezvous_tls_cert").value_or("");
+  o.rendezvous_tls_key = Get(s, "rendezvous_tls_key").value_or("");
   if (o.rendezvous_addr.empty()) {
     for (const std::string* f :
          {&o.rendezvous_token_file, &o.rendezvous_tls_ca,
@@ -126,46 +330,66 @@ StatusOr<LaunchOptions> ParseCommandLine(
     return Status::InvalidArgument("--rendezvous-tls-cert",
                                    "needs --rendezvous-tls-ca");
   }
+  HVD_ASSIGN_OR_RETURN(o.worker_env, WorkerEnv(s));
   return o;
 }
 
 std::string HelpText() {
-  return R"(usage: horovodrun -np N [options] command [args...]
-
-Starts N copies of command, gives each its rank through an authenticated
-rendezvous, and supervises them: output is prefixed with the rank, and the
-first failure stops the whole job.
-
-required:
-  -np, --num-proc N        number of processes
-
-hosts:
-  -H, --hosts H1:S1,H2:S2  hosts and their slots (default localhost:N);
-                           IPv6 as [ADDR]:S
-
-controller:
-  --gloo                   use Gloo for collectives (the default)
-
-launch:
-  --start-timeout S        seconds workers have to join the rendezvous
-                           (default 30, or HOROVOD_START_TIMEOUT)
-
-rendezvous (default: one embedded in horovodrun):
-  --rendezvous-addr HOST:PORT    use a running hvd-rendezvousd
-  --rendezvous-token-file F      file with the daemon's admin token
-  --rendezvous-tls-ca F          CA that signed the daemon's certificate
-  --rendezvous-tls-cert F        client certificate, for mutual TLS
-  --rendezvous-tls-key F         its private key
-
-logging:
-  --verbose                say what the launcher does
-
-other:
-  -h, --help               show this help and exit
-  -v, --version            show the version and exit
-)";
+  std::string out =
+      "usage: horovodrun -np N [options] command [args...]\n\n"
+      "Starts N copies of command on the hosts given, gives each its rank "
+      "through an\nauthenticated rendezvous, and supervises them: output is "
+      "prefixed with the\nrank, and the first failure stops the whole job.\n";
+  std::vector<std::string> groups;
+  for (const FlagSpec& f : FlagTable()) {
+    if (std::find(groups.begin(), groups.end(), f.group) == groups.end()) {
+      groups.push_back(f.group);
+    }
+  }
+  for (const std::string& g : groups) {
+    out += "\n" + g + ":\n";
+    for (const FlagSpec& f : FlagTable()) {
+      if (f.group != g) continue;
+      std::string names;
+      for (const std::string& n : f.names) {
+        names += (names.empty() ? "" : ", ") + n;
+      }
+      if (!f.metavar.empty()) names += " " + f.metavar;
+      std::string line = "  " + names;
+      if (line.size() < 38) {
+        line.resize(38, ' ');
+      } else {
+        line += "\n" + std::string(38, ' ');
+      }
+      out += line + f.help + "\n";
+    }
+  }
+  return out;
 }
 
 std::string VersionText() { return "horovodrun (hvd) 0.1.0"; }
+
+std::string CheckBuildText() {
+#ifdef HVD_WITH_NCCL
+  const char* nccl = "X";
+#else
+  const char* nccl = " ";
+#endif
+  return std::string("hvd v0.1.0:\n\n") +
+         "Available Frameworks:\n"
+         "    [X] C++ (libhvd)\n"
+         "    [ ] TensorFlow\n"
+         "    [ ] PyTorch\n"
+         "    [ ] MXNet\n\n"
+         "Available Controllers:\n"
+         "    [ ] MPI\n"
+         "    [X] Gloo\n\n"
+         "Available Tensor Operations:\n"
+         "    [" + nccl + "] NCCL\n"
+         "    [ ] DDL\n"
+         "    [ ] CCL\n"
+         "    [ ] MPI\n"
+         "    [X] Gloo\n";
+}
 
 }  // namespace hvd::launcher

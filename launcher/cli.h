@@ -1,9 +1,9 @@
-// horovodrun's command line, parsed once and strictly into LaunchOptions.
-// Pure: no I/O, no environment reads beyond the map handed in.
+// horovodrun's command line (and --config-file), parsed once and strictly
+// into LaunchOptions. Pure: files and the environment are handed in.
 #pragma once
 
+#include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,31 +12,55 @@
 
 namespace hvd::launcher {
 
+enum class HostKeyCheck { kStrict, kAcceptNew, kOff };
+
+// Every field has Horovod's default. Tuning flags are not interpreted
+// here: they become `worker_env`, the HOROVOD_* variables of the workers,
+// and only the ones the user gave are set (the runtime owns the defaults).
 struct LaunchOptions {
-  int num_proc = 0;             // -np, required
-  std::vector<HostSpec> hosts;  // -H; default localhost:num_proc
-  bool hosts_given = false;
-  int start_timeout_s = 30;  // --start-timeout / HOROVOD_START_TIMEOUT
-  bool verbose = false;      // --verbose
+  int num_proc = 0;                   // -np, required
+  std::vector<HostSpec> hosts;        // -H, --hostfile, Slurm, or localhost:NP
+  std::string hosts_from = "default"; // "-H", "--hostfile FILE", "Slurm"
+  int start_timeout_s = 30;           // --start-timeout / HOROVOD_START_TIMEOUT
+  bool verbose = false;
+
+  int ssh_port = 22;                  // -p
+  std::string ssh_identity_file;      // -i
+  HostKeyCheck host_key_check = HostKeyCheck::kAcceptNew;
+  std::vector<std::string> network_interfaces;
+
+  std::string output_filename;        // --output-filename DIR
+  bool prefix_output_with_timestamp = false;
+
   // A running hvd-rendezvousd instead of the embedded server.
-  std::string rendezvous_addr;        // --rendezvous-addr HOST:PORT
-  std::string rendezvous_token_file;  // --rendezvous-token-file (admin token)
-  std::string rendezvous_tls_ca;      // --rendezvous-tls-ca (PEM file)
-  std::string rendezvous_tls_cert;    // --rendezvous-tls-cert (mutual TLS)
-  std::string rendezvous_tls_key;     // --rendezvous-tls-key
+  std::string rendezvous_addr;
+  std::string rendezvous_token_file;  // admin token
+  std::string rendezvous_tls_ca;
+  std::string rendezvous_tls_cert;
+  std::string rendezvous_tls_key;
+
+  std::map<std::string, std::string> worker_env;
   std::vector<std::string> command;   // everything after the options
+
   bool show_help = false;
   bool show_version = false;
+  bool check_build = false;
 };
 
-// `args` excludes argv[0]. `env` supplies HOROVOD_START_TIMEOUT. Options
-// end at the first word that is not an option (or at "--"); the rest is the
-// command, as with Horovod's argparse REMAINDER.
+using ReadFileFn = std::function<StatusOr<std::string>(const std::string&)>;
+
+// `args` excludes argv[0]. `env` supplies HOROVOD_START_TIMEOUT and the
+// Slurm variables; `read_file` reads --hostfile and --config-file. Options
+// end at the first word that is not an option (or at "--"); the rest is
+// the command, as with Horovod's argparse REMAINDER. Errors name the flag,
+// file or key and the bad value.
 StatusOr<LaunchOptions> ParseCommandLine(
     const std::vector<std::string>& args,
-    const std::map<std::string, std::string>& env);
+    const std::map<std::string, std::string>& env, const ReadFileFn& read_file);
 
 std::string HelpText();
 std::string VersionText();
+// What -cb prints: the controllers and tensor operations built in.
+std::string CheckBuildText();
 
 }  // namespace hvd::launcher

@@ -9,6 +9,13 @@ namespace {
 
 StatusOr<HostSpec> ParseEntry(std::string_view entry) {
   HostSpec spec;
+  if (size_t at = entry.find('@'); at != std::string_view::npos) {
+    spec.user = std::string(entry.substr(0, at));
+    entry = entry.substr(at + 1);
+    if (spec.user.empty()) {
+      return Status::InvalidArgument("-H", "empty user name before '@'");
+    }
+  }
   std::string_view slots_text;
   bool has_slots = false;
   if (!entry.empty() && entry.front() == '[') {
@@ -80,10 +87,184 @@ StatusOr<std::vector<HostSpec>> ParseHostList(std::string_view text) {
   return out;
 }
 
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return {};
+  size_t b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+std::vector<std::string_view> Words(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// Splits at commas that are not inside brackets: "a[1,2],b" -> a[1,2] | b.
+std::vector<std::string_view> SplitTopLevel(std::string_view s) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || (s[i] == ',' && depth == 0)) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    } else if (s[i] == '[') {
+      ++depth;
+    } else if (s[i] == ']') {
+      --depth;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<HostSpec>> ParseHostFile(std::string_view text,
+                                              const std::string& path) {
+  std::vector<HostSpec> hosts;
+  std::unordered_set<std::string> seen;
+  int line_no = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(start, nl - start);
+    start = nl + 1;
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    line = Trim(line);
+    if (line.empty()) continue;
+    std::string where = path + ":" + std::to_string(line_no);
+    std::vector<std::string_view> words = Words(line);
+    HVD_ASSIGN_OR_RETURN(HostSpec spec, ParseEntry(words[0]));
+    if (words[0].find(':') != std::string_view::npos &&
+        words[0].front() != '[') {
+      return Status::InvalidArgument(
+          where, "write 'host slots=N', not '" + std::string(words[0]) + "'");
+    }
+    for (size_t w = 1; w < words.size(); ++w) {
+      std::string_view word = words[w];
+      if (word.rfind("slots=", 0) == 0) {
+        HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(word.substr(6),
+                                                   where + " slots", 1, 1 << 20));
+        spec.slots = static_cast<int>(n);
+      } else if (word.rfind("max_slots=", 0) == 0 ||
+                 word.rfind("max-slots=", 0) == 0) {
+        HVD_RETURN_IF_ERROR(ParseInt64(word.substr(10), where + " max_slots",
+                                       1, 1 << 20)
+                                .status());
+      } else {
+        return Status::InvalidArgument(
+            where, "unknown field '" + std::string(word) +
+                       "' (expected slots=N or max_slots=N)");
+      }
+    }
+    if (!seen.insert(spec.host).second) {
+      return Status::InvalidArgument(
+          where, "host '" + spec.host + "' is listed twice");
+    }
+    hosts.push_back(std::move(spec));
+  }
+  if (hosts.empty()) {
+    return Status::InvalidArgument(path, "lists no hosts");
+  }
+  return hosts;
+}
+
+StatusOr<std::vector<HostSpec>> ParseSlurmHosts(std::string_view nodelist,
+                                                std::string_view tasks) {
+  const std::string kList = "SLURM_JOB_NODELIST";
+  std::vector<std::string> names;
+  for (std::string_view item : SplitTopLevel(nodelist)) {
+    if (item.empty()) {
+      return Status::InvalidArgument(kList, "has an empty entry");
+    }
+    size_t open = item.find('[');
+    if (open == std::string_view::npos) {
+      names.emplace_back(item);
+      continue;
+    }
+    size_t close = item.find(']', open);
+    if (close == std::string_view::npos) {
+      return Status::InvalidArgument(
+          kList, "'" + std::string(item) + "' has '[' without ']'");
+    }
+    std::string prefix(item.substr(0, open));
+    std::string suffix(item.substr(close + 1));
+    std::string_view ranges = item.substr(open + 1, close - open - 1);
+    size_t r = 0;
+    while (r <= ranges.size()) {
+      size_t comma = ranges.find(',', r);
+      if (comma == std::string_view::npos) comma = ranges.size();
+      std::string_view range = ranges.substr(r, comma - r);
+      r = comma + 1;
+      size_t dash = range.find('-');
+      std::string_view lo = range.substr(0, dash);
+      std::string_view hi =
+          dash == std::string_view::npos ? lo : range.substr(dash + 1);
+      HVD_ASSIGN_OR_RETURN(int64_t a, ParseInt64(lo, kList, 0, 1LL << 40));
+      HVD_ASSIGN_OR_RETURN(int64_t b, ParseInt64(hi, kList, 0, 1LL << 40));
+      if (b < a || b - a > 100000) {
+        return Status::InvalidArgument(
+            kList, "bad range '" + std::string(range) + "'");
+      }
+      // Zero padding follows the width of the low end, as Slurm writes it.
+      for (int64_t n = a; n <= b; ++n) {
+        std::string num = std::to_string(n);
+        if (num.size() < lo.size()) num.insert(0, lo.size() - num.size(), '0');
+        names.push_back(prefix + num + suffix);
+      }
+    }
+  }
+  std::vector<int> counts;
+  for (std::string_view item : SplitTopLevel(tasks)) {
+    int repeat = 1;
+    std::string_view count = item;
+    if (size_t paren = item.find("(x"); paren != std::string_view::npos) {
+      if (item.back() != ')') {
+        return Status::InvalidArgument(
+            "SLURM_TASKS_PER_NODE", "bad entry '" + std::string(item) + "'");
+      }
+      HVD_ASSIGN_OR_RETURN(
+          int64_t rep, ParseInt64(item.substr(paren + 2, item.size() - paren - 3),
+                                  "SLURM_TASKS_PER_NODE", 1, 1 << 20));
+      repeat = static_cast<int>(rep);
+      count = item.substr(0, paren);
+    }
+    HVD_ASSIGN_OR_RETURN(int64_t c,
+                         ParseInt64(count, "SLURM_TASKS_PER_NODE", 1, 1 << 20));
+    for (int i = 0; i < repeat; ++i) counts.push_back(static_cast<int>(c));
+  }
+  if (counts.size() != names.size()) {
+    return Status::InvalidArgument(
+        "SLURM_TASKS_PER_NODE",
+        "gives " + std::to_string(counts.size()) + " task counts for " +
+            std::to_string(names.size()) + " nodes of SLURM_JOB_NODELIST");
+  }
+  std::vector<HostSpec> hosts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    hosts.push_back({names[i], counts[i], ""});
+  }
+  return hosts;
+}
+
 std::string FormatHostList(const std::vector<HostSpec>& hosts) {
   std::string out;
   for (const HostSpec& h : hosts) {
     if (!out.empty()) out += ",";
+    if (!h.user.empty()) out += h.user + "@";
     if (h.host.find(':') != std::string::npos) {
       out += "[" + h.host + "]";
     } else {

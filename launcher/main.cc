@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/files.h"
 #include "launcher/cli.h"
 #include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
@@ -40,7 +41,7 @@ std::map<std::string, std::string> Environment() {
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::map<std::string, std::string> env = Environment();
-  auto options = ParseCommandLine(args, env);
+  auto options = ParseCommandLine(args, env, ReadWholeFile);
   if (!options.ok()) return Fail(options.status(), kUsageError);
   if (options->show_help) {
     std::fputs(HelpText().c_str(), stdout);
@@ -48,6 +49,10 @@ int Main(int argc, char** argv) {
   }
   if (options->show_version) {
     std::puts(VersionText().c_str());
+    return 0;
+  }
+  if (options->check_build) {
+    std::fputs(CheckBuildText().c_str(), stdout);
     return 0;
   }
   HostFacts facts{IsLocalHost, CountLocalGpus()};
@@ -84,6 +89,8 @@ int Main(int argc, char** argv) {
   SupervisorOptions sup;
   sup.start_timeout = std::chrono::seconds(plan->start_timeout_s);
   sup.verbose = plan->verbose;
+  sup.timestamps = options->prefix_output_with_timestamp;
+  sup.output_dir = options->output_filename;
   JobRendezvous* job = rendezvous->get();
   sup.joined_ranks = [job] { return job->JoinedRanks(); };
   auto spawner = MakeLocalSpawner();

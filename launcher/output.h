@@ -27,6 +27,15 @@ class LineSplitter {
 enum class Stream { kStdout, kStderr };
 
 // "[RANK]<stdout>:LINE\n" — Horovod's format, no space after the colon.
-std::string PrefixLine(int rank, Stream stream, std::string_view line);
+// A non-empty `timestamp` goes in front, followed by a space.
+std::string PrefixLine(int rank, Stream stream, std::string_view line,
+                       std::string_view timestamp = {});
+
+// "2026-12-02T18:20:00.123Z": UTC, milliseconds, ISO 8601.
+std::string Timestamp();
+
+// "DIR/rank.N" with N zero-padded to the width of the largest rank, as
+// Horovod's --output-filename lays them out.
+std::string RankOutputDir(const std::string& dir, int rank, int size);
 
 }  // namespace hvd::launcher

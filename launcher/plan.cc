@@ -17,6 +17,7 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   plan.command = options.command;
   plan.start_timeout_s = options.start_timeout_s;
   plan.verbose = options.verbose;
+  plan.tuning_env = options.worker_env;
   int left = options.num_proc;
   for (const HostSpec& h : options.hosts) {
     if (left == 0) break;
@@ -53,6 +54,7 @@ std::vector<std::string> WorkerEnvironment(
     }
     env[k] = v;
   }
+  for (const auto& [k, v] : plan.tuning_env) env[k] = v;
   const rendezvous::Assignment& a = worker.assignment;
   env["HVD_RENDEZVOUS_ADDR"] = access.rendezvous_addr;
   env["HVD_JOB_ID"] = access.job_id;

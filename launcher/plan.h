@@ -28,6 +28,8 @@ struct LaunchPlan {
   std::vector<std::string> command;
   int start_timeout_s = 30;
   bool verbose = false;
+  // HOROVOD_* of the tuning flags the user gave (LaunchOptions::worker_env).
+  std::map<std::string, std::string> tuning_env;
   bool all_local = true;
 };
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -65,6 +66,7 @@ struct Worker {
   int rank = 0;
   std::string host;
   SpawnedProcess proc;
+  int out_file = -1, err_file = -1;  // --output-filename copies
   LineSplitter out_lines, err_lines;
   bool running = false;
   int wait_status = 0;
@@ -78,6 +80,7 @@ class Job {
           const std::vector<std::string>& hosts, Spawner& spawner);
 
  private:
+  Status OpenOutputFiles();
   void Reap();
   void HandleSignals();
   void ReadOutput(Worker& w, int fd, Stream stream);
@@ -97,6 +100,30 @@ class Job {
   std::optional<int> first_failure_;  // rank
   int exit_code_ = 0;
 };
+
+Status Job::OpenOutputFiles() {
+  const int size = static_cast<int>(workers_.size());
+  std::error_code ec;
+  for (int r = 0; r < size; ++r) {
+    std::string dir = RankOutputDir(options_.output_dir, r, size);
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return Status::PermissionDenied("--output-filename",
+                                      "cannot create " + dir + ": " + ec.message());
+    }
+    for (auto [name, fd] : {std::pair{"/stdout", &workers_[r].out_file},
+                            std::pair{"/stderr", &workers_[r].err_file}}) {
+      std::string path = dir + name;
+      *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (*fd < 0) {
+        return Status::PermissionDenied(
+            "--output-filename",
+            "cannot write " + path + ": " + std::strerror(errno));
+      }
+    }
+  }
+  return Status::Ok();
+}
 
 void Job::KillAll(int sig, bool only_running) {
   for (Worker& w : workers_) {
@@ -166,9 +193,12 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
   char buf[65536];
   LineSplitter& lines = stream == Stream::kStdout ? w.out_lines : w.err_lines;
   int out_fd = stream == Stream::kStdout ? STDOUT_FILENO : STDERR_FILENO;
+  int file = stream == Stream::kStdout ? w.out_file : w.err_file;
   auto emit = [&](std::string_view line) {
     // One write per line: lines of different ranks never mix.
-    WriteAll(out_fd, PrefixLine(w.rank, stream, line));
+    WriteAll(out_fd, PrefixLine(w.rank, stream, line,
+                                options_.timestamps ? Timestamp() : ""));
+    if (file >= 0) WriteAll(file, std::string(line) + "\n");
   };
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
@@ -234,6 +264,13 @@ int Job::PollTimeoutMs() const {
 int Job::Run(const std::vector<ProcessSpec>& specs,
              const std::vector<std::string>& hosts, Spawner& spawner) {
   workers_.resize(specs.size());
+  if (!options_.output_dir.empty()) {
+    Status s = OpenOutputFiles();
+    if (!s.ok()) {
+      Say(s.message());
+      return 1;
+    }
+  }
   for (size_t r = 0; r < specs.size(); ++r) {
     Worker& w = workers_[r];
     w.rank = static_cast<int>(r);
@@ -322,8 +359,9 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     }
   }
   for (Worker& w : workers_) {
-    if (w.proc.stdout_fd >= 0) close(w.proc.stdout_fd);
-    if (w.proc.stderr_fd >= 0) close(w.proc.stderr_fd);
+    for (int fd : {w.proc.stdout_fd, w.proc.stderr_fd, w.out_file, w.err_file}) {
+      if (fd >= 0) close(fd);
+    }
   }
 
   if (first_failure_ && *first_failure_ >= 0) {

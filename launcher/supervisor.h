@@ -31,6 +31,10 @@ struct SupervisorOptions {
   // start-timeout check.
   std::function<std::vector<int>()> joined_ranks;
   bool verbose = false;
+  // --prefix-output-with-timestamp
+  bool timestamps = false;
+  // --output-filename: also write DIR/rank.N/stdout and stderr (raw lines).
+  std::string output_dir;
 };
 
 class Supervisor {

@@ -6,15 +6,24 @@ namespace hvd::launcher {
 namespace {
 
 StatusOr<LaunchOptions> Parse(std::vector<std::string> args,
-                              std::map<std::string, std::string> env = {}) {
-  return ParseCommandLine(args, env);
+                              std::map<std::string, std::string> env = {},
+                              std::map<std::string, std::string> files = {}) {
+  return ParseCommandLine(args, env,
+                          [&](const std::string& path) -> StatusOr<std::string> {
+                            auto it = files.find(path);
+                            if (it == files.end()) {
+                              return Status::NotFound("'" + path + "'",
+                                                      "cannot be read");
+                            }
+                            return it->second;
+                          });
 }
 
 TEST(CliTest, MinimalCommandDefaultsToLocalhost) {
   auto o = Parse({"-np", "4", "./train", "--lr", "0.1"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->num_proc, 4);
-  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"localhost", 4}}));
+  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"localhost", 4, ""}}));
   EXPECT_EQ(o->command, (std::vector<std::string>{"./train", "--lr", "0.1"}));
   EXPECT_EQ(o->start_timeout_s, 30);
   EXPECT_FALSE(o->verbose);
@@ -79,6 +88,210 @@ TEST(CliTest, ErrorsNameTheFlag) {
     EXPECT_NE(o.status().message().find(c.says), std::string::npos)
         << o.status().message();
   }
+}
+
+}  // namespace
+}  // namespace hvd::launcher
+
+namespace hvd::launcher {
+namespace {
+
+std::map<std::string, std::string> Env(const std::vector<std::string>& args,
+                                       std::map<std::string, std::string> files = {}) {
+  std::vector<std::string> full = args;
+  full.push_back("prog");
+  auto o = Parse(full, {}, files);
+  EXPECT_TRUE(o.ok()) << o.status().ToString();
+  return o.ok() ? o->worker_env : std::map<std::string, std::string>{};
+}
+
+TEST(CliTuningTest, FlagsBecomeHorovodVariables) {
+  auto env = Env({"-np", "2", "--fusion-threshold-mb", "32", "--cycle-time-ms",
+                  "2.5", "--cache-capacity", "512", "--hierarchical-allreduce",
+                  "--no-hierarchical-allgather", "--autotune",
+                  "--autotune-log-file", "/tmp/at.csv",
+                  "--autotune-warmup-samples", "2",
+                  "--autotune-steps-per-sample", "5",
+                  "--autotune-bayes-opt-max-samples", "9",
+                  "--autotune-gaussian-process-noise", "0.5",
+                  "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
+                  "--stall-check-warning-time-seconds", "20",
+                  "--stall-check-shutdown-time-seconds", "40",
+                  "--gloo-timeout-seconds", "12", "--num-nccl-streams", "2",
+                  "--thread-affinity", "0,4", "--log-level", "debug",
+                  "--log-without-timestamp", "--network-interface", "eth1"});
+  std::map<std::string, std::string> want = {
+      {"HOROVOD_FUSION_THRESHOLD", std::to_string(32 << 20)},
+      {"HOROVOD_CYCLE_TIME", "2.5"},
+      {"HOROVOD_CACHE_CAPACITY", "512"},
+      {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+      {"HOROVOD_HIERARCHICAL_ALLGATHER", "0"},
+      {"HOROVOD_AUTOTUNE", "1"},
+      {"HOROVOD_AUTOTUNE_LOG", "/tmp/at.csv"},
+      {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "2"},
+      {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "5"},
+      {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "9"},
+      {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.5"},
+      {"HOROVOD_TIMELINE", "/tmp/tl.json"},
+      {"HOROVOD_TIMELINE_MARK_CYCLES", "1"},
+      {"HOROVOD_STALL_CHECK_TIME_SECONDS", "20"},
+      {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "40"},
+      {"HOROVOD_GLOO_TIMEOUT_SECONDS", "12"},
+      {"HOROVOD_NUM_NCCL_STREAMS", "2"},
+      {"HOROVOD_THREAD_AFFINITY", "0,4"},
+      {"HOROVOD_LOG_LEVEL", "DEBUG"},
+      {"HOROVOD_LOG_HIDE_TIME", "1"},
+      {"HOROVOD_GLOO_IFACE", "eth1"},
+  };
+  EXPECT_EQ(env, want);
+}
+
+TEST(CliTuningTest, OnlyGivenValuesAreSet) {
+  EXPECT_TRUE(Env({"-np", "2"}).empty());
+  auto env = Env({"-np", "2", "--disable-cache", "--no-stall-check"});
+  EXPECT_EQ(env.at("HOROVOD_CACHE_CAPACITY"), "0");
+  EXPECT_EQ(env.at("HOROVOD_STALL_CHECK_DISABLE"), "1");
+}
+
+TEST(CliConfigTest, YamlSectionsAndFlagsWin) {
+  std::string yaml = R"(
+params:
+  fusion_threshold_mb: 64
+  cycle_time_ms: 3
+  cache_capacity: 100
+  hierarchical_allreduce: false
+autotune:
+  enabled: true
+  warmup_samples: 1
+timeline:
+  filename: /tmp/t.json
+  mark_cycles: true
+stall_check:
+  enabled: false
+  warning_time_seconds: 10
+library_options:
+  gloo_timeout_seconds: 9
+logging:
+  level: info
+  with_timestamp: false
+)";
+  auto env = Env({"-np", "2", "--config-file", "/c.yaml", "--cycle-time-ms", "7"},
+                 {{"/c.yaml", yaml}});
+  EXPECT_EQ(env.at("HOROVOD_FUSION_THRESHOLD"), std::to_string(64 << 20));
+  EXPECT_EQ(env.at("HOROVOD_CYCLE_TIME"), "7");  // the flag wins
+  EXPECT_EQ(env.at("HOROVOD_CACHE_CAPACITY"), "100");
+  EXPECT_EQ(env.at("HOROVOD_HIERARCHICAL_ALLREDUCE"), "0");
+  EXPECT_EQ(env.at("HOROVOD_AUTOTUNE"), "1");
+  EXPECT_EQ(env.at("HOROVOD_AUTOTUNE_WARMUP_SAMPLES"), "1");
+  EXPECT_EQ(env.at("HOROVOD_TIMELINE"), "/tmp/t.json");
+  EXPECT_EQ(env.at("HOROVOD_TIMELINE_MARK_CYCLES"), "1");
+  EXPECT_EQ(env.at("HOROVOD_STALL_CHECK_DISABLE"), "1");
+  EXPECT_EQ(env.at("HOROVOD_STALL_CHECK_TIME_SECONDS"), "10");
+  EXPECT_EQ(env.at("HOROVOD_GLOO_TIMEOUT_SECONDS"), "9");
+  EXPECT_EQ(env.at("HOROVOD_LOG_LEVEL"), "INFO");
+  EXPECT_EQ(env.at("HOROVOD_LOG_HIDE_TIME"), "1");
+}
+
+TEST(CliHostsTest, HostfileAndSlurmAndUsers) {
+  auto o = Parse({"-np", "3", "--hostfile", "/h", "p"}, {},
+                 {{"/h", "# cluster\nnode1 slots=2\n\nnode2 slots=4 max_slots=8\n"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"node1", 2, ""}, {"node2", 4, ""}}));
+  o = Parse({"-np", "5", "p"},
+            {{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"},
+             {"SLURM_TASKS_PER_NODE", "2(x2),1"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{
+                          {"gpu01", 2, ""}, {"gpu02", 2, ""}, {"cpu7", 1, ""}}));
+  o = Parse({"-np", "1", "-H", "alice@node1:1", "p"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->hosts[0].user, "alice");
+  EXPECT_EQ(o->hosts[0].host, "node1");
+}
+
+TEST(CliSshTest, PortIdentityAndPolicy) {
+  auto o = Parse({"-np", "1", "-p", "2222", "-i", "/k", "--ssh-host-key-check",
+                  "strict", "p"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->ssh_port, 2222);
+  EXPECT_EQ(o->ssh_identity_file, "/k");
+  EXPECT_EQ(o->host_key_check, HostKeyCheck::kStrict);
+  EXPECT_EQ(Parse({"-np", "1", "p"})->host_key_check, HostKeyCheck::kAcceptNew);
+}
+
+// The bad-input table: each line of input names what is wrong.
+TEST(CliBadInputTest, EveryBadValueIsNamed) {
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> files;
+    const char* says;
+  } cases[] = {
+      {{"p"}, {}, {}, "-np: is required"},
+      {{"-np", "2"}, {}, {}, "command: missing"},
+      {{"-np"}, {}, {}, "-np: needs a value"},
+      {{"-np", "0", "p"}, {}, {}, "-np: must be between 1"},
+      {{"-np", "two", "p"}, {}, {}, "'two'"},
+      {{"-np", "1", "--bogus", "p"}, {}, {}, "--bogus: unknown option"},
+      {{"-np", "1", "--verbose=yes", "p"}, {}, {}, "takes no value"},
+      {{"-np", "1", "--start-timeout", "0", "p"}, {}, {}, "--start-timeout"},
+      {{"-np", "1", "-H", "a:0", "p"}, {}, {}, "-H slots"},
+      {{"-np", "1", "-H", "a:1,,b:1", "p"}, {}, {}, "empty entry"},
+      {{"-np", "1", "-H", "::1:2", "p"}, {}, {}, "[ADDR]:SLOTS"},
+      {{"-np", "1", "-H", "a:1,a:2", "p"}, {}, {}, "listed twice"},
+      {{"-np", "1", "-H", "@a:1", "p"}, {}, {}, "empty user"},
+      {{"-np", "1", "--mpi", "p"}, {}, {}, "--mpi"},
+      {{"-np", "1", "--fusion-threshold-mb", "-1", "p"}, {}, {}, "--fusion-threshold-mb"},
+      {{"-np", "1", "--cycle-time-ms", "fast", "p"}, {}, {}, "'fast'"},
+      {{"-np", "1", "--cache-capacity", "-5", "p"}, {}, {}, "--cache-capacity"},
+      {{"-np", "1", "--autotune-gaussian-process-noise", "1.5", "p"}, {}, {}, "between 0"},
+      {{"-np", "1", "--autotune-steps-per-sample", "0", "p"}, {}, {}, "--autotune-steps-per-sample"},
+      {{"-np", "1", "--log-level", "LOUD", "p"}, {}, {}, "must be one of TRACE"},
+      {{"-np", "1", "--ssh-host-key-check", "maybe", "p"}, {}, {}, "STRICT, ACCEPT-NEW, OFF"},
+      {{"-np", "1", "-p", "70000", "p"}, {}, {}, "-p: must be between 1 and 65535"},
+      {{"-np", "1", "--thread-affinity", "0,x", "p"}, {}, {}, "--thread-affinity"},
+      {{"-np", "1", "--gloo-timeout-seconds", "0", "p"}, {}, {}, "--gloo-timeout-seconds"},
+      {{"-np", "1", "--hierarchical-allreduce", "--no-hierarchical-allreduce", "p"}, {}, {}, "conflicts"},
+      {{"-np", "1", "--disable-cache", "--cache-capacity", "8", "p"}, {}, {}, "conflicts with --cache-capacity 8"},
+      {{"-np", "1", "--stall-check-warning-time-seconds", "60", "--stall-check-shutdown-time-seconds", "30", "p"}, {}, {}, "shorter than the warning time"},
+      {{"-np", "1", "-H", "a:1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=1\n"}}, "not both"},
+      {{"-np", "1", "--hostfile", "/missing", "p"}, {}, {}, "'/missing'"},
+      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=x\n"}}, "/h:1 slots"},
+      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=2\nb cpus=3\n"}}, "/h:2: unknown field 'cpus=3'"},
+      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a:2\n"}}, "write 'host slots=N'"},
+      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "# nothing\n"}}, "lists no hosts"},
+      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=1\na slots=2\n"}}, "listed twice"},
+      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[1-2]"}}, {}, "SLURM_TASKS_PER_NODE is not"},
+      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "1"}}, {}, "1 task counts for 2 nodes"},
+      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[3-1]"}, {"SLURM_TASKS_PER_NODE", "1"}}, {}, "bad range"},
+      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params: [1, 2]\n"}}, "/c: params: must be a mapping"},
+      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params:\n  colour: 1\n"}}, "/c: params.colour: unknown setting"},
+      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params:\n  cycle_time_ms: soon\n"}}, "params.cycle_time_ms"},
+      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "autotune:\n  enabled: perhaps\n"}}, "autotune.enabled"},
+      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "logging: {level: [a\n"}}, "not valid YAML"},
+      {{"-np", "1", "--config-file", "/nope", "p"}, {}, {}, "'/nope'"},
+      {{"-np", "1", "--rendezvous-token-file", "/t", "p"}, {}, {}, "need --rendezvous-addr"},
+      {{"-np", "1", "--rendezvous-addr", "h:1", "p"}, {}, {}, "needs --rendezvous-token-file"},
+      {{"-np", "1", "--rendezvous-addr", "nohost", "p"}, {}, {}, "--rendezvous-addr"},
+      {{"-np", "1", "HOROVOD_START_TIMEOUT"}, {{"HOROVOD_START_TIMEOUT", "x"}}, {}, "HOROVOD_START_TIMEOUT"},
+  };
+  for (const Case& c : cases) {
+    auto o = Parse(c.args, c.env, c.files);
+    ASSERT_FALSE(o.ok()) << c.says;
+    EXPECT_NE(o.status().message().find(c.says), std::string::npos)
+        << "expected '" << c.says << "' in: " << o.status().message();
+  }
+  EXPECT_GE(sizeof(cases) / sizeof(cases[0]), 30u);
+}
+
+TEST(CliHelpTest, GroupedLikeHorovods) {
+  std::string help = HelpText();
+  for (const char* g : {"hosts:", "SSH:", "tuning:", "autotune:", "timeline:",
+                        "stall check:", "library:", "logging and output:"}) {
+    EXPECT_NE(help.find(g), std::string::npos) << g;
+  }
+  EXPECT_NE(help.find("--fusion-threshold-mb N"), std::string::npos);
+  EXPECT_NE(CheckBuildText().find("[X] Gloo"), std::string::npos);
 }
 
 }  // namespace
