@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/files.h"
+#include "common/host_port.h"
 #include "common/random.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
@@ -88,9 +89,7 @@ StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
     const LaunchPlan& plan) {
   HVD_ASSIGN_OR_RETURN(std::string admin, RandomHex(32));
   rendezvous::ServerOptions options;
-  // Every host is local in this version, so the rendezvous never needs to be
-  // reachable from another machine.
-  options.listen = "127.0.0.1:0";
+  options.listen = plan.all_local ? "127.0.0.1:0" : "0.0.0.0:0";
   options.admin_token = admin;
   HVD_ASSIGN_OR_RETURN(auto server,
                        rendezvous::RendezvousServer::Start(options));
@@ -103,6 +102,11 @@ StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
   access.job_token = job.token;
   return std::unique_ptr<JobRendezvous>(
       new EmbeddedRendezvous(std::move(server), std::move(access)));
+}
+
+int RendezvousPort(const JobAccess& access) {
+  auto hp = ParseHostPort(access.rendezvous_addr, "rendezvous address");
+  return hp.ok() ? hp->port : 0;
 }
 
 StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(

@@ -23,9 +23,13 @@ class JobRendezvous {
   virtual void End(const std::string& reason) = 0;
 };
 
-// Serves the job from this process, on loopback: every host is local.
+// Serves the job from this process: on loopback when every host is local,
+// on every address otherwise (only the job's token opens it).
 StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
     const LaunchPlan& plan);
+
+// The port a worker must use; for the embedded server, its own.
+int RendezvousPort(const JobAccess& access);
 
 // Registers the job with the daemon in `options` and keeps it alive until
 // End. Errors say whether the daemon was unreachable or refused the token.

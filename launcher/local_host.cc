@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -76,6 +77,27 @@ bool IsLocalHost(const std::string& host) {
   }
   freeaddrinfo(res);
   return found;
+}
+
+StatusOr<std::string> InterfaceAddress(const std::string& name) {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) {
+    return Status::Internal("getifaddrs", std::strerror(errno));
+  }
+  std::string v4, v6;
+  for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || name != i->ifa_name) continue;
+    if (i->ifa_addr->sa_family == AF_INET && v4.empty()) {
+      v4 = AddressString(i->ifa_addr);
+    } else if (i->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
+      v6 = AddressString(i->ifa_addr);
+    }
+  }
+  freeifaddrs(ifs);
+  if (!v4.empty()) return v4;
+  if (!v6.empty()) return v6;
+  return Status::NotFound("--network-interface " + name,
+                          "no such interface with an address on this machine");
 }
 
 int CountLocalGpus() {

@@ -5,9 +5,14 @@
 
 #include <string>
 
+#include "common/status.h"
+
 namespace hvd::launcher {
 
 bool IsLocalHost(const std::string& host);
+
+// The first IPv4 (else IPv6) address of interface `name`, or NotFound.
+StatusOr<std::string> InterfaceAddress(const std::string& name);
 
 // GPUs visible on this machine (/dev/nvidiaN), 0 when none.
 int CountLocalGpus();

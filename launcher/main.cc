@@ -11,6 +11,7 @@
 #include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
 #include "launcher/plan.h"
+#include "launcher/remote_hosts.h"
 #include "launcher/spawner.h"
 #include "launcher/supervisor.h"
 
@@ -38,6 +39,15 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
+// The directory of this executable: its helpers are installed beside it.
+std::string SelfDirectory() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::map<std::string, std::string> env = Environment();
@@ -58,10 +68,33 @@ int Main(int argc, char** argv) {
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);
-  auto env_path = env.find("PATH");
-  auto program = ResolveProgram(plan->command[0],
-                                env_path == env.end() ? "" : env_path->second);
-  if (!program.ok()) return Fail(program.status(), kUsageError);
+  // A local command that cannot run is a usage error caught before
+  // anything starts; remote hosts check their own PATH.
+  bool any_local = false;
+  for (const WorkerPlan& w : plan->workers) any_local |= w.local;
+  if (any_local) {
+    auto env_path = env.find("PATH");
+    auto program = ResolveProgram(
+        plan->command[0], env_path == env.end() ? "" : env_path->second);
+    if (!program.ok()) return Fail(program.status(), kUsageError);
+  }
+
+  // Every remote host is reached before anything starts; each failure is
+  // one line naming the host.
+  std::vector<std::string> host_errors;
+  auto routes = CheckRemoteHosts(*plan, *options, &host_errors);
+  if (!routes.ok()) {
+    for (const std::string& e : host_errors) {
+      std::fprintf(stderr, "horovodrun: %s\n", e.c_str());
+    }
+    return 1;
+  }
+  std::string iface_address;
+  if (!options->network_interfaces.empty()) {
+    auto a = InterfaceAddress(options->network_interfaces.front());
+    if (!a.ok()) return Fail(a.status(), kUsageError);
+    iface_address = *a;
+  }
 
   InstallLauncherSignalHandlers();
 
@@ -70,6 +103,8 @@ int Main(int argc, char** argv) {
                         : ConnectRendezvousDaemon(*plan, *options);
   if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
   const JobAccess& access = (*rendezvous)->access();
+  AssignAddresses(*plan, *routes, iface_address,
+                  options->rendezvous_addr.empty() ? RendezvousPort(access) : 0);
   if (plan->verbose) {
     std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
                  access.rendezvous_addr.c_str(), access.job_id.c_str(),

@@ -19,25 +19,30 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   plan.verbose = options.verbose;
   plan.tuning_env = options.worker_env;
   int left = options.num_proc;
+  std::vector<std::pair<bool, std::string>> locality;  // per used host
   for (const HostSpec& h : options.hosts) {
     if (left == 0) break;
-    bool local = facts.is_local(h.host);
-    if (!local) {
-      return Status::InvalidArgument(
-          "-H", "host '" + h.host +
-                    "' is not this machine, and this version of horovodrun "
-                    "starts workers on this machine only");
-    }
+    // "user@host" asks for a login, so it always goes through SSH.
+    bool local = h.user.empty() && facts.is_local(h.host);
     int used = std::min(left, h.slots);
     plan.hosts.push_back({h.host, used, local ? facts.local_gpus : 0});
+    locality.push_back({local, h.user});
+    if (!local) plan.all_local = false;
     left -= used;
   }
   std::vector<rendezvous::Assignment> assignments =
       rendezvous::ComputeAssignments(plan.hosts);
   size_t rank = 0;
-  for (const rendezvous::HostSlots& h : plan.hosts) {
+  for (size_t i = 0; i < plan.hosts.size(); ++i) {
+    const rendezvous::HostSlots& h = plan.hosts[i];
     for (int slot = 0; slot < h.slots; ++slot) {
-      plan.workers.push_back({h.host, slot, assignments[rank++]});
+      WorkerPlan w;
+      w.host = h.host;
+      w.slot = slot;
+      w.assignment = assignments[rank++];
+      w.local = locality[i].first;
+      w.user = locality[i].second;
+      plan.workers.push_back(std::move(w));
     }
   }
   return plan;
@@ -56,7 +61,9 @@ std::vector<std::string> WorkerEnvironment(
   }
   for (const auto& [k, v] : plan.tuning_env) env[k] = v;
   const rendezvous::Assignment& a = worker.assignment;
-  env["HVD_RENDEZVOUS_ADDR"] = access.rendezvous_addr;
+  env["HVD_RENDEZVOUS_ADDR"] = worker.rendezvous_addr.empty()
+                                   ? access.rendezvous_addr
+                                   : worker.rendezvous_addr;
   env["HVD_JOB_ID"] = access.job_id;
   env["HVD_JOB_TOKEN"] = access.job_token;
   env["HVD_HOST"] = worker.host;
@@ -69,7 +76,11 @@ std::vector<std::string> WorkerEnvironment(
     env["HVD_RENDEZVOUS_TLS_CERT"] = access.tls_cert_pem;
     env["HVD_RENDEZVOUS_TLS_KEY"] = access.tls_key_pem;
   }
-  if (plan.all_local) env["HVD_GLOO_ADDR"] = "127.0.0.1";
+  if (!worker.gloo_addr.empty()) {
+    env["HVD_GLOO_ADDR"] = worker.gloo_addr;
+  } else if (plan.all_local) {
+    env["HVD_GLOO_ADDR"] = "127.0.0.1";
+  }
   env["HOROVOD_HOSTNAME"] = worker.host;
   env["HOROVOD_RANK"] = std::to_string(a.rank);
   env["HOROVOD_SIZE"] = std::to_string(a.size);

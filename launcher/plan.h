@@ -18,6 +18,11 @@ struct WorkerPlan {
   std::string host;  // as written in -H
   int slot = 0;
   rendezvous::Assignment assignment;
+  bool local = true;  // false: started over SSH
+  std::string user;   // SSH user ("user@host"), empty: ours
+  // Filled in once the hosts are reached (empty: the job-wide defaults):
+  std::string rendezvous_addr;  // how this worker reaches the rendezvous
+  std::string gloo_addr;        // the address its Gloo binds
 };
 
 struct LaunchPlan {
@@ -39,7 +44,8 @@ struct HostFacts {
 };
 
 // Fills hosts in order up to -np. InvalidArgument when the hosts have too
-// few slots (saying how many there are) or a host is not this machine.
+// few slots (saying how many there are). A host is local when it names this
+// machine and has no "user@"; every other host is reached over SSH.
 StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
                               const HostFacts& facts);
 

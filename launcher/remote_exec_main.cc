@@ -1,0 +1,140 @@
+// hvd-remote-exec: the tiny wrapper that runs one worker on a remote host.
+//
+// sshd starts it with the SSH channel as stdin/stdout/stderr. It reads the
+// worker's launch (remote_protocol.h) from stdin, starts the worker in a
+// process group of its own, and then watches stdin: TERM forwards SIGTERM
+// to the group, KILL sends SIGKILL, and EOF (the launcher died, or the
+// connection broke) kills the group at once. When the worker exits, what
+// is left of its group is killed, and the wrapper exits with the worker's
+// status (128+N for signal N), so nothing of the job outlives it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "launcher/remote_protocol.h"
+#include "launcher/spawner.h"
+
+namespace {
+
+int g_sigchld_pipe[2];
+
+void OnChild(int) {
+  int saved = errno;
+  (void)!write(g_sigchld_pipe[1], "c", 1);
+  errno = saved;
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "hvd-remote-exec: %s\n", what.c_str());
+  return 127;
+}
+
+}  // namespace
+
+int main() {
+  using hvd::launcher::RemoteLaunch;
+  // If sshd's session process dies, stdin also closes; this covers a
+  // wrapper whose stdin is somehow kept open by another process.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::string buffer;
+  RemoteLaunch launch;
+  char chunk[65536];
+  for (;;) {
+    auto used = hvd::launcher::DecodeRemoteLaunch(buffer, &launch);
+    if (!used.ok()) return Fail(used.status().ToString());
+    if (*used > 0) {
+      buffer.erase(0, *used);
+      break;
+    }
+    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Fail("the launcher closed the channel before the launch");
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& kv : launch.env) {
+    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
+  }
+  auto program = hvd::launcher::ResolveProgram(launch.argv[0], path_env);
+  if (!program.ok()) return Fail(program.status().message());
+
+  if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe");
+  struct sigaction sa {};
+  sa.sa_handler = OnChild;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<char*> argv, envp;
+  for (std::string& a : launch.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : launch.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) {
+      std::fprintf(stderr, "hvd-remote-exec: cannot enter %s: %s\n",
+                   launch.cwd.c_str(), std::strerror(errno));
+      _exit(127);
+    }
+    execve(program->c_str(), argv.data(), envp.data());
+    std::fprintf(stderr, "hvd-remote-exec: cannot run %s: %s\n",
+                 program->c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+
+  bool stdin_open = true;
+  std::string control = buffer;
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      kill(-pid, SIGKILL);  // whatever the worker left in its group
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return 1;
+    }
+    // Control lines already buffered with the header.
+    size_t nl;
+    while ((nl = control.find('\n')) != std::string::npos) {
+      std::string line = control.substr(0, nl);
+      control.erase(0, nl + 1);
+      if (line == "TERM") kill(-pid, SIGTERM);
+      if (line == "KILL") kill(-pid, SIGKILL);
+    }
+    pollfd fds[2] = {{g_sigchld_pipe[0], POLLIN, 0},
+                     {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
+    if (poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (fds[0].revents) {
+      char drain[64];
+      while (read(g_sigchld_pipe[0], drain, sizeof(drain)) > 0) {
+      }
+    }
+    if (stdin_open && fds[1].revents) {
+      ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+      if (n > 0) {
+        control.append(chunk, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        // The launcher is gone: nothing of the job may stay behind.
+        stdin_open = false;
+        kill(-pid, SIGKILL);
+      }
+    }
+  }
+  kill(-pid, SIGKILL);
+  return 1;
+}

@@ -1,0 +1,186 @@
+// hvd-ssh-exec: runs one worker on a remote host, for the supervisor.
+//
+// horovodrun starts it like a local worker (own process group, killed if
+// the launcher dies), with the worker's environment as its own. It opens an
+// SSH session, starts hvd-remote-exec there, sends it the working
+// directory, environment and argv through the encrypted channel, relays
+// the remote stdout and stderr, and exits with the worker's status.
+// SIGTERM/SIGINT/SIGHUP are forwarded as TERM; if this process dies, the
+// connection closes and the remote wrapper kills the worker's group.
+//
+//   hvd-ssh-exec --host H [--port P] [--user U] [--identity F]
+//                [--policy strict|accept-new|off] [--timeout S]
+//                --wrapper PATH -- command [args...]
+#include <fcntl.h>
+#include <libssh/libssh.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/parse.h"
+#include "launcher/remote_protocol.h"
+#include "launcher/ssh.h"
+
+extern char** environ;
+
+namespace {
+
+using hvd::launcher::HostKeyCheck;
+
+int g_signal_pipe[2];
+
+void OnSignal(int) {
+  int saved = errno;
+  (void)!write(g_signal_pipe[1], "s", 1);
+  errno = saved;
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "hvd-ssh-exec: %s\n", what.c_str());
+  return 255;
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ChannelWriteAll(ssh_channel ch, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    int n = ssh_channel_write(ch, data.data() + off,
+                              static_cast<uint32_t>(data.size() - off));
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Copies whatever the stream has ready; false when the connection broke.
+bool Relay(ssh_channel ch, int is_stderr, bool* eof) {
+  char buf[32768];
+  for (;;) {
+    int avail = ssh_channel_poll(ch, is_stderr);
+    if (avail == SSH_ERROR) return false;
+    if (avail == SSH_EOF) {
+      *eof = true;
+      return true;
+    }
+    if (avail == 0) return true;
+    int n = ssh_channel_read_nonblocking(
+        ch, buf, std::min<int>(avail, sizeof(buf)), is_stderr);
+    if (n == SSH_ERROR) return false;
+    if (n <= 0) return true;
+    WriteAll(is_stderr ? STDERR_FILENO : STDOUT_FILENO, buf, n);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hvd::launcher::SshTarget target;
+  std::string wrapper;
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      command.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    if (i + 1 >= argc) return Fail(a + " needs a value");
+    std::string v = argv[++i];
+    if (a == "--host") {
+      target.host = v;
+    } else if (a == "--port") {
+      auto p = hvd::ParseInt64(v, "--port", 1, 65535);
+      if (!p.ok()) return Fail(p.status().message());
+      target.port = static_cast<int>(*p);
+    } else if (a == "--user") {
+      target.user = v;
+    } else if (a == "--identity") {
+      target.identity_file = v;
+    } else if (a == "--policy") {
+      target.policy = v == "strict"   ? HostKeyCheck::kStrict
+                      : v == "off"    ? HostKeyCheck::kOff
+                                      : HostKeyCheck::kAcceptNew;
+    } else if (a == "--timeout") {
+      auto t = hvd::ParseInt64(v, "--timeout", 1, 86400);
+      if (!t.ok()) return Fail(t.status().message());
+      target.timeout = std::chrono::seconds(*t);
+    } else if (a == "--wrapper") {
+      wrapper = v;
+    } else {
+      return Fail("unknown option " + a);
+    }
+  }
+  if (target.host.empty() || wrapper.empty() || command.empty()) {
+    return Fail("usage: hvd-ssh-exec --host H --wrapper PATH -- command...");
+  }
+
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe");
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto session = hvd::launcher::SshSession::Connect(target);
+  if (!session.ok()) return Fail(session.status().message());
+  ssh_session s = static_cast<ssh_session>((*session)->raw());
+  const std::string who = "host " + hvd::launcher::DescribeTarget(target);
+
+  ssh_channel ch = ssh_channel_new(s);
+  if (ch == nullptr || ssh_channel_open_session(ch) != SSH_OK) {
+    return Fail(who + ": cannot open a session channel: " + ssh_get_error(s));
+  }
+  // Only the wrapper's path is on the remote command line; everything else
+  // goes through the channel.
+  std::string remote = "exec " + hvd::launcher::ShellQuote(wrapper);
+  if (ssh_channel_request_exec(ch, remote.c_str()) != SSH_OK) {
+    return Fail(who + ": cannot start " + wrapper + ": " + ssh_get_error(s));
+  }
+  hvd::launcher::RemoteLaunch launch;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) launch.cwd = cwd;
+  for (char** e = environ; *e != nullptr; ++e) launch.env.emplace_back(*e);
+  launch.argv = command;
+  if (!ChannelWriteAll(ch, hvd::launcher::EncodeRemoteLaunch(launch))) {
+    return Fail(who + ": the connection broke while starting the worker");
+  }
+
+  bool out_eof = false, err_eof = false;
+  while (!(out_eof && err_eof)) {
+    char sig[16];
+    if (read(g_signal_pipe[0], sig, sizeof(sig)) > 0) {
+      (void)ChannelWriteAll(ch, "TERM\n");
+    }
+    int ready = ssh_channel_poll_timeout(ch, 100, 0);
+    if (ready == SSH_ERROR) {
+      return Fail(who + ": connection lost (" + ssh_get_error(s) + ")");
+    }
+    if (!Relay(ch, 0, &out_eof) || !Relay(ch, 1, &err_eof)) {
+      return Fail(who + ": connection lost (" + ssh_get_error(s) + ")");
+    }
+    if (ssh_channel_is_closed(ch)) break;
+  }
+  int status = ssh_channel_get_exit_status(ch);
+  ssh_channel_send_eof(ch);
+  ssh_channel_close(ch);
+  ssh_channel_free(ch);
+  if (status < 0) {
+    return Fail(who + ": the remote worker ended without an exit status "
+                      "(connection lost?)");
+  }
+  return status;
+}
