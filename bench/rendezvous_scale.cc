@@ -74,7 +74,8 @@ class Transport {
                    std::function<void(Status)> done) = 0;
   virtual void Wait(int client, const std::string& key,
                     std::function<void(Status)> done) = 0;
-  virtual void Barrier(int client, int rank, std::function<void(Status)> done) = 0;
+  virtual void Barrier(int client, int rank,
+                       std::function<void(Status)> done) = 0;
 };
 
 constexpr auto kTimeout = std::chrono::seconds(100);
@@ -84,8 +85,8 @@ class SessionTransport final : public Transport {
   SessionTransport(const Options& o, const std::string& address,
                    const std::string& job, const std::string& token) {
     for (int c = 0; c < o.channels; ++c) {
-      clients_.push_back(hvd::rendezvous::RendezvousClient::Create(
-          address + "", job, token));
+      clients_.push_back(
+          hvd::rendezvous::RendezvousClient::Create(address + "", job, token));
     }
   }
   hvd::rendezvous::RendezvousClient& C(int i) {
@@ -108,9 +109,9 @@ class SessionTransport final : public Transport {
   }
   void Wait(int c, const std::string& key,
             std::function<void(Status)> done) override {
-    C(c).WaitAsync({key}, kTimeout, [done](StatusOr<std::vector<std::string>> v) {
-      done(v.status());
-    });
+    C(c).WaitAsync(
+        {key}, kTimeout,
+        [done](StatusOr<std::vector<std::string>> v) { done(v.status()); });
   }
   void Barrier(int c, int rank, std::function<void(Status)> done) override {
     C(c).BarrierAsync("started", rank, kTimeout, std::move(done));
@@ -162,7 +163,11 @@ class UnaryTransport final : public Transport {
     req.set_host(host);
     req.set_slot(slot);
     Call<pb::JoinRequest, pb::JoinResponse>(
-        c, [](auto* a, auto* ctx, auto* q, auto* r, auto cb) { a->Join(ctx, q, r, std::move(cb)); }, req,
+        c,
+        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
+          a->Join(ctx, q, r, std::move(cb));
+        },
+        req,
         [done](Status s, const pb::JoinResponse& r) {
           if (!s.ok()) return done(s);
           done(r.assignment().rank());
@@ -174,16 +179,22 @@ class UnaryTransport final : public Transport {
     req.set_key(key);
     req.set_value(value);
     Call<pb::SetRequest, pb::SetResponse>(
-        c, [](auto* a, auto* ctx, auto* q, auto* r, auto cb) { a->Set(ctx, q, r, std::move(cb)); }, req,
-        [done](Status s, const pb::SetResponse&) { done(s); });
+        c,
+        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
+          a->Set(ctx, q, r, std::move(cb));
+        },
+        req, [done](Status s, const pb::SetResponse&) { done(s); });
   }
   void Get(int c, const std::string& key,
            std::function<void(Status)> done) override {
     pb::GetRequest req;
     req.set_key(key);
     Call<pb::GetRequest, pb::GetResponse>(
-        c, [](auto* a, auto* ctx, auto* q, auto* r, auto cb) { a->Get(ctx, q, r, std::move(cb)); }, req,
-        [done](Status s, const pb::GetResponse&) { done(s); });
+        c,
+        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
+          a->Get(ctx, q, r, std::move(cb));
+        },
+        req, [done](Status s, const pb::GetResponse&) { done(s); });
   }
   void Wait(int c, const std::string& key,
             std::function<void(Status)> done) override {
@@ -191,8 +202,11 @@ class UnaryTransport final : public Transport {
     req.add_keys(key);
     req.set_timeout_ms(100000);
     Call<pb::WaitRequest, pb::WaitResponse>(
-        c, [](auto* a, auto* ctx, auto* q, auto* r, auto cb) { a->Wait(ctx, q, r, std::move(cb)); }, req,
-        [done](Status s, const pb::WaitResponse&) { done(s); });
+        c,
+        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
+          a->Wait(ctx, q, r, std::move(cb));
+        },
+        req, [done](Status s, const pb::WaitResponse&) { done(s); });
   }
   void Barrier(int c, int rank, std::function<void(Status)> done) override {
     pb::BarrierRequest req;
@@ -200,8 +214,11 @@ class UnaryTransport final : public Transport {
     req.set_rank(rank);
     req.set_timeout_ms(100000);
     Call<pb::BarrierRequest, pb::BarrierResponse>(
-        c, [](auto* a, auto* ctx, auto* q, auto* r, auto cb) { a->Barrier(ctx, q, r, std::move(cb)); }, req,
-        [done](Status s, const pb::BarrierResponse&) { done(s); });
+        c,
+        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
+          a->Barrier(ctx, q, r, std::move(cb));
+        },
+        req, [done](Status s, const pb::BarrierResponse&) { done(s); });
   }
 
  private:
@@ -317,14 +334,17 @@ class Bench {
                      : latencies_[std::min(latencies_.size() - 1,
                                            latencies_.size() * 99 / 100)];
     const char* suffix = o_.unary ? ".unary" : "";
-    std::printf("%s transport, %d workers on %d hosts, %d channels: joined in "
-                "%.3f s, set+get+barrier done in %.3f s; %d KV ops with %d in "
-                "flight in %.3f s\n",
-                o_.unary ? "unary" : "session", o_.workers,
-                (o_.workers + o_.slots - 1) / o_.slots, o_.channels, join_s_,
-                all_s_, o_.kv_ops, o_.window, kv_s_);
-    std::printf("BENCH rendezvous.join.%d%s %.3f s\n", o_.workers, suffix, join_s_);
-    std::printf("BENCH rendezvous.kv.ops%s %.0f ops/s\n", suffix, o_.kv_ops / kv_s_);
+    std::printf(
+        "%s transport, %d workers on %d hosts, %d channels: joined in "
+        "%.3f s, set+get+barrier done in %.3f s; %d KV ops with %d in "
+        "flight in %.3f s\n",
+        o_.unary ? "unary" : "session", o_.workers,
+        (o_.workers + o_.slots - 1) / o_.slots, o_.channels, join_s_, all_s_,
+        o_.kv_ops, o_.window, kv_s_);
+    std::printf("BENCH rendezvous.join.%d%s %.3f s\n", o_.workers, suffix,
+                join_s_);
+    std::printf("BENCH rendezvous.kv.ops%s %.0f ops/s\n", suffix,
+                o_.kv_ops / kv_s_);
     std::printf("BENCH rendezvous.rpc.p99%s %.3f ms\n", suffix, p99);
   }
 
@@ -357,17 +377,26 @@ int main(int argc, char** argv) {
       return true;
     };
     bool ok = true;
-    if (a == "--workers") ok = num(o.workers, 1, 1000000);
-    else if (a == "--slots") ok = num(o.slots, 1, 1024);
-    else if (a == "--channels") ok = num(o.channels, 1, 256);
-    else if (a == "--kv-ops") ok = num(o.kv_ops, 1, 100000000);
-    else if (a == "--window") ok = num(o.window, 1, 100000);
+    if (a == "--workers")
+      ok = num(o.workers, 1, 1000000);
+    else if (a == "--slots")
+      ok = num(o.slots, 1, 1024);
+    else if (a == "--channels")
+      ok = num(o.channels, 1, 256);
+    else if (a == "--kv-ops")
+      ok = num(o.kv_ops, 1, 100000000);
+    else if (a == "--window")
+      ok = num(o.window, 1, 100000);
     else if (a == "--transport") {
-      if (v != "session" && v != "unary") return Usage("--transport session|unary");
+      if (v != "session" && v != "unary")
+        return Usage("--transport session|unary");
       o.unary = v == "unary";
-    } else if (a == "--addr") o.addr = v;
-    else if (a == "--admin-token-file") o.admin_token_file = v;
-    else return Usage("unknown option " + a);
+    } else if (a == "--addr")
+      o.addr = v;
+    else if (a == "--admin-token-file")
+      o.admin_token_file = v;
+    else
+      return Usage("unknown option " + a);
     if (!ok) return Usage("bad value for " + a + ": " + v);
   }
 
@@ -399,7 +428,8 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Transport> transport;
   if (o.unary) {
-    transport = std::make_unique<UnaryTransport>(o, address, job->job_id, job->token);
+    transport =
+        std::make_unique<UnaryTransport>(o, address, job->job_id, job->token);
   } else {
     transport =
         std::make_unique<SessionTransport>(o, address, job->job_id, job->token);

@@ -42,7 +42,8 @@ StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
       return value;
     case FlagKind::kChoice: {
       std::string up = Upper(value);
-      if (std::find(f.choices.begin(), f.choices.end(), up) == f.choices.end()) {
+      if (std::find(f.choices.begin(), f.choices.end(), up) ==
+          f.choices.end()) {
         std::string list;
         for (const std::string& c : f.choices) {
           list += (list.empty() ? "" : ", ") + c;
@@ -66,8 +67,8 @@ StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
       }
       if (count == 0 || value.back() == ',') {
         return Status::InvalidArgument(
-            what, "expected core numbers separated by commas, got '" + value +
-                      "'");
+            what,
+            "expected core numbers separated by commas, got '" + value + "'");
       }
       return value;
     }
@@ -84,8 +85,8 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path, std::string("is not valid YAML: ") +
-                                             e.what());
+    return Status::InvalidArgument(
+        path, std::string("is not valid YAML: ") + e.what());
   }
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) {
@@ -161,8 +162,8 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   }
   if (On(s, "disable_cache")) {
     if (auto c = Get(s, "cache_capacity"); c && *c != "0") {
-      return Status::InvalidArgument(
-          "--disable-cache", "conflicts with --cache-capacity " + *c);
+      return Status::InvalidArgument("--disable-cache",
+                                     "conflicts with --cache-capacity " + *c);
     }
     env["HOROVOD_CACHE_CAPACITY"] = "0";
   }
@@ -182,7 +183,8 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
 
 StatusOr<LaunchOptions> ParseCommandLine(
     const std::vector<std::string>& args,
-    const std::map<std::string, std::string>& env, const ReadFileFn& read_file) {
+    const std::map<std::string, std::string>& env,
+    const ReadFileFn& read_file) {
   Settings cli;
   size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -240,12 +242,13 @@ StatusOr<LaunchOptions> ParseCommandLine(
   LaunchOptions o;
   o.command.assign(args.begin() + i, args.end());
   if (On(s, "mpi")) {
-    return Status::InvalidArgument("--mpi",
-                                   "hvd runs on Gloo (the default); drop --mpi");
+    return Status::InvalidArgument(
+        "--mpi", "hvd runs on Gloo (the default); drop --mpi");
   }
   auto np = Get(s, "num_proc");
   if (!np) {
-    return Status::InvalidArgument("-np", "is required: the number of processes");
+    return Status::InvalidArgument("-np",
+                                   "is required: the number of processes");
   }
   o.num_proc = std::stoi(*np);
   if (o.command.empty()) {
@@ -275,10 +278,11 @@ StatusOr<LaunchOptions> ParseCommandLine(
   } else if (auto nodes = env.find("SLURM_JOB_NODELIST"); nodes != env.end()) {
     auto tasks = env.find("SLURM_TASKS_PER_NODE");
     if (tasks == env.end()) {
-      return Status::InvalidArgument(
-          "SLURM_JOB_NODELIST", "is set but SLURM_TASKS_PER_NODE is not");
+      return Status::InvalidArgument("SLURM_JOB_NODELIST",
+                                     "is set but SLURM_TASKS_PER_NODE is not");
     }
-    HVD_ASSIGN_OR_RETURN(o.hosts, ParseSlurmHosts(nodes->second, tasks->second));
+    HVD_ASSIGN_OR_RETURN(o.hosts,
+                         ParseSlurmHosts(nodes->second, tasks->second));
     o.hosts_from = "the Slurm allocation";
   } else {
     o.hosts = {{"localhost", o.num_proc, ""}};
@@ -385,7 +389,9 @@ std::string CheckBuildText() {
          "    [ ] MPI\n"
          "    [X] Gloo\n\n"
          "Available Tensor Operations:\n"
-         "    [" + nccl + "] NCCL\n"
+         "    [" +
+         nccl +
+         "] NCCL\n"
          "    [ ] DDL\n"
          "    [ ] CCL\n"
          "    [ ] MPI\n"

@@ -18,18 +18,18 @@ enum class HostKeyCheck { kStrict, kAcceptNew, kOff };
 // here: they become `worker_env`, the HOROVOD_* variables of the workers,
 // and only the ones the user gave are set (the runtime owns the defaults).
 struct LaunchOptions {
-  int num_proc = 0;                   // -np, required
-  std::vector<HostSpec> hosts;        // -H, --hostfile, Slurm, or localhost:NP
-  std::string hosts_from = "default"; // "-H", "--hostfile FILE", "Slurm"
-  int start_timeout_s = 30;           // --start-timeout / HOROVOD_START_TIMEOUT
+  int num_proc = 0;                    // -np, required
+  std::vector<HostSpec> hosts;         // -H, --hostfile, Slurm, or localhost:NP
+  std::string hosts_from = "default";  // "-H", "--hostfile FILE", "Slurm"
+  int start_timeout_s = 30;  // --start-timeout / HOROVOD_START_TIMEOUT
   bool verbose = false;
 
-  int ssh_port = 22;                  // -p
-  std::string ssh_identity_file;      // -i
+  int ssh_port = 22;              // -p
+  std::string ssh_identity_file;  // -i
   HostKeyCheck host_key_check = HostKeyCheck::kAcceptNew;
   std::vector<std::string> network_interfaces;
 
-  std::string output_filename;        // --output-filename DIR
+  std::string output_filename;  // --output-filename DIR
   bool prefix_output_with_timestamp = false;
 
   // A running hvd-rendezvousd instead of the embedded server.
@@ -40,7 +40,7 @@ struct LaunchOptions {
   std::string rendezvous_tls_key;
 
   std::map<std::string, std::string> worker_env;
-  std::vector<std::string> command;   // everything after the options
+  std::vector<std::string> command;  // everything after the options
 
   bool show_help = false;
   bool show_version = false;

@@ -79,8 +79,7 @@ std::vector<FlagSpec> Build() {
           "line wins"),
       Switch({"--gloo"}, "gloo", kGeneral, "run on Gloo (the default)"),
       Switch({"--mpi"}, "mpi", kGeneral, "not supported: hvd runs on Gloo"),
-      Switch({"--verbose"}, "verbose", kGeneral,
-             "say what the launcher does"),
+      Switch({"--verbose"}, "verbose", kGeneral, "say what the launcher does"),
       Int({"--start-timeout"}, "start_timeout", 1, 86400, kGeneral,
           "seconds for every worker to start and join (30, or "
           "HOROVOD_START_TIMEOUT)"),

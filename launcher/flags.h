@@ -30,7 +30,7 @@ struct FlagSpec {
   std::string env;    // HOROVOD_* set on workers when given, "" when none
   std::string group;  // heading in --help
   std::string metavar;
-  std::string help;   // includes the default
+  std::string help;         // includes the default
   bool repeatable = false;  // given several times, values join with ','
 };
 

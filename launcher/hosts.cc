@@ -157,14 +157,15 @@ StatusOr<std::vector<HostSpec>> ParseHostFile(std::string_view text,
     for (size_t w = 1; w < words.size(); ++w) {
       std::string_view word = words[w];
       if (word.rfind("slots=", 0) == 0) {
-        HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(word.substr(6),
-                                                   where + " slots", 1, 1 << 20));
+        HVD_ASSIGN_OR_RETURN(
+            int64_t n,
+            ParseInt64(word.substr(6), where + " slots", 1, 1 << 20));
         spec.slots = static_cast<int>(n);
       } else if (word.rfind("max_slots=", 0) == 0 ||
                  word.rfind("max-slots=", 0) == 0) {
-        HVD_RETURN_IF_ERROR(ParseInt64(word.substr(10), where + " max_slots",
-                                       1, 1 << 20)
-                                .status());
+        HVD_RETURN_IF_ERROR(
+            ParseInt64(word.substr(10), where + " max_slots", 1, 1 << 20)
+                .status());
       } else {
         return Status::InvalidArgument(
             where, "unknown field '" + std::string(word) +
@@ -234,12 +235,13 @@ StatusOr<std::vector<HostSpec>> ParseSlurmHosts(std::string_view nodelist,
     std::string_view count = item;
     if (size_t paren = item.find("(x"); paren != std::string_view::npos) {
       if (item.back() != ')') {
-        return Status::InvalidArgument(
-            "SLURM_TASKS_PER_NODE", "bad entry '" + std::string(item) + "'");
+        return Status::InvalidArgument("SLURM_TASKS_PER_NODE",
+                                       "bad entry '" + std::string(item) + "'");
       }
       HVD_ASSIGN_OR_RETURN(
-          int64_t rep, ParseInt64(item.substr(paren + 2, item.size() - paren - 3),
-                                  "SLURM_TASKS_PER_NODE", 1, 1 << 20));
+          int64_t rep,
+          ParseInt64(item.substr(paren + 2, item.size() - paren - 3),
+                     "SLURM_TASKS_PER_NODE", 1, 1 << 20));
       repeat = static_cast<int>(rep);
       count = item.substr(0, paren);
     }

@@ -49,14 +49,18 @@ class LocalSpawner final : public Spawner {
     const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
 
     int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
+    int in[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-        pipe2(exec_err, O_CLOEXEC) != 0) {
+        pipe2(exec_err, O_CLOEXEC) != 0 ||
+        (spec.stdin_pipe && pipe2(in, O_CLOEXEC) != 0)) {
       int e = errno;
       CloseBoth(out);
       CloseBoth(err);
       CloseBoth(exec_err);
+      CloseBoth(in);
       return Status::ResourceExhausted("pipe", std::strerror(e));
     }
+    const bool die_with_launcher = spec.die_with_launcher;
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
@@ -68,9 +72,11 @@ class LocalSpawner final : public Spawner {
     }
     if (pid == 0) {
       setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      // The launcher may have died between fork and prctl.
-      if (getppid() != parent) _exit(137);
+      if (die_with_launcher) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        // The launcher may have died between fork and prctl.
+        if (getppid() != parent) _exit(137);
+      }
       // Children start with default signal dispositions and an empty mask.
       sigset_t none;
       sigemptyset(&none);
@@ -81,8 +87,12 @@ class LocalSpawner final : public Spawner {
       signal(SIGCHLD, SIG_DFL);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      if (in[0] >= 0) {
+        dup2(in[0], STDIN_FILENO);
+      } else {
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      }
       if (cwd != nullptr && chdir(cwd) != 0) {
         int e = errno;
         (void)!write(exec_err[1], &e, sizeof(e));
@@ -98,6 +108,7 @@ class LocalSpawner final : public Spawner {
     close(out[1]);
     close(err[1]);
     close(exec_err[1]);
+    if (in[0] >= 0) close(in[0]);
     int child_errno = 0;
     ssize_t n;
     do {
@@ -109,12 +120,13 @@ class LocalSpawner final : public Spawner {
       waitpid(pid, &status, 0);
       close(out[0]);
       close(err[0]);
+      if (in[1] >= 0) close(in[1]);
       return Status::FailedPrecondition("cannot run '" + program + "'",
                                         std::strerror(child_errno));
     }
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
     fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
-    return SpawnedProcess{pid, out[0], err[0]};
+    return SpawnedProcess{pid, out[0], err[0], in[1]};
   }
 };
 

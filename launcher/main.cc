@@ -103,8 +103,9 @@ int Main(int argc, char** argv) {
                         : ConnectRendezvousDaemon(*plan, *options);
   if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
   const JobAccess& access = (*rendezvous)->access();
-  AssignAddresses(*plan, *routes, iface_address,
-                  options->rendezvous_addr.empty() ? RendezvousPort(access) : 0);
+  AssignAddresses(
+      *plan, *routes, iface_address,
+      options->rendezvous_addr.empty() ? RendezvousPort(access) : 0);
   if (plan->verbose) {
     std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
                  access.rendezvous_addr.c_str(), access.job_id.c_str(),
@@ -115,9 +116,16 @@ int Main(int argc, char** argv) {
   std::string cwd_str = getcwd(cwd, sizeof(cwd)) ? cwd : "";
   std::vector<ProcessSpec> specs;
   std::vector<std::string> hosts;
+  std::string here = SelfDirectory();
+  std::string ssh_exec = here + "/hvd-ssh-exec";
+  std::string remote_exec = env.count("HVD_REMOTE_EXEC")
+                                ? env.at("HVD_REMOTE_EXEC")
+                                : here + "/hvd-remote-exec";
   for (const WorkerPlan& w : plan->workers) {
-    specs.push_back(
-        {plan->command, WorkerEnvironment(env, *plan, w, access), cwd_str});
+    std::vector<std::string> argv =
+        w.local ? plan->command
+                : RemoteArgv(w, *options, ssh_exec, remote_exec);
+    specs.push_back({argv, WorkerEnvironment(env, *plan, w, access), cwd_str});
     hosts.push_back(w.host);
   }
 
@@ -126,6 +134,7 @@ int Main(int argc, char** argv) {
   sup.verbose = plan->verbose;
   sup.timestamps = options->prefix_output_with_timestamp;
   sup.output_dir = options->output_filename;
+  sup.watchdog = here + "/hvd-remote-exec";
   JobRendezvous* job = rendezvous->get();
   sup.joined_ranks = [job] { return job->JoinedRanks(); };
   auto spawner = MakeLocalSpawner();

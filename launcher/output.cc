@@ -52,10 +52,11 @@ std::string PrefixLine(int rank, Stream stream, std::string_view line,
 std::string Timestamp() {
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                now.time_since_epoch())
-                                .count() %
-                            1000);
+  int ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           now.time_since_epoch())
+                           .count() %
+                       1000);
   std::tm tm;
   gmtime_r(&secs, &tm);
   char buf[40];

@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,10 +27,18 @@
 namespace {
 
 int g_sigchld_pipe[2];
+volatile sig_atomic_t g_parent_died = 0;
 
 void OnChild(int) {
   int saved = errno;
   (void)!write(g_sigchld_pipe[1], "c", 1);
+  errno = saved;
+}
+
+void OnParentDeath(int) {
+  int saved = errno;
+  g_parent_died = 1;
+  (void)!write(g_sigchld_pipe[1], "p", 1);
   errno = saved;
 }
 
@@ -40,11 +49,47 @@ int Fail(const std::string& what) {
 
 }  // namespace
 
-int main() {
+// --watchdog: started by horovodrun beside its local workers, outliving it.
+// Reads "PG <pgid>" lines; if stdin closes before "DONE" (the launcher was
+// killed), kills every group it was told about.
+int Watchdog() {
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  std::vector<pid_t> groups;
+  std::string buffer;
+  char chunk[4096];
+  for (;;) {
+    ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buffer.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line == "DONE") return 0;
+      if (line.rfind("PG ", 0) == 0)
+        groups.push_back(std::atoi(line.c_str() + 3));
+    }
+  }
+  for (pid_t g : groups) {
+    if (g > 1) kill(-g, SIGKILL);
+  }
+  return 0;
+}
+
+int main(int argc, char** args) {
+  if (argc > 1 && std::string(args[1]) == "--watchdog") return Watchdog();
   using hvd::launcher::RemoteLaunch;
-  // If sshd's session process dies, stdin also closes; this covers a
-  // wrapper whose stdin is somehow kept open by another process.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // If sshd's session process dies, stdin closes too; the signal covers a
+  // stdin kept open by another process. Either way the worker's group is
+  // killed first, so the signal must not kill this process outright.
+  if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe");
+  struct sigaction hup {};
+  hup.sa_handler = OnParentDeath;
+  sigaction(SIGHUP, &hup, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGHUP);
   std::string buffer;
   RemoteLaunch launch;
   char chunk[65536];
@@ -57,7 +102,8 @@ int main() {
     }
     ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Fail("the launcher closed the channel before the launch");
+    if (n <= 0)
+      return Fail("the launcher closed the channel before the launch");
     buffer.append(chunk, static_cast<size_t>(n));
   }
   std::string path_env = "/usr/local/bin:/usr/bin:/bin";
@@ -67,7 +113,7 @@ int main() {
   auto program = hvd::launcher::ResolveProgram(launch.argv[0], path_env);
   if (!program.ok()) return Fail(program.status().message());
 
-  if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe");
+  if (getppid() == 1) return Fail("the session ended before the launch");
   struct sigaction sa {};
   sa.sa_handler = OnChild;
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
@@ -123,6 +169,10 @@ int main() {
       char drain[64];
       while (read(g_sigchld_pipe[0], drain, sizeof(drain)) > 0) {
       }
+    }
+    if (g_parent_died) {
+      kill(-pid, SIGKILL);
+      return 129;
     }
     if (stdin_open && fds[1].revents) {
       ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));

@@ -35,11 +35,12 @@ StatusOr<std::map<std::string, HostRoute>> CheckRemoteHosts(
   for (const WorkerPlan& w : plan.workers) {
     if (w.local || checks.count(w.host)) continue;
     SshTarget target = TargetFor(w, options);
-    checks.emplace(w.host, std::async(std::launch::async,
-                                      [target]() -> StatusOr<HostRoute> {
-      HVD_ASSIGN_OR_RETURN(auto session, SshSession::Connect(target));
-      return HostRoute{session->local_address(), session->peer_address()};
-    }));
+    checks.emplace(
+        w.host,
+        std::async(std::launch::async, [target]() -> StatusOr<HostRoute> {
+          HVD_ASSIGN_OR_RETURN(auto session, SshSession::Connect(target));
+          return HostRoute{session->local_address(), session->peer_address()};
+        }));
   }
   std::map<std::string, HostRoute> routes;
   for (auto& [host, check] : checks) {
@@ -51,8 +52,8 @@ StatusOr<std::map<std::string, HostRoute>> CheckRemoteHosts(
     }
   }
   if (!errors->empty()) {
-    return Status::Unavailable("hosts", std::to_string(errors->size()) +
-                                            " host(s) cannot be reached");
+    return Status::Unavailable(
+        "hosts", std::to_string(errors->size()) + " host(s) cannot be reached");
   }
   return routes;
 }
@@ -63,7 +64,8 @@ void AssignAddresses(LaunchPlan& plan,
   if (plan.all_local) return;  // loopback everywhere, the default
   // Local workers bind Gloo where remote peers reach this machine.
   std::string here = iface_address;
-  if (here.empty() && !routes.empty()) here = routes.begin()->second.local_address;
+  if (here.empty() && !routes.empty())
+    here = routes.begin()->second.local_address;
   for (WorkerPlan& w : plan.workers) {
     if (w.local) {
       if (rendezvous_port > 0) {
@@ -83,12 +85,19 @@ std::vector<std::string> RemoteArgv(const WorkerPlan& w, const LaunchOptions& o,
                                     const std::string& ssh_exec,
                                     const std::string& remote_exec) {
   std::vector<std::string> argv = {
-      ssh_exec, "--host", w.host, "--port", std::to_string(o.ssh_port),
+      ssh_exec,
+      "--host",
+      w.host,
+      "--port",
+      std::to_string(o.ssh_port),
       "--policy",
       o.host_key_check == HostKeyCheck::kStrict ? "strict"
       : o.host_key_check == HostKeyCheck::kOff  ? "off"
                                                 : "accept-new",
-      "--timeout", std::to_string(o.start_timeout_s), "--wrapper", remote_exec};
+      "--timeout",
+      std::to_string(o.start_timeout_s),
+      "--wrapper",
+      remote_exec};
   if (!w.user.empty()) {
     argv.push_back("--user");
     argv.push_back(w.user);

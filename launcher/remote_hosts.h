@@ -32,7 +32,8 @@ StatusOr<std::map<std::string, HostRoute>> CheckRemoteHosts(
 // or the --network-interface address) and binds Gloo to the address the
 // launcher reached its host at. `rendezvous_port` 0 leaves the rendezvous
 // address alone (a daemon's address is the same for everyone).
-void AssignAddresses(LaunchPlan& plan, const std::map<std::string, HostRoute>& routes,
+void AssignAddresses(LaunchPlan& plan,
+                     const std::map<std::string, HostRoute>& routes,
                      const std::string& iface_address, int rendezvous_port);
 
 // The argv that runs `command` on a remote worker's host through

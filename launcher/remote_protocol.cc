@@ -26,7 +26,8 @@ std::string EncodeRemoteLaunch(const RemoteLaunch& launch) {
   return out;
 }
 
-StatusOr<size_t> DecodeRemoteLaunch(std::string_view buffer, RemoteLaunch* out) {
+StatusOr<size_t> DecodeRemoteLaunch(std::string_view buffer,
+                                    RemoteLaunch* out) {
   if (buffer.size() < kMagic.size()) return size_t{0};
   if (buffer.substr(0, kMagic.size()) != kMagic) {
     return Status::InvalidArgument("remote launch", "bad header");

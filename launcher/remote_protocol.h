@@ -17,7 +17,7 @@ namespace hvd::launcher {
 
 struct RemoteLaunch {
   std::string cwd;
-  std::vector<std::string> env;   // "K=V"
+  std::vector<std::string> env;  // "K=V"
   std::vector<std::string> argv;
   bool operator==(const RemoteLaunch&) const = default;
 };

@@ -16,12 +16,19 @@ struct ProcessSpec {
   std::vector<std::string> argv;  // argv[0] is resolved on PATH
   std::vector<std::string> env;   // "K=V"; the whole environment
   std::string cwd;                // empty: the launcher's
+  // SIGKILL when the launcher dies (workers); false for the watchdog that
+  // must outlive it.
+  bool die_with_launcher = true;
+  // Give the child a pipe as stdin (SpawnedProcess::stdin_fd); else
+  // /dev/null.
+  bool stdin_pipe = false;
 };
 
 struct SpawnedProcess {
   pid_t pid = -1;      // also the process group id: each worker leads its own
   int stdout_fd = -1;  // read ends, non-blocking, close-on-exec
   int stderr_fd = -1;
+  int stdin_fd = -1;  // write end, close-on-exec, when stdin_pipe
 };
 
 class Spawner {

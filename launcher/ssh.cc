@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -43,8 +44,8 @@ std::string SshDir() {
 }  // namespace
 
 std::string DescribeTarget(const SshTarget& t) {
-  std::string host = t.host.find(':') != std::string::npos ? "[" + t.host + "]"
-                                                           : t.host;
+  std::string host =
+      t.host.find(':') != std::string::npos ? "[" + t.host + "]" : t.host;
   return (t.user.empty() ? "" : t.user + "@") + host + ":" +
          std::to_string(t.port);
 }
@@ -69,8 +70,7 @@ SshSession::~SshSession() {
   }
 }
 
-StatusOr<std::unique_ptr<SshSession>> SshSession::Connect(
-    const SshTarget& t) {
+StatusOr<std::unique_ptr<SshSession>> SshSession::Connect(const SshTarget& t) {
   static std::once_flag init;
   std::call_once(init, [] { ssh_init(); });
   const std::string who = "host " + DescribeTarget(t);
@@ -122,22 +122,29 @@ StatusOr<std::unique_ptr<SshSession>> SshSession::Connect(
             who, "host key changed: it differs from the one in " + known +
                      "; if the host was reinstalled, remove its line there");
       case SSH_KNOWN_HOSTS_UNKNOWN:
-      case SSH_KNOWN_HOSTS_NOT_FOUND:
+      case SSH_KNOWN_HOSTS_NOT_FOUND: {
         if (t.policy == HostKeyCheck::kStrict) {
           return Status::PermissionDenied(
-              who, "host key unknown and --ssh-host-key-check is strict; add "
-                   "it to " + known + " (ssh-keyscan) or use accept-new");
+              who,
+              "host key unknown and --ssh-host-key-check is strict; add "
+              "it to " +
+                  known + " (ssh-keyscan) or use accept-new");
         }
+        // Parallel checks of several hosts append to one file.
+        static std::mutex known_hosts_mu;
+        std::lock_guard<std::mutex> lock(known_hosts_mu);
+        mkdir(dir.c_str(), 0700);  // libssh races itself creating it
         if (ssh_session_update_known_hosts(s) != SSH_OK) {
           return Status::PermissionDenied(
-              who, "cannot add the host key to " + known + ": " +
-                       ssh_get_error(s));
+              who,
+              "cannot add the host key to " + known + ": " + ssh_get_error(s));
         }
         break;
+      }
       case SSH_KNOWN_HOSTS_ERROR:
       default:
-        return Status::Internal(who, std::string("checking the host key: ") +
-                                         ssh_get_error(s));
+        return Status::Internal(
+            who, std::string("checking the host key: ") + ssh_get_error(s));
     }
   }
 
@@ -167,9 +174,10 @@ StatusOr<std::unique_ptr<SshSession>> SshSession::Connect(
     return out;
   }
   return Status::PermissionDenied(
-      who, std::string("authentication failed with ") +
-               (std::getenv("SSH_AUTH_SOCK") ? "the ssh-agent's keys and " : "") +
-               "the default keys in " + dir + " (give one with -i)");
+      who,
+      std::string("authentication failed with ") +
+          (std::getenv("SSH_AUTH_SOCK") ? "the ssh-agent's keys and " : "") +
+          "the default keys in " + dir + " (give one with -i)");
 }
 
 }  // namespace hvd::launcher

@@ -111,9 +111,9 @@ int main(int argc, char** argv) {
     } else if (a == "--identity") {
       target.identity_file = v;
     } else if (a == "--policy") {
-      target.policy = v == "strict"   ? HostKeyCheck::kStrict
-                      : v == "off"    ? HostKeyCheck::kOff
-                                      : HostKeyCheck::kAcceptNew;
+      target.policy = v == "strict" ? HostKeyCheck::kStrict
+                      : v == "off"  ? HostKeyCheck::kOff
+                                    : HostKeyCheck::kAcceptNew;
     } else if (a == "--timeout") {
       auto t = hvd::ParseInt64(v, "--timeout", 1, 86400);
       if (!t.ok()) return Fail(t.status().message());
@@ -179,8 +179,9 @@ int main(int argc, char** argv) {
   ssh_channel_close(ch);
   ssh_channel_free(ch);
   if (status < 0) {
-    return Fail(who + ": the remote worker ended without an exit status "
-                      "(connection lost?)");
+    return Fail(who +
+                ": the remote worker ended without an exit status "
+                "(connection lost?)");
   }
   return status;
 }

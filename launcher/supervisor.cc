@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -108,8 +108,8 @@ Status Job::OpenOutputFiles() {
     std::string dir = RankOutputDir(options_.output_dir, r, size);
     std::filesystem::create_directories(dir, ec);
     if (ec) {
-      return Status::PermissionDenied("--output-filename",
-                                      "cannot create " + dir + ": " + ec.message());
+      return Status::PermissionDenied(
+          "--output-filename", "cannot create " + dir + ": " + ec.message());
     }
     for (auto [name, fd] : {std::pair{"/stdout", &workers_[r].out_file},
                             std::pair{"/stderr", &workers_[r].err_file}}) {
@@ -271,6 +271,23 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
       return 1;
     }
   }
+  SpawnedProcess watchdog;
+  if (!options_.watchdog.empty()) {
+    ProcessSpec spec;
+    spec.argv = {options_.watchdog, "--watchdog"};
+    spec.env = {"PATH=/usr/bin:/bin"};
+    spec.die_with_launcher = false;
+    spec.stdin_pipe = true;
+    auto w = spawner.Spawn(spec);
+    if (!w.ok()) {
+      Say("cannot start the watchdog " + options_.watchdog + ": " +
+          w.status().message());
+      return 1;
+    }
+    watchdog = *w;
+    close(watchdog.stdout_fd);
+    close(watchdog.stderr_fd);
+  }
   for (size_t r = 0; r < specs.size(); ++r) {
     Worker& w = workers_[r];
     w.rank = static_cast<int>(r);
@@ -286,6 +303,9 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     }
     w.proc = *proc;
     w.running = true;
+    if (watchdog.stdin_fd >= 0) {
+      WriteAll(watchdog.stdin_fd, "PG " + std::to_string(w.proc.pid) + "\n");
+    }
     if (options_.verbose) {
       Say("started rank " + std::to_string(r) + " (pid " +
           std::to_string(w.proc.pid) + ") on " + w.host);
@@ -359,9 +379,18 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     }
   }
   for (Worker& w : workers_) {
-    for (int fd : {w.proc.stdout_fd, w.proc.stderr_fd, w.out_file, w.err_file}) {
+    for (int fd :
+         {w.proc.stdout_fd, w.proc.stderr_fd, w.out_file, w.err_file}) {
       if (fd >= 0) close(fd);
     }
+  }
+
+  if (watchdog.pid > 0) {
+    // Everything is reaped and killed; the watchdog has nothing to do.
+    WriteAll(watchdog.stdin_fd, "DONE\n");
+    close(watchdog.stdin_fd);
+    int status;
+    waitpid(watchdog.pid, &status, 0);
   }
 
   if (first_failure_ && *first_failure_ >= 0) {

@@ -35,6 +35,10 @@ struct SupervisorOptions {
   bool timestamps = false;
   // --output-filename: also write DIR/rank.N/stdout and stderr (raw lines).
   std::string output_dir;
+  // Path of hvd-remote-exec, run as a watchdog that kills every worker's
+  // process group if the launcher is killed (PR_SET_PDEATHSIG reaches only
+  // the workers themselves, not what they started). Empty: none.
+  std::string watchdog;
 };
 
 class Supervisor {

@@ -150,15 +150,15 @@ class ClientSession::Reactor final
   pb::SessionResponse response_;  // owned by the read in flight
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
-  std::vector<pb::Op> outbox_;                      // guarded by mu_
+  std::vector<pb::Op> outbox_;                        // guarded by mu_
   std::unordered_map<uint64_t, Callback> callbacks_;  // guarded by mu_
-  uint64_t next_id_ = 1;                            // guarded by mu_
-  bool writing_ = false;                            // guarded by mu_
-  bool read_ended_ = false;                         // guarded by mu_
-  bool hold_released_ = false;                      // guarded by mu_
-  bool ended_ = false;                              // guarded by mu_
-  Status end_status_;                               // guarded by mu_
-  bool done_ = false;                               // guarded by mu_
+  uint64_t next_id_ = 1;                              // guarded by mu_
+  bool writing_ = false;                              // guarded by mu_
+  bool read_ended_ = false;                           // guarded by mu_
+  bool hold_released_ = false;                        // guarded by mu_
+  bool ended_ = false;                                // guarded by mu_
+  Status end_status_;                                 // guarded by mu_
+  bool done_ = false;                                 // guarded by mu_
 };
 
 ClientSession::ClientSession(pb::Rendezvous::Stub* stub,

@@ -75,9 +75,8 @@ class Service final : public pb::Rendezvous::CallbackService {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);
         resp->set_ttl_seconds(job->ttl_seconds);
-        HVD_LOG(Info) << "created job " << job->job_id << " for "
-                      << req->size() << " workers on " << req->hosts_size()
-                      << " hosts";
+        HVD_LOG(Info) << "created job " << job->job_id << " for " << req->size()
+                      << " workers on " << req->hosts_size() << " hosts";
         // The expirer may be asleep with nothing to expire.
         if (job->ttl_seconds > 0) expirer_->Kick();
       }

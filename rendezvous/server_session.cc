@@ -29,7 +29,9 @@ class SessionReactor final
     : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse> {
  public:
   SessionReactor(JobTable* table, Expirer* expirer, std::string job_id)
-      : table_(table), expirer_(expirer), job_id_(std::move(job_id)),
+      : table_(table),
+        expirer_(expirer),
+        job_id_(std::move(job_id)),
         state_(std::make_shared<State>()) {
     state_->reactor = this;
   }
@@ -183,7 +185,8 @@ class SessionReactor final
         break;
       }
       case pb::Op::kSet:
-        SetStatus(&result, table_->Set(job_id_, op.set().key(), op.set().value()));
+        SetStatus(&result,
+                  table_->Set(job_id_, op.set().key(), op.set().value()));
         break;
       case pb::Op::kGet: {
         auto v = table_->Get(job_id_, op.get().key());
@@ -229,33 +232,36 @@ class SessionReactor final
 
   void DispatchWait(uint64_t op_id, const pb::WaitRequest& req) {
     std::vector<std::string> keys(req.keys().begin(), req.keys().end());
-    Block(op_id, DeadlineFrom(req.timeout_ms()), [&](Clock::time_point deadline) {
-      return table_->Wait(
-          job_id_, std::move(keys), deadline,
-          [state = state_, op_id](StatusOr<std::vector<std::string>> values) {
-            pb::OpResult result;
-            result.set_id(op_id);
-            if (values.ok()) {
-              for (std::string& v : *values) {
-                result.mutable_wait()->add_values(std::move(v));
-              }
-            }
-            SetStatus(&result, values.status());
-            Deliver(state, std::move(result));
+    Block(op_id, DeadlineFrom(req.timeout_ms()),
+          [&](Clock::time_point deadline) {
+            return table_->Wait(
+                job_id_, std::move(keys), deadline,
+                [state = state_,
+                 op_id](StatusOr<std::vector<std::string>> values) {
+                  pb::OpResult result;
+                  result.set_id(op_id);
+                  if (values.ok()) {
+                    for (std::string& v : *values) {
+                      result.mutable_wait()->add_values(std::move(v));
+                    }
+                  }
+                  SetStatus(&result, values.status());
+                  Deliver(state, std::move(result));
+                });
           });
-    });
   }
 
   void DispatchBarrier(uint64_t op_id, const pb::BarrierRequest& req) {
-    Block(op_id, DeadlineFrom(req.timeout_ms()), [&](Clock::time_point deadline) {
-      return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
-                             [state = state_, op_id](Status s) {
-                               pb::OpResult result;
-                               result.set_id(op_id);
-                               SetStatus(&result, s);
-                               Deliver(state, std::move(result));
-                             });
-    });
+    Block(op_id, DeadlineFrom(req.timeout_ms()),
+          [&](Clock::time_point deadline) {
+            return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
+                                   [state = state_, op_id](Status s) {
+                                     pb::OpResult result;
+                                     result.set_id(op_id);
+                                     SetStatus(&result, s);
+                                     Deliver(state, std::move(result));
+                                   });
+          });
   }
 
   JobTable* table_;

@@ -243,9 +243,10 @@ TEST(HorovodrunTest, WorkersThatIgnoreSigtermAreKilledAfterGrace) {
 
 TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
   TempDir dir;
+  // The workers' own children too: the watchdog kills their groups.
   Subprocess p({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--pid-dir",
-                dir.path(), "--sleep", "120"});
-  ASSERT_TRUE(WaitForPids(dir.path(), 2, seconds(30)));
+                dir.path(), "--spawn-child", "--sleep", "120"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 4, seconds(30)));
   kill(p.pid(), SIGKILL);
   Result r = p.Wait(seconds(30));
   EXPECT_EQ(r.exit_code, 137);
@@ -296,8 +297,17 @@ TEST(HorovodrunTest, OtherUsageErrors) {
   ExpectUsageError({"-np", "2", "--bogus", HVD_HELLO}, "unknown option");
   ExpectUsageError({"-np", "2", "no-such-program-hvd"}, "not found on PATH");
   ExpectUsageError({"-np", "2", "-H", "localhost:x", HVD_HELLO}, "-H slots");
-  ExpectUsageError({"-np", "1", "-H", "host.invalid:1", HVD_HELLO},
-                   "'host.invalid' is not this machine");
+}
+
+TEST(HorovodrunTest, UnreachableHostIsOneLineNamingIt) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "1", "--start-timeout", "5",
+                         "-H", "host.invalid:1", HVD_HELLO},
+                        kTimeout);
+  EXPECT_EQ(r.exit_code, 1);
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("host host.invalid:22"), std::string::npos)
+      << lines[0];
 }
 
 TEST(HorovodrunTest, HelpAndVersion) {

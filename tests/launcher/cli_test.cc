@@ -8,15 +8,14 @@ namespace {
 StatusOr<LaunchOptions> Parse(std::vector<std::string> args,
                               std::map<std::string, std::string> env = {},
                               std::map<std::string, std::string> files = {}) {
-  return ParseCommandLine(args, env,
-                          [&](const std::string& path) -> StatusOr<std::string> {
-                            auto it = files.find(path);
-                            if (it == files.end()) {
-                              return Status::NotFound("'" + path + "'",
-                                                      "cannot be read");
-                            }
-                            return it->second;
-                          });
+  return ParseCommandLine(
+      args, env, [&](const std::string& path) -> StatusOr<std::string> {
+        auto it = files.find(path);
+        if (it == files.end()) {
+          return Status::NotFound("'" + path + "'", "cannot be read");
+        }
+        return it->second;
+      });
 }
 
 TEST(CliTest, MinimalCommandDefaultsToLocalhost) {
@@ -96,8 +95,9 @@ TEST(CliTest, ErrorsNameTheFlag) {
 namespace hvd::launcher {
 namespace {
 
-std::map<std::string, std::string> Env(const std::vector<std::string>& args,
-                                       std::map<std::string, std::string> files = {}) {
+std::map<std::string, std::string> Env(
+    const std::vector<std::string>& args,
+    std::map<std::string, std::string> files = {}) {
   std::vector<std::string> full = args;
   full.push_back("prog");
   auto o = Parse(full, {}, files);
@@ -106,20 +106,45 @@ std::map<std::string, std::string> Env(const std::vector<std::string>& args,
 }
 
 TEST(CliTuningTest, FlagsBecomeHorovodVariables) {
-  auto env = Env({"-np", "2", "--fusion-threshold-mb", "32", "--cycle-time-ms",
-                  "2.5", "--cache-capacity", "512", "--hierarchical-allreduce",
-                  "--no-hierarchical-allgather", "--autotune",
-                  "--autotune-log-file", "/tmp/at.csv",
-                  "--autotune-warmup-samples", "2",
-                  "--autotune-steps-per-sample", "5",
-                  "--autotune-bayes-opt-max-samples", "9",
-                  "--autotune-gaussian-process-noise", "0.5",
-                  "--timeline-filename", "/tmp/tl.json", "--timeline-mark-cycles",
-                  "--stall-check-warning-time-seconds", "20",
-                  "--stall-check-shutdown-time-seconds", "40",
-                  "--gloo-timeout-seconds", "12", "--num-nccl-streams", "2",
-                  "--thread-affinity", "0,4", "--log-level", "debug",
-                  "--log-without-timestamp", "--network-interface", "eth1"});
+  auto env = Env({"-np",
+                  "2",
+                  "--fusion-threshold-mb",
+                  "32",
+                  "--cycle-time-ms",
+                  "2.5",
+                  "--cache-capacity",
+                  "512",
+                  "--hierarchical-allreduce",
+                  "--no-hierarchical-allgather",
+                  "--autotune",
+                  "--autotune-log-file",
+                  "/tmp/at.csv",
+                  "--autotune-warmup-samples",
+                  "2",
+                  "--autotune-steps-per-sample",
+                  "5",
+                  "--autotune-bayes-opt-max-samples",
+                  "9",
+                  "--autotune-gaussian-process-noise",
+                  "0.5",
+                  "--timeline-filename",
+                  "/tmp/tl.json",
+                  "--timeline-mark-cycles",
+                  "--stall-check-warning-time-seconds",
+                  "20",
+                  "--stall-check-shutdown-time-seconds",
+                  "40",
+                  "--gloo-timeout-seconds",
+                  "12",
+                  "--num-nccl-streams",
+                  "2",
+                  "--thread-affinity",
+                  "0,4",
+                  "--log-level",
+                  "debug",
+                  "--log-without-timestamp",
+                  "--network-interface",
+                  "eth1"});
   std::map<std::string, std::string> want = {
       {"HOROVOD_FUSION_THRESHOLD", std::to_string(32 << 20)},
       {"HOROVOD_CYCLE_TIME", "2.5"},
@@ -175,8 +200,9 @@ logging:
   level: info
   with_timestamp: false
 )";
-  auto env = Env({"-np", "2", "--config-file", "/c.yaml", "--cycle-time-ms", "7"},
-                 {{"/c.yaml", yaml}});
+  auto env =
+      Env({"-np", "2", "--config-file", "/c.yaml", "--cycle-time-ms", "7"},
+          {{"/c.yaml", yaml}});
   EXPECT_EQ(env.at("HOROVOD_FUSION_THRESHOLD"), std::to_string(64 << 20));
   EXPECT_EQ(env.at("HOROVOD_CYCLE_TIME"), "7");  // the flag wins
   EXPECT_EQ(env.at("HOROVOD_CACHE_CAPACITY"), "100");
@@ -193,16 +219,18 @@ logging:
 }
 
 TEST(CliHostsTest, HostfileAndSlurmAndUsers) {
-  auto o = Parse({"-np", "3", "--hostfile", "/h", "p"}, {},
-                 {{"/h", "# cluster\nnode1 slots=2\n\nnode2 slots=4 max_slots=8\n"}});
+  auto o = Parse(
+      {"-np", "3", "--hostfile", "/h", "p"}, {},
+      {{"/h", "# cluster\nnode1 slots=2\n\nnode2 slots=4 max_slots=8\n"}});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"node1", 2, ""}, {"node2", 4, ""}}));
-  o = Parse({"-np", "5", "p"},
-            {{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"},
-             {"SLURM_TASKS_PER_NODE", "2(x2),1"}});
+  EXPECT_EQ(o->hosts,
+            (std::vector<HostSpec>{{"node1", 2, ""}, {"node2", 4, ""}}));
+  o = Parse({"-np", "5", "p"}, {{"SLURM_JOB_NODELIST", "gpu[01-02],cpu7"},
+                                {"SLURM_TASKS_PER_NODE", "2(x2),1"}});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{
-                          {"gpu01", 2, ""}, {"gpu02", 2, ""}, {"cpu7", 1, ""}}));
+  EXPECT_EQ(o->hosts,
+            (std::vector<HostSpec>{
+                {"gpu01", 2, ""}, {"gpu02", 2, ""}, {"cpu7", 1, ""}}));
   o = Parse({"-np", "1", "-H", "alice@node1:1", "p"});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->hosts[0].user, "alice");
@@ -241,39 +269,128 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
       {{"-np", "1", "-H", "a:1,a:2", "p"}, {}, {}, "listed twice"},
       {{"-np", "1", "-H", "@a:1", "p"}, {}, {}, "empty user"},
       {{"-np", "1", "--mpi", "p"}, {}, {}, "--mpi"},
-      {{"-np", "1", "--fusion-threshold-mb", "-1", "p"}, {}, {}, "--fusion-threshold-mb"},
+      {{"-np", "1", "--fusion-threshold-mb", "-1", "p"},
+       {},
+       {},
+       "--fusion-threshold-mb"},
       {{"-np", "1", "--cycle-time-ms", "fast", "p"}, {}, {}, "'fast'"},
       {{"-np", "1", "--cache-capacity", "-5", "p"}, {}, {}, "--cache-capacity"},
-      {{"-np", "1", "--autotune-gaussian-process-noise", "1.5", "p"}, {}, {}, "between 0"},
-      {{"-np", "1", "--autotune-steps-per-sample", "0", "p"}, {}, {}, "--autotune-steps-per-sample"},
-      {{"-np", "1", "--log-level", "LOUD", "p"}, {}, {}, "must be one of TRACE"},
-      {{"-np", "1", "--ssh-host-key-check", "maybe", "p"}, {}, {}, "STRICT, ACCEPT-NEW, OFF"},
-      {{"-np", "1", "-p", "70000", "p"}, {}, {}, "-p: must be between 1 and 65535"},
-      {{"-np", "1", "--thread-affinity", "0,x", "p"}, {}, {}, "--thread-affinity"},
-      {{"-np", "1", "--gloo-timeout-seconds", "0", "p"}, {}, {}, "--gloo-timeout-seconds"},
-      {{"-np", "1", "--hierarchical-allreduce", "--no-hierarchical-allreduce", "p"}, {}, {}, "conflicts"},
-      {{"-np", "1", "--disable-cache", "--cache-capacity", "8", "p"}, {}, {}, "conflicts with --cache-capacity 8"},
-      {{"-np", "1", "--stall-check-warning-time-seconds", "60", "--stall-check-shutdown-time-seconds", "30", "p"}, {}, {}, "shorter than the warning time"},
-      {{"-np", "1", "-H", "a:1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=1\n"}}, "not both"},
+      {{"-np", "1", "--autotune-gaussian-process-noise", "1.5", "p"},
+       {},
+       {},
+       "between 0"},
+      {{"-np", "1", "--autotune-steps-per-sample", "0", "p"},
+       {},
+       {},
+       "--autotune-steps-per-sample"},
+      {{"-np", "1", "--log-level", "LOUD", "p"},
+       {},
+       {},
+       "must be one of TRACE"},
+      {{"-np", "1", "--ssh-host-key-check", "maybe", "p"},
+       {},
+       {},
+       "STRICT, ACCEPT-NEW, OFF"},
+      {{"-np", "1", "-p", "70000", "p"},
+       {},
+       {},
+       "-p: must be between 1 and 65535"},
+      {{"-np", "1", "--thread-affinity", "0,x", "p"},
+       {},
+       {},
+       "--thread-affinity"},
+      {{"-np", "1", "--gloo-timeout-seconds", "0", "p"},
+       {},
+       {},
+       "--gloo-timeout-seconds"},
+      {{"-np", "1", "--hierarchical-allreduce", "--no-hierarchical-allreduce",
+        "p"},
+       {},
+       {},
+       "conflicts"},
+      {{"-np", "1", "--disable-cache", "--cache-capacity", "8", "p"},
+       {},
+       {},
+       "conflicts with --cache-capacity 8"},
+      {{"-np", "1", "--stall-check-warning-time-seconds", "60",
+        "--stall-check-shutdown-time-seconds", "30", "p"},
+       {},
+       {},
+       "shorter than the warning time"},
+      {{"-np", "1", "-H", "a:1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "a slots=1\n"}},
+       "not both"},
       {{"-np", "1", "--hostfile", "/missing", "p"}, {}, {}, "'/missing'"},
-      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=x\n"}}, "/h:1 slots"},
-      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=2\nb cpus=3\n"}}, "/h:2: unknown field 'cpus=3'"},
-      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a:2\n"}}, "write 'host slots=N'"},
-      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "# nothing\n"}}, "lists no hosts"},
-      {{"-np", "1", "--hostfile", "/h", "p"}, {}, {{"/h", "a slots=1\na slots=2\n"}}, "listed twice"},
-      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[1-2]"}}, {}, "SLURM_TASKS_PER_NODE is not"},
-      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "1"}}, {}, "1 task counts for 2 nodes"},
-      {{"-np", "1", "p"}, {{"SLURM_JOB_NODELIST", "n[3-1]"}, {"SLURM_TASKS_PER_NODE", "1"}}, {}, "bad range"},
-      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params: [1, 2]\n"}}, "/c: params: must be a mapping"},
-      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params:\n  colour: 1\n"}}, "/c: params.colour: unknown setting"},
-      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "params:\n  cycle_time_ms: soon\n"}}, "params.cycle_time_ms"},
-      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "autotune:\n  enabled: perhaps\n"}}, "autotune.enabled"},
-      {{"-np", "1", "--config-file", "/c", "p"}, {}, {{"/c", "logging: {level: [a\n"}}, "not valid YAML"},
+      {{"-np", "1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "a slots=x\n"}},
+       "/h:1 slots"},
+      {{"-np", "1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "a slots=2\nb cpus=3\n"}},
+       "/h:2: unknown field 'cpus=3'"},
+      {{"-np", "1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "a:2\n"}},
+       "write 'host slots=N'"},
+      {{"-np", "1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "# nothing\n"}},
+       "lists no hosts"},
+      {{"-np", "1", "--hostfile", "/h", "p"},
+       {},
+       {{"/h", "a slots=1\na slots=2\n"}},
+       "listed twice"},
+      {{"-np", "1", "p"},
+       {{"SLURM_JOB_NODELIST", "n[1-2]"}},
+       {},
+       "SLURM_TASKS_PER_NODE is not"},
+      {{"-np", "1", "p"},
+       {{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "1"}},
+       {},
+       "1 task counts for 2 nodes"},
+      {{"-np", "1", "p"},
+       {{"SLURM_JOB_NODELIST", "n[3-1]"}, {"SLURM_TASKS_PER_NODE", "1"}},
+       {},
+       "bad range"},
+      {{"-np", "1", "--config-file", "/c", "p"},
+       {},
+       {{"/c", "params: [1, 2]\n"}},
+       "/c: params: must be a mapping"},
+      {{"-np", "1", "--config-file", "/c", "p"},
+       {},
+       {{"/c", "params:\n  colour: 1\n"}},
+       "/c: params.colour: unknown setting"},
+      {{"-np", "1", "--config-file", "/c", "p"},
+       {},
+       {{"/c", "params:\n  cycle_time_ms: soon\n"}},
+       "params.cycle_time_ms"},
+      {{"-np", "1", "--config-file", "/c", "p"},
+       {},
+       {{"/c", "autotune:\n  enabled: perhaps\n"}},
+       "autotune.enabled"},
+      {{"-np", "1", "--config-file", "/c", "p"},
+       {},
+       {{"/c", "logging: {level: [a\n"}},
+       "not valid YAML"},
       {{"-np", "1", "--config-file", "/nope", "p"}, {}, {}, "'/nope'"},
-      {{"-np", "1", "--rendezvous-token-file", "/t", "p"}, {}, {}, "need --rendezvous-addr"},
-      {{"-np", "1", "--rendezvous-addr", "h:1", "p"}, {}, {}, "needs --rendezvous-token-file"},
-      {{"-np", "1", "--rendezvous-addr", "nohost", "p"}, {}, {}, "--rendezvous-addr"},
-      {{"-np", "1", "HOROVOD_START_TIMEOUT"}, {{"HOROVOD_START_TIMEOUT", "x"}}, {}, "HOROVOD_START_TIMEOUT"},
+      {{"-np", "1", "--rendezvous-token-file", "/t", "p"},
+       {},
+       {},
+       "need --rendezvous-addr"},
+      {{"-np", "1", "--rendezvous-addr", "h:1", "p"},
+       {},
+       {},
+       "needs --rendezvous-token-file"},
+      {{"-np", "1", "--rendezvous-addr", "nohost", "p"},
+       {},
+       {},
+       "--rendezvous-addr"},
+      {{"-np", "1", "HOROVOD_START_TIMEOUT"},
+       {{"HOROVOD_START_TIMEOUT", "x"}},
+       {},
+       "HOROVOD_START_TIMEOUT"},
   };
   for (const Case& c : cases) {
     auto o = Parse(c.args, c.env, c.files);

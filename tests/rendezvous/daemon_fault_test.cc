@@ -52,13 +52,14 @@ TEST(DaemonFaultTest, RestartDuringAJobGivesClearErrorsNotHangs) {
   ASSERT_TRUE(job.ok());
   auto worker = RendezvousClient::Create(address, job->job_id, job->token);
   ASSERT_TRUE(worker->Join("localhost", 0, seconds(10)).ok());
-  auto blocked = std::async(std::launch::async,
-                            [&] { return worker->Wait({"peer"}, seconds(120)); });
+  auto blocked = std::async(
+      std::launch::async, [&] { return worker->Wait({"peer"}, seconds(120)); });
   std::this_thread::sleep_for(milliseconds(300));
   auto start = std::chrono::steady_clock::now();
   d->Stop(SIGKILL);
   auto r = blocked.get();
-  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable)
+      << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
 
   // The daemon comes back on the same port, without the job.

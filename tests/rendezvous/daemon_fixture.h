@@ -14,31 +14,9 @@
 #include <vector>
 
 #include "tests/util/subprocess.h"
+#include "tests/util/temp_dir.h"
 
 namespace hvd::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/hvd-daemon-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& content,
-                    mode_t mode = 0600) const {
-    std::string p = path_ + "/" + name;
-    {
-      std::ofstream f(p);
-      f << content;
-    }
-    chmod(p.c_str(), mode);
-    return p;
-  }
-
- private:
-  std::string path_;
-};
 
 class Daemon {
  public:

@@ -17,8 +17,18 @@ namespace hvd::testing {
 
 Subprocess::Subprocess(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env) {
+  // `extra_env` overrides the test's own variables of the same name.
   std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  auto overridden = [&](const std::string& kv) {
+    std::string key = kv.substr(0, kv.find('=') + 1);
+    for (const std::string& e : extra_env) {
+      if (e.rfind(key, 0) == 0) return true;
+    }
+    return false;
+  };
+  for (char** e = environ; *e; ++e) {
+    if (!overridden(*e)) env.emplace_back(*e);
+  }
   for (const std::string& kv : extra_env) env.push_back(kv);
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));

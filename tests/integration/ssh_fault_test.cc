@@ -1,0 +1,122 @@
+// Failures of jobs that run over SSH: whatever dies, the job ends with the
+// right status and nothing of it is left on any host.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/util/ssh_host.h"
+
+namespace hvd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::vector<pid_t> ReadPids(const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".pid") continue;
+    std::ifstream f(e.path());
+    pid_t p = 0;
+    if (f >> p) pids.push_back(p);
+  }
+  return pids;
+}
+
+bool WaitForPids(const std::string& dir, size_t n, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ReadPids(dir).size() >= n) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+void ExpectAllGone(const std::vector<pid_t>& pids) {
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  for (pid_t p : pids) {
+    while (ProcessAlive(p) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_FALSE(ProcessAlive(p)) << "pid " << p << " outlived the job";
+  }
+}
+
+pid_t ReadPid(const std::string& path) {
+  std::ifstream f(path);
+  pid_t p = 0;
+  f >> p;
+  return p;
+}
+
+class SshFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host_ = std::make_unique<SshHost>(dir_, "h1");
+    ASSERT_TRUE(host_->ok()) << host_->error();
+    pids_ = dir_.path() + "/pids";
+    fs::create_directories(pids_);
+  }
+  // Three workers: rank 0 here, ranks 1 and 2 over SSH; each leaves its pid
+  // and its child's pid in pids_ and then sleeps.
+  std::unique_ptr<Subprocess> StartJob() {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{
+            HVD_HOROVODRUN, "-p", std::to_string(host_->port()), "-i",
+            host_->user_key(), "-np", "3", "-H", "localhost:1,root@127.0.0.1:2",
+            HVD_TEST_WORKER, "--pid-dir", pids_, "--spawn-child", "--sleep",
+            "120"},
+        std::vector<std::string>{"HOME=" + home_.path()});
+  }
+  TempDir dir_, home_;
+  std::unique_ptr<SshHost> host_;
+  std::string pids_;
+};
+
+TEST_F(SshFaultTest, KilledRemoteWorkerEndsTheJob) {
+  auto job = StartJob();
+  ASSERT_TRUE(WaitForPids(pids_, 6, seconds(60))) << job->StderrSoFar();
+  kill(ReadPid(pids_ + "/2.pid"), SIGKILL);
+  Result r = job->Wait(seconds(60));
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("rank 2 on host 127.0.0.1 exited with code 137"),
+            std::string::npos)
+      << r.err;
+  ExpectAllGone(ReadPids(pids_));
+}
+
+TEST_F(SshFaultTest, KilledLauncherLeavesNothingOnAnyHost) {
+  auto job = StartJob();
+  ASSERT_TRUE(WaitForPids(pids_, 6, seconds(60))) << job->StderrSoFar();
+  kill(job->pid(), SIGKILL);
+  job->Wait(seconds(30));
+  ExpectAllGone(ReadPids(pids_));
+}
+
+TEST_F(SshFaultTest, CtrlCStopsRemoteWorkers) {
+  auto job = StartJob();
+  ASSERT_TRUE(WaitForPids(pids_, 6, seconds(60))) << job->StderrSoFar();
+  kill(job->pid(), SIGINT);
+  Result r = job->Wait(seconds(60));
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  ExpectAllGone(ReadPids(pids_));
+}
+
+TEST_F(SshFaultTest, KilledSshdEndsTheJobWithAMessage) {
+  auto job = StartJob();
+  ASSERT_TRUE(WaitForPids(pids_, 6, seconds(60))) << job->StderrSoFar();
+  host_->KillAll();
+  Result r = job->Wait(seconds(60));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("connection lost"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("on host 127.0.0.1"), std::string::npos) << r.err;
+  ExpectAllGone(ReadPids(pids_));
+}
+
+}  // namespace
+}  // namespace hvd::testing

@@ -1,0 +1,213 @@
+// horovodrun over real SSH: an sshd on 127.0.0.1 (reached as root@127.0.0.1,
+// which always goes through SSH) and hosts in network namespaces.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tests/util/ssh_host.h"
+
+namespace hvd::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kTimeout = seconds(90);
+
+// horovodrun with HOME in the test's folder, so known_hosts is the test's.
+Result Horovodrun(const TempDir& home, std::vector<std::string> args) {
+  std::vector<std::string> argv = {HVD_HOROVODRUN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, kTimeout, {"HOME=" + home.path()});
+}
+
+std::vector<std::string> SshArgs(const SshHost& h) {
+  return {"-p", std::to_string(h.port()), "-i", h.user_key()};
+}
+
+std::string KnownHosts(const TempDir& home) {
+  std::ifstream f(home.path() + "/.ssh/known_hosts");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void ExpectHello(const Result& r, int np) {
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  std::set<int> ranks;
+  const std::regex line(R"(\[(\d+)\]<stdout>:rank (\d+)/(\d+): sum=(\d+))");
+  for (const std::string& l : lines) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line)) << l;
+    EXPECT_EQ(std::stoi(m[3]), np);
+    EXPECT_EQ(std::stoi(m[4]), np * (np + 1) / 2);
+    ranks.insert(std::stoi(m[1]));
+  }
+  EXPECT_EQ(ranks.size(), static_cast<size_t>(np)) << r.out;
+}
+
+class SshTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host_ = std::make_unique<SshHost>(dir_, "h1");
+    ASSERT_TRUE(host_->ok()) << host_->error();
+  }
+  TempDir dir_, home_;
+  std::unique_ptr<SshHost> host_;
+};
+
+TEST_F(SshTest, JobAcrossLocalAndSshHostsWithIdentityFile) {
+  auto args = SshArgs(*host_);
+  for (std::string a :
+       {"-np", "3", "-H", "localhost:1,root@127.0.0.1:2", HVD_HELLO}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ExpectHello(r, 3);
+  // accept-new added the host's key.
+  std::string key = host_->host_public_key();
+  EXPECT_NE(KnownHosts(home_).find(key.substr(12, 40)), std::string::npos);
+}
+
+TEST_F(SshTest, HostfileWithUserHosts) {
+  std::string hf =
+      dir_.Write("hosts", "# test cluster\nroot@127.0.0.1 slots=2\n");
+  auto args = SshArgs(*host_);
+  for (std::string a : {"-np", "2", "--hostfile", hf.c_str(), HVD_HELLO}) {
+    args.push_back(a);
+  }
+  ExpectHello(Horovodrun(home_, args), 2);
+}
+
+TEST_F(SshTest, RemoteWorkerSeesEnvironmentAndWorkingDirectory) {
+  auto args = SshArgs(*host_);
+  for (std::string a :
+       {"-np", "1", "-H", "root@127.0.0.1:1", "--cycle-time-ms", "3", "/bin/sh",
+        "-c",
+        "echo $HOROVOD_RANK $HOROVOD_HOSTNAME $HOROVOD_CYCLE_TIME $(pwd)"}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:0 127.0.0.1 3 " +
+                       std::filesystem::current_path().string() + "\n");
+}
+
+TEST_F(SshTest, UserAtHostRunsUnderTheRemoteWrapper) {
+  auto args = SshArgs(*host_);
+  for (std::string a :
+       {"-np", "2", "-H", "localhost:1,root@127.0.0.1:1", "/bin/sh", "-c",
+        "tr '\\0' ' ' < /proc/$PPID/cmdline"}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_NE(lines[0].find("horovodrun"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("hvd-remote-exec"), std::string::npos) << lines[1];
+}
+
+TEST_F(SshTest, TokenNeverOnARemoteCommandLine) {
+  auto args = SshArgs(*host_);
+  for (std::string a : {"-np", "2", "-H", "root@127.0.0.1:2", HVD_TEST_WORKER,
+                        "--check-token-hidden"}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 2u);
+}
+
+TEST_F(SshTest, StrictPolicyRefusesUnknownHostKey) {
+  auto args = SshArgs(*host_);
+  for (std::string a : {"--ssh-host-key-check", "strict", "-np", "1", "-H",
+                        "root@127.0.0.1:1", HVD_HELLO}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  EXPECT_EQ(r.exit_code, 1);
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("host key unknown"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("127.0.0.1:" + std::to_string(host_->port())),
+            std::string::npos);
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(SshTest, ChangedHostKeyIsRefused) {
+  TempDir other;
+  SshHost impostor(other, "x");  // only for a second, different key
+  ASSERT_TRUE(impostor.ok()) << impostor.error();
+  std::string pub = impostor.host_public_key();
+  home_.Write(".ssh/known_hosts",
+              "[127.0.0.1]:" + std::to_string(host_->port()) + " " +
+                  pub.substr(0, pub.find(' ', 12)) + "\n");
+  auto args = SshArgs(*host_);
+  for (std::string a : {"-np", "1", "-H", "root@127.0.0.1:1", HVD_HELLO}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  EXPECT_EQ(r.exit_code, 1);
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("host key changed"), std::string::npos) << lines[0];
+}
+
+TEST_F(SshTest, WrongKeyNamesTheKey) {
+  TempDir other;
+  SshHost stranger(other, "s");
+  ASSERT_TRUE(stranger.ok());
+  Result r = Horovodrun(
+      home_, {"-p", std::to_string(host_->port()), "-i", stranger.user_key(),
+              "-np", "1", "-H", "root@127.0.0.1:1", HVD_HELLO});
+  EXPECT_EQ(r.exit_code, 1);
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(
+      lines[0].find("authentication failed with key " + stranger.user_key()),
+      std::string::npos)
+      << lines[0];
+}
+
+TEST_F(SshTest, NoSshdIsConnectionRefused) {
+  int port = host_->port();
+  host_.reset();  // stops it
+  Result r = Horovodrun(home_, {"-p", std::to_string(port), "-np", "1", "-H",
+                                "root@127.0.0.1:1", HVD_HELLO});
+  EXPECT_EQ(r.exit_code, 1);
+  auto lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("connection refused"), std::string::npos) << lines[0];
+}
+
+TEST(SshNetnsTest, JobAcrossThreeHosts) {
+  TestNetwork net(2);
+  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
+  TempDir dir, home;
+  SshHost a(dir, "a", net.address(0), net.ns(0));
+  SshHost b(dir, "b", net.address(1), net.ns(1));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  // Both hosts accept the same key: put a's user key into b's list.
+  std::filesystem::copy_file(a.user_key() + ".pub",
+                             dir.path() + "/b/authorized_keys",
+                             std::filesystem::copy_options::overwrite_existing);
+  Result r = Horovodrun(
+      home, {"-i", a.user_key(), "-np", "5", "-H",
+             "localhost:1," + net.address(0) + ":2," + net.address(1) + ":2",
+             HVD_HELLO});
+  ExpectHello(r, 5);
+}
+
+}  // namespace
+}  // namespace hvd::testing
