@@ -40,12 +40,25 @@ TEST(PlanTest, TooFewSlotsSaysHowMany) {
       "-np 5: needs 5 slots but -H localhost:4 has 4; add hosts or slots");
 }
 
-TEST(PlanTest, RemoteHostsAreRefusedInThisVersion) {
-  HostFacts facts{[](const std::string& h) { return h == "localhost"; }, 0};
-  auto p = MakePlan(Options(2, {{"localhost", 1}, {"far", 1}}), facts);
-  ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("'far' is not this machine"),
-            std::string::npos);
+TEST(PlanTest, OtherHostsAndUserAtHostGoOverSsh) {
+  HostFacts facts{[](const std::string& h) { return h == "localhost"; }, 2};
+  auto p = MakePlan(
+      Options(3,
+              {{"localhost", 1, ""}, {"far", 1, ""}, {"localhost2", 1, "bob"}}),
+      facts);
+  // localhost2 is "not local" here only through the user; make it local:
+  HostFacts local_all{[](const std::string&) { return true; }, 0};
+  auto q = MakePlan(
+      Options(2, {{"localhost", 1, ""}, {"127.0.0.1", 1, "root"}}), local_all);
+  ASSERT_TRUE(p.ok() && q.ok());
+  EXPECT_TRUE(p->workers[0].local);
+  EXPECT_FALSE(p->workers[1].local);
+  EXPECT_FALSE(p->workers[2].local);
+  EXPECT_EQ(p->workers[2].user, "bob");
+  EXPECT_FALSE(p->all_local);
+  EXPECT_EQ(p->hosts[1].gpus, 0);  // GPUs of remote hosts are not known here
+  EXPECT_TRUE(q->workers[0].local);
+  EXPECT_FALSE(q->workers[1].local);  // user@ always means SSH
 }
 
 TEST(PlanTest, GpusOfLocalHostsReachTheAssignment) {

@@ -176,6 +176,18 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
         where,
         std::string("connecting to the other ranks failed: ") + e.what());
   }
+  // Nobody may tear down before everyone has finished connecting: a rank
+  // that exits right after init() would otherwise reset a peer's
+  // half-finished handshake.
+  try {
+    gloo::BarrierOptions barrier(context);
+    barrier.setTimeout(options.connect_timeout);
+    gloo::barrier(barrier);
+  } catch (const std::exception& e) {
+    return Status::Unavailable(
+        where,
+        std::string("the other ranks did not finish connecting: ") + e.what());
+  }
   context->setTimeout(options.op_timeout);
   return std::unique_ptr<Backend>(new GlooBackend(
       std::move(context), std::move(device), options.rank, options.op_timeout));
