@@ -1,25 +1,47 @@
 // The narrow interface every collective backend offers, on raw buffers.
-// Backends know nothing about tensors, names or negotiation.
+// Backends know nothing about tensors, names or negotiation: the engine
+// hands them fused buffers. Every call is collective: all ranks make it, in
+// the same order, with matching sizes. Errors name this rank and the
+// operation; after a failure (a dead peer, a timeout) the backend stays
+// failed and every later call returns the first error at once.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "common/status.h"
+#include "runtime/dtype.h"
 
 namespace hvd::runtime {
-
-enum class DataType { kFloat32, kFloat64 };
-enum class ReduceKind { kSum };
-
-size_t DataTypeSize(DataType type);
 
 class Backend {
  public:
   virtual ~Backend() = default;
-  // In-place reduction of `count` elements across all ranks.
+
+  // In place: data[i] = op over ranks of data[i], `count` elements.
   virtual Status Allreduce(void* data, size_t count, DataType type,
-                           ReduceKind kind) = 0;
+                           ReduceOp op) = 0;
+
+  // Rank r contributes `bytes[r]` bytes (its own from `in`); `out` receives
+  // every rank's bytes in rank order (sum of `bytes`).
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<size_t>& bytes) = 0;
+
+  // Copies `bytes` bytes of rank `root`'s buffer into every rank's.
   virtual Status Broadcast(void* data, size_t bytes, int root) = 0;
+
+  // Sends send_bytes[r] bytes (consecutive in `in`) to rank r and receives
+  // recv_bytes[r] from rank r (consecutive in `out`, rank order).
+  virtual Status Alltoallv(const void* in,
+                           const std::vector<size_t>& send_bytes, void* out,
+                           const std::vector<size_t>& recv_bytes) = 0;
+
+  // Reduces `in` (the sum of `counts` elements) over ranks and leaves rank
+  // r's block (counts[r] elements, at offset sum(counts[0..r))) in `out`.
+  virtual Status Reducescatter(const void* in, void* out,
+                               const std::vector<size_t>& counts, DataType type,
+                               ReduceOp op) = 0;
+
   virtual Status Barrier() = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "runtime/context.h"
 
 #include <cstring>
+#include <vector>
 
 #include "rendezvous/client.h"
 #include "runtime/backends/gloo/gloo_backend.h"
@@ -9,10 +10,18 @@
 namespace hvd::runtime {
 namespace {
 
-// The backend of a job of one: every collective is the identity.
+// The backend of a job of one: every collective is a local copy.
 class SingleProcessBackend final : public Backend {
  public:
-  Status Allreduce(void*, size_t, DataType, ReduceKind) override {
+  Status Allreduce(void*, size_t, DataType, ReduceOp) override {
+    return Status::Ok();
+  }
+  Status Allgatherv(const void* in, void* out,
+                    const std::vector<size_t>& bytes) override {
+    if (bytes.size() != 1) {
+      return Status::InvalidArgument("allgatherv", "needs one size per rank");
+    }
+    if (bytes[0]) std::memmove(out, in, bytes[0]);
     return Status::Ok();
   }
   Status Broadcast(void*, size_t, int root) override {
@@ -23,19 +32,30 @@ class SingleProcessBackend final : public Backend {
     }
     return Status::Ok();
   }
+  Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
+                   void* out, const std::vector<size_t>& recv_bytes) override {
+    if (send_bytes.size() != 1 || recv_bytes.size() != 1 ||
+        send_bytes[0] != recv_bytes[0]) {
+      return Status::InvalidArgument("alltoallv",
+                                     "needs matching sizes for the one rank");
+    }
+    if (send_bytes[0]) std::memmove(out, in, send_bytes[0]);
+    return Status::Ok();
+  }
+  Status Reducescatter(const void* in, void* out,
+                       const std::vector<size_t>& counts, DataType type,
+                       ReduceOp) override {
+    if (counts.size() != 1) {
+      return Status::InvalidArgument("reducescatter",
+                                     "needs one count per rank");
+    }
+    if (counts[0]) std::memmove(out, in, counts[0] * DataTypeSize(type));
+    return Status::Ok();
+  }
   Status Barrier() override { return Status::Ok(); }
 };
 
-template <typename T>
-void Scale(T* p, size_t n, T factor) {
-  for (size_t i = 0; i < n; ++i) p[i] *= factor;
-}
-
 }  // namespace
-
-size_t DataTypeSize(DataType type) {
-  return type == DataType::kFloat32 ? 4 : 8;
-}
 
 Context::~Context() = default;
 
@@ -76,13 +96,9 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
 
 Status Context::Allreduce(void* data, size_t count, DataType type,
                           bool average) {
-  HVD_RETURN_IF_ERROR(backend_->Allreduce(data, count, type, ReduceKind::kSum));
+  HVD_RETURN_IF_ERROR(backend_->Allreduce(data, count, type, ReduceOp::kSum));
   if (average && assignment_.size > 1) {
-    if (type == DataType::kFloat32) {
-      Scale(static_cast<float*>(data), count, 1.0f / assignment_.size);
-    } else {
-      Scale(static_cast<double*>(data), count, 1.0 / assignment_.size);
-    }
+    ScaleBuffer(type, data, count, 1.0 / assignment_.size);
   }
   return Status::Ok();
 }

@@ -1,6 +1,8 @@
 #include "runtime/backends/gloo/gloo_backend.h"
 
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -10,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
+#include <cstring>
 
 namespace hvd::runtime {
 namespace {
@@ -61,29 +64,90 @@ class GlooBackend final : public Backend {
         timeout_(timeout) {}
 
   Status Allreduce(void* data, size_t count, DataType type,
-                   ReduceKind) override {
+                   ReduceOp op) override {
     if (count == 0) return Status::Ok();
     return Run("allreduce", [&] {
       gloo::AllreduceOptions opts(context_);
       opts.setTimeout(timeout_);
       opts.setTag(NextTag());
-      if (type == DataType::kFloat32) {
-        float* p = static_cast<float*>(data);
-        opts.setInput(p, count);
-        opts.setOutput(p, count);
-        opts.setReduceFunction(
-            static_cast<void (*)(void*, const void*, const void*, size_t)>(
-                &gloo::sum<float>));
-      } else {
-        double* p = static_cast<double*>(data);
-        opts.setInput(p, count);
-        opts.setOutput(p, count);
-        opts.setReduceFunction(
-            static_cast<void (*)(void*, const void*, const void*, size_t)>(
-                &gloo::sum<double>));
-      }
+      SetTypedBuffers(opts, data, count, DataTypeSize(type));
+      // Gloo calls the function with element counts; the kernel knows the
+      // real type. The captures live as long as this call.
+      opts.setReduceFunction(
+          [type, op](void* c, const void* a, const void* b, size_t n) {
+            ReduceBuffers(type, op, c, a, b, n);
+          });
       gloo::allreduce(opts);
     });
+  }
+
+  Status Allgatherv(const void* in, void* out,
+                    const std::vector<size_t>& bytes) override {
+    if (bytes.size() != static_cast<size_t>(context_->size)) {
+      return Status::InvalidArgument("allgatherv", "needs one size per rank");
+    }
+    size_t total = 0;
+    for (size_t b : bytes) total += b;
+    if (total == 0) return Status::Ok();
+    return Run("allgatherv", [&] {
+      gloo::AllgathervOptions opts(context_);
+      opts.setTimeout(timeout_);
+      opts.setTag(NextTag());
+      // Gloo wants an input pointer even for an empty contribution.
+      static uint8_t empty = 0;
+      opts.setInput(
+          bytes[rank_] ? static_cast<uint8_t*>(const_cast<void*>(in)) : &empty,
+          bytes[rank_]);
+      opts.setOutput(static_cast<uint8_t*>(out), bytes);
+      gloo::allgatherv(opts);
+    });
+  }
+
+  Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
+                   void* out, const std::vector<size_t>& recv_bytes) override {
+    const size_t n = static_cast<size_t>(context_->size);
+    if (send_bytes.size() != n || recv_bytes.size() != n) {
+      return Status::InvalidArgument("alltoallv", "needs one size per rank");
+    }
+    size_t sent = 0, received = 0;
+    for (size_t r = 0; r < n; ++r) {
+      sent += send_bytes[r];
+      received += recv_bytes[r];
+    }
+    return Run("alltoallv", [&] {
+      gloo::AlltoallvOptions opts(context_);
+      opts.setTimeout(timeout_);
+      opts.setTag(NextTag());
+      static uint8_t empty_in = 0, empty_out = 0;
+      std::vector<int64_t> s(send_bytes.begin(), send_bytes.end());
+      std::vector<int64_t> r(recv_bytes.begin(), recv_bytes.end());
+      opts.setInput(
+          sent ? static_cast<uint8_t*>(const_cast<void*>(in)) : &empty_in, s);
+      opts.setOutput(received ? static_cast<uint8_t*>(out) : &empty_out, r);
+      gloo::alltoallv(opts);
+    });
+  }
+
+  Status Reducescatter(const void* in, void* out,
+                       const std::vector<size_t>& counts, DataType type,
+                       ReduceOp op) override {
+    if (counts.size() != static_cast<size_t>(context_->size)) {
+      return Status::InvalidArgument("reducescatter",
+                                     "needs one count per rank");
+    }
+    size_t total = 0, offset = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      if (static_cast<int>(r) < rank_) offset += counts[r];
+      total += counts[r];
+    }
+    // An allreduce into scratch, keeping this rank's block: twice the
+    // traffic of a true reduce-scatter, to be replaced by a ring phase.
+    const size_t esize = DataTypeSize(type);
+    scratch_.assign(static_cast<const uint8_t*>(in),
+                    static_cast<const uint8_t*>(in) + total * esize);
+    HVD_RETURN_IF_ERROR(Allreduce(scratch_.data(), total, type, op));
+    std::memcpy(out, scratch_.data() + offset * esize, counts[rank_] * esize);
+    return Status::Ok();
   }
 
   Status Broadcast(void* data, size_t bytes, int root) override {
@@ -135,12 +199,37 @@ class GlooBackend final : public Backend {
 
   uint32_t NextTag() { return tag_++; }
 
+  // Gloo sizes its chunks by the element type; any type of the right width
+  // will do, since the reduction kernel knows the real one.
+  static void SetTypedBuffers(gloo::AllreduceOptions& opts, void* data,
+                              size_t count, size_t esize) {
+    switch (esize) {
+      case 1:
+        opts.setInput(static_cast<uint8_t*>(data), count);
+        opts.setOutput(static_cast<uint8_t*>(data), count);
+        break;
+      case 2:
+        opts.setInput(static_cast<uint16_t*>(data), count);
+        opts.setOutput(static_cast<uint16_t*>(data), count);
+        break;
+      case 4:
+        opts.setInput(static_cast<uint32_t*>(data), count);
+        opts.setOutput(static_cast<uint32_t*>(data), count);
+        break;
+      default:
+        opts.setInput(static_cast<uint64_t*>(data), count);
+        opts.setOutput(static_cast<uint64_t*>(data), count);
+        break;
+    }
+  }
+
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<gloo::transport::Device> device_;
   int rank_;
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   Status broken_;
+  std::vector<uint8_t> scratch_;
 };
 
 }  // namespace

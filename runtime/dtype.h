@@ -1,0 +1,56 @@
+// Element types, reduction operations and the kernels that apply them.
+// Pure code; the loops are written so compilers vectorise them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace hvd::runtime {
+
+enum class DataType {
+  kUInt8,
+  kInt8,
+  kInt32,
+  kInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+};
+inline constexpr DataType kAllDataTypes[] = {
+    DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
+    DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+    DataType::kFloat32, DataType::kFloat64};
+
+// Average is not a backend operation: it is Sum followed by a 1/size
+// postscale (as in Horovod), done by the caller.
+enum class ReduceOp { kSum, kMin, kMax, kProduct };
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kMin,
+                                             ReduceOp::kMax,
+                                             ReduceOp::kProduct};
+
+size_t DataTypeSize(DataType type);
+std::string_view DataTypeName(DataType type);
+std::string_view ReduceOpName(ReduceOp op);
+
+// IEEE half and bfloat16 <-> float, rounding to nearest even.
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+uint16_t FloatToBFloat16(float f);
+float BFloat16ToFloat(uint16_t b);
+
+// out[i] = a[i] op b[i] for n elements (out may alias a or b). fp16 and
+// bf16 are computed in float and rounded back.
+void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
+                   const void* b, size_t n);
+
+// data[i] *= factor (integers are rounded toward zero, like Horovod's
+// integer averages).
+void ScaleBuffer(DataType type, void* data, size_t n, double factor);
+
+// Reads element i as double, and writes a double, for tests and scaling.
+double ElementAsDouble(DataType type, const void* data, size_t i);
+void SetElementFromDouble(DataType type, void* data, size_t i, double v);
+
+}  // namespace hvd::runtime

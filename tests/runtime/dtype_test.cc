@@ -1,0 +1,70 @@
+#include "runtime/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace hvd::runtime {
+namespace {
+
+TEST(HalfTest, RoundTripsExactValues) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 0.000061035156f, 1024.0f}) {
+    EXPECT_EQ(HalfToFloat(FloatToHalf(f)), f) << f;
+  }
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isinf(HalfToFloat(FloatToHalf(1e6f))));
+  EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));
+  // Subnormals and round-to-nearest-even.
+  EXPECT_EQ(HalfToFloat(FloatToHalf(5.960464477539063e-08f)), 5.960464477539063e-08f);
+  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);       // tie -> even
+  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);       // tie -> even (up)
+}
+
+TEST(BFloat16Test, RoundTripsAndRounds) {
+  for (float f : {0.0f, 1.0f, -3.0f, 256.0f, std::ldexp(1.0f, 100)}) {
+    EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(f)), f) << f;
+  }
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(std::nanf("")))));
+}
+
+TEST(ReduceBuffersTest, EveryTypeAndOp) {
+  for (DataType t : kAllDataTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      const size_t n = 1000;  // over a block of the 16-bit path
+      std::vector<uint8_t> a(n * DataTypeSize(t)), b(a.size()), out(a.size());
+      for (size_t i = 0; i < n; ++i) {
+        SetElementFromDouble(t, a.data(), i, 1 + i % 5);
+        SetElementFromDouble(t, b.data(), i, 1 + (i * 7) % 3);
+      }
+      ReduceBuffers(t, op, out.data(), a.data(), b.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        double x = 1 + i % 5, y = 1 + (i * 7) % 3;
+        double want = op == ReduceOp::kSum   ? x + y
+                      : op == ReduceOp::kMin ? std::min(x, y)
+                      : op == ReduceOp::kMax ? std::max(x, y)
+                                             : x * y;
+        ASSERT_EQ(ElementAsDouble(t, out.data(), i), want)
+            << DataTypeName(t) << " " << ReduceOpName(op) << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(ScaleBufferTest, FloatsScaleIntegersTruncate) {
+  std::vector<float> f = {2, 4};
+  ScaleBuffer(DataType::kFloat32, f.data(), 2, 0.5);
+  EXPECT_EQ(f, (std::vector<float>{1, 2}));
+  std::vector<int32_t> i = {7, -7};
+  ScaleBuffer(DataType::kInt32, i.data(), 2, 0.5);
+  EXPECT_EQ(i, (std::vector<int32_t>{3, -3}));
+  std::vector<uint16_t> h = {FloatToHalf(3.0f)};
+  ScaleBuffer(DataType::kFloat16, h.data(), 1, 2.0);
+  EXPECT_EQ(HalfToFloat(h[0]), 6.0f);
+}
+
+}  // namespace
+}  // namespace hvd::runtime
