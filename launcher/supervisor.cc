@@ -81,6 +81,9 @@ class Job {
 
  private:
   Status OpenOutputFiles();
+  // Appends the open output pipes of every worker, with who owns each.
+  void CollectOutputFds(std::vector<pollfd>& fds,
+                        std::vector<std::pair<Worker*, Stream>>& owners);
   void Reap();
   void HandleSignals();
   void ReadOutput(Worker& w, int fd, Stream stream);
@@ -100,6 +103,20 @@ class Job {
   std::optional<int> first_failure_;  // rank
   int exit_code_ = 0;
 };
+
+void Job::CollectOutputFds(std::vector<pollfd>& fds,
+                           std::vector<std::pair<Worker*, Stream>>& owners) {
+  for (Worker& w : workers_) {
+    if (w.proc.stdout_fd >= 0) {
+      fds.push_back({w.proc.stdout_fd, POLLIN, 0});
+      owners.push_back({&w, Stream::kStdout});
+    }
+    if (w.proc.stderr_fd >= 0) {
+      fds.push_back({w.proc.stderr_fd, POLLIN, 0});
+      owners.push_back({&w, Stream::kStderr});
+    }
+  }
+}
 
 Status Job::OpenOutputFiles() {
   const int size = static_cast<int>(workers_.size());
@@ -326,16 +343,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     std::vector<std::pair<Worker*, Stream>> owners;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
     owners.push_back({nullptr, Stream::kStdout});
-    for (Worker& w : workers_) {
-      if (w.proc.stdout_fd >= 0) {
-        fds.push_back({w.proc.stdout_fd, POLLIN, 0});
-        owners.push_back({&w, Stream::kStdout});
-      }
-      if (w.proc.stderr_fd >= 0) {
-        fds.push_back({w.proc.stderr_fd, POLLIN, 0});
-        owners.push_back({&w, Stream::kStderr});
-      }
-    }
+    CollectOutputFds(fds, owners);
     int n = poll(fds.data(), fds.size(), PollTimeoutMs());
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
@@ -355,16 +363,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Worker*, Stream>> owners;
-    for (Worker& w : workers_) {
-      if (w.proc.stdout_fd >= 0) {
-        fds.push_back({w.proc.stdout_fd, POLLIN, 0});
-        owners.push_back({&w, Stream::kStdout});
-      }
-      if (w.proc.stderr_fd >= 0) {
-        fds.push_back({w.proc.stderr_fd, POLLIN, 0});
-        owners.push_back({&w, Stream::kStderr});
-      }
-    }
+    CollectOutputFds(fds, owners);
     if (fds.empty()) break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     drain_until - Clock::now())

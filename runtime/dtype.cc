@@ -83,24 +83,36 @@ size_t DataTypeSize(DataType type) {
 
 std::string_view DataTypeName(DataType type) {
   switch (type) {
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt8: return "int8";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
   }
   return "?";
 }
 
 std::string_view ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProduct: return "product";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kProduct:
+      return "product";
   }
   return "?";
 }
@@ -162,7 +174,8 @@ float HalfToFloat(uint16_t h) {
 uint16_t FloatToBFloat16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return static_cast<uint16_t>((x >> 16) | 0x40);
   uint32_t rounding = 0x7fff + ((x >> 16) & 1);
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
@@ -177,27 +190,39 @@ float BFloat16ToFloat(uint16_t b) {
 void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
                    const void* b, size_t n) {
   switch (type) {
-    case DataType::kUInt8: return ApplyOp<uint8_t>(op, out, a, b, n);
-    case DataType::kInt8: return ApplyOp<int8_t>(op, out, a, b, n);
-    case DataType::kInt32: return ApplyOp<int32_t>(op, out, a, b, n);
-    case DataType::kInt64: return ApplyOp<int64_t>(op, out, a, b, n);
+    case DataType::kUInt8:
+      return ApplyOp<uint8_t>(op, out, a, b, n);
+    case DataType::kInt8:
+      return ApplyOp<int8_t>(op, out, a, b, n);
+    case DataType::kInt32:
+      return ApplyOp<int32_t>(op, out, a, b, n);
+    case DataType::kInt64:
+      return ApplyOp<int64_t>(op, out, a, b, n);
     case DataType::kFloat16:
       return Apply16<HalfToFloat, FloatToHalf>(op, out, a, b, n);
     case DataType::kBFloat16:
       return Apply16<BFloat16ToFloat, FloatToBFloat16>(op, out, a, b, n);
-    case DataType::kFloat32: return ApplyOp<float>(op, out, a, b, n);
-    case DataType::kFloat64: return ApplyOp<double>(op, out, a, b, n);
+    case DataType::kFloat32:
+      return ApplyOp<float>(op, out, a, b, n);
+    case DataType::kFloat64:
+      return ApplyOp<double>(op, out, a, b, n);
   }
 }
 
 void ScaleBuffer(DataType type, void* data, size_t n, double factor) {
   switch (type) {
-    case DataType::kUInt8: return Scale<uint8_t>(data, n, factor);
-    case DataType::kInt8: return Scale<int8_t>(data, n, factor);
-    case DataType::kInt32: return Scale<int32_t>(data, n, factor);
-    case DataType::kInt64: return Scale<int64_t>(data, n, factor);
-    case DataType::kFloat32: return Scale<float>(data, n, factor);
-    case DataType::kFloat64: return Scale<double>(data, n, factor);
+    case DataType::kUInt8:
+      return Scale<uint8_t>(data, n, factor);
+    case DataType::kInt8:
+      return Scale<int8_t>(data, n, factor);
+    case DataType::kInt32:
+      return Scale<int32_t>(data, n, factor);
+    case DataType::kInt64:
+      return Scale<int64_t>(data, n, factor);
+    case DataType::kFloat32:
+      return Scale<float>(data, n, factor);
+    case DataType::kFloat64:
+      return Scale<double>(data, n, factor);
     case DataType::kFloat16:
     case DataType::kBFloat16:
       for (size_t i = 0; i < n; ++i) {
@@ -210,35 +235,52 @@ void ScaleBuffer(DataType type, void* data, size_t n, double factor) {
 
 double ElementAsDouble(DataType type, const void* data, size_t i) {
   switch (type) {
-    case DataType::kUInt8: return static_cast<const uint8_t*>(data)[i];
-    case DataType::kInt8: return static_cast<const int8_t*>(data)[i];
-    case DataType::kInt32: return static_cast<const int32_t*>(data)[i];
+    case DataType::kUInt8:
+      return static_cast<const uint8_t*>(data)[i];
+    case DataType::kInt8:
+      return static_cast<const int8_t*>(data)[i];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(data)[i];
     case DataType::kInt64:
       return static_cast<double>(static_cast<const int64_t*>(data)[i]);
     case DataType::kFloat16:
       return HalfToFloat(static_cast<const uint16_t*>(data)[i]);
     case DataType::kBFloat16:
       return BFloat16ToFloat(static_cast<const uint16_t*>(data)[i]);
-    case DataType::kFloat32: return static_cast<const float*>(data)[i];
-    case DataType::kFloat64: return static_cast<const double*>(data)[i];
+    case DataType::kFloat32:
+      return static_cast<const float*>(data)[i];
+    case DataType::kFloat64:
+      return static_cast<const double*>(data)[i];
   }
   return 0;
 }
 
 void SetElementFromDouble(DataType type, void* data, size_t i, double v) {
   switch (type) {
-    case DataType::kUInt8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v); return;
-    case DataType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); return;
-    case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); return;
-    case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); return;
+    case DataType::kUInt8:
+      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
+      return;
+    case DataType::kInt8:
+      static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
+      return;
+    case DataType::kInt32:
+      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
+      return;
+    case DataType::kInt64:
+      static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v);
+      return;
     case DataType::kFloat16:
       static_cast<uint16_t*>(data)[i] = FloatToHalf(static_cast<float>(v));
       return;
     case DataType::kBFloat16:
       static_cast<uint16_t*>(data)[i] = FloatToBFloat16(static_cast<float>(v));
       return;
-    case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(v); return;
-    case DataType::kFloat64: static_cast<double*>(data)[i] = v; return;
+    case DataType::kFloat32:
+      static_cast<float*>(data)[i] = static_cast<float>(v);
+      return;
+    case DataType::kFloat64:
+      static_cast<double*>(data)[i] = v;
+      return;
   }
 }
 

@@ -19,16 +19,15 @@ enum class DataType {
   kFloat64,
 };
 inline constexpr DataType kAllDataTypes[] = {
-    DataType::kUInt8,   DataType::kInt8,     DataType::kInt32,
-    DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
+    DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
+    DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
     DataType::kFloat32, DataType::kFloat64};
 
 // Average is not a backend operation: it is Sum followed by a 1/size
 // postscale (as in Horovod), done by the caller.
 enum class ReduceOp { kSum, kMin, kMax, kProduct };
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kMin,
-                                             ReduceOp::kMax,
-                                             ReduceOp::kProduct};
+inline constexpr ReduceOp kAllReduceOps[] = {
+    ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 size_t DataTypeSize(DataType type);
 std::string_view DataTypeName(DataType type);

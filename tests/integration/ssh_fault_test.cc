@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/util/job_pids.h"
 #include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
@@ -17,34 +18,9 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::vector<pid_t> ReadPids(const std::string& dir) {
-  std::vector<pid_t> pids;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".pid") continue;
-    std::ifstream f(e.path());
-    pid_t p = 0;
-    if (f >> p) pids.push_back(p);
-  }
-  return pids;
-}
-
-bool WaitForPids(const std::string& dir, size_t n, milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ReadPids(dir).size() >= n) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
 void ExpectAllGone(const std::vector<pid_t>& pids) {
-  auto deadline = std::chrono::steady_clock::now() + seconds(10);
-  for (pid_t p : pids) {
-    while (ProcessAlive(p) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    EXPECT_FALSE(ProcessAlive(p)) << "pid " << p << " outlived the job";
-  }
+  for (pid_t p : Survivors(pids))
+    ADD_FAILURE() << "pid " << p << " outlived the job";
 }
 
 pid_t ReadPid(const std::string& path) {

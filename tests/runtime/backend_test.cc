@@ -83,13 +83,16 @@ TEST_P(BackendMatrixTest, AllgathervWithDifferentSizesPerRank) {
     std::vector<size_t> bytes(size);
     for (int r = 0; r < size; ++r) bytes[r] = (r * 37) % 101;  // rank 0: 0
     std::vector<uint8_t> in(bytes[rank]);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(rank * 50 + i);
-    std::vector<uint8_t> out(std::accumulate(bytes.begin(), bytes.end(), size_t{0}));
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = static_cast<uint8_t>(rank * 50 + i);
+    std::vector<uint8_t> out(
+        std::accumulate(bytes.begin(), bytes.end(), size_t{0}));
     ASSERT_TRUE(ctx.backend().Allgatherv(in.data(), out.data(), bytes).ok());
     size_t off = 0;
     for (int r = 0; r < size; ++r) {
       for (size_t i = 0; i < bytes[r]; ++i) {
-        ASSERT_EQ(out[off + i], static_cast<uint8_t>(r * 50 + i)) << r << " " << i;
+        ASSERT_EQ(out[off + i], static_cast<uint8_t>(r * 50 + i))
+            << r << " " << i;
       }
       off += bytes[r];
     }
@@ -100,7 +103,9 @@ TEST_P(BackendMatrixTest, AlltoallvWithSplits) {
   const int size = GetParam();
   RunRanks(size, [&](Context& ctx, int rank) {
     // Rank s sends (s + d) % 3 + 1 bytes of value s*16+d to rank d.
-    auto len = [](int s, int d) { return static_cast<size_t>((s + d) % 3 + 1); };
+    auto len = [](int s, int d) {
+      return static_cast<size_t>((s + d) % 3 + 1);
+    };
     std::vector<size_t> send(size), recv(size);
     std::vector<uint8_t> in;
     for (int d = 0; d < size; ++d) {
@@ -108,7 +113,8 @@ TEST_P(BackendMatrixTest, AlltoallvWithSplits) {
       recv[d] = len(d, rank);
       in.insert(in.end(), send[d], static_cast<uint8_t>(rank * 16 + d));
     }
-    std::vector<uint8_t> out(std::accumulate(recv.begin(), recv.end(), size_t{0}));
+    std::vector<uint8_t> out(
+        std::accumulate(recv.begin(), recv.end(), size_t{0}));
     Status st = ctx.backend().Alltoallv(in.data(), send, out.data(), recv);
     ASSERT_TRUE(st.ok()) << st.ToString();
     size_t off = 0;
@@ -128,7 +134,8 @@ TEST_P(BackendMatrixTest, ReducescatterUnevenBlocks) {
     for (int r = 0; r < size; ++r) counts[r] = r + 2;
     size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
     std::vector<float> in(total);
-    for (size_t i = 0; i < total; ++i) in[i] = static_cast<float>(Value(rank, i));
+    for (size_t i = 0; i < total; ++i)
+      in[i] = static_cast<float>(Value(rank, i));
     std::vector<float> out(counts[rank]);
     ASSERT_TRUE(ctx.backend()
                     .Reducescatter(in.data(), out.data(), counts,

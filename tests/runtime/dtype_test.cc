@@ -18,9 +18,10 @@ TEST(HalfTest, RoundTripsExactValues) {
   EXPECT_TRUE(std::isinf(HalfToFloat(FloatToHalf(1e6f))));
   EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));
   // Subnormals and round-to-nearest-even.
-  EXPECT_EQ(HalfToFloat(FloatToHalf(5.960464477539063e-08f)), 5.960464477539063e-08f);
-  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);       // tie -> even
-  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);       // tie -> even (up)
+  EXPECT_EQ(HalfToFloat(FloatToHalf(5.960464477539063e-08f)),
+            5.960464477539063e-08f);
+  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // tie -> even
+  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);  // tie -> even (up)
 }
 
 TEST(BFloat16Test, RoundTripsAndRounds) {

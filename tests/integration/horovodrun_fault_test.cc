@@ -1,0 +1,123 @@
+// horovodrun when workers fail or the launcher is signalled or killed:
+// the job ends with the right status and leaves nothing running.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tests/util/job_pids.h"
+#include "tests/util/subprocess.h"
+#include "tests/util/temp_dir.h"
+
+namespace hvd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kTimeout = seconds(60);
+
+void ExpectAllGone(const std::vector<pid_t>& pids) {
+  for (pid_t p : Survivors(pids))
+    ADD_FAILURE() << "pid " << p << " outlived the job";
+}
+
+TEST(HorovodrunTest, FailingRankEndsTheJobWithItsStatus) {
+  TempDir dir;
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir", dir.path(),
+       "--spawn-child", "--fail-rank", "1", "--code", "3", "--sleep", "120"},
+      kTimeout);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+  EXPECT_NE(r.err.find("rank 1 on host localhost exited with code 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Process name: 1, Exit code: 3"), std::string::npos)
+      << r.err;
+  auto pids = ReadPids(dir.path());
+  EXPECT_EQ(pids.size(), 6u);  // three workers and their children
+  ExpectAllGone(pids);
+}
+
+TEST(HorovodrunTest, KilledRankCountsAs128PlusSignal) {
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                  "if [ $HOROVOD_RANK = 0 ]; then kill -9 $$; fi; sleep 120"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+}
+
+class StopSignalTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StopSignalTest, SignalToLauncherStopsEveryWorker) {
+  const int sig = GetParam();
+  TempDir dir;
+  Subprocess p({HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--pid-dir",
+                dir.path(), "--spawn-child", "--sleep", "120"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 6, seconds(30)));
+  kill(p.pid(), sig);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
+  EXPECT_LT(r.took, seconds(30));
+  EXPECT_NE(r.err.find(std::string("received SIG") + sigabbrev_np(sig)),
+            std::string::npos)
+      << r.err;
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, StopSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP));
+
+TEST(HorovodrunTest, SecondSigintKillsAtOnce) {
+  TempDir dir;
+  // Workers that ignore SIGTERM would hold the job for the grace period.
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                "trap '' TERM; echo $$ > " + dir.path() +
+                    "/$HOROVOD_RANK.pid; while :; do sleep 0.1; done"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 2, seconds(30)));
+  kill(p.pid(), SIGINT);
+  std::this_thread::sleep_for(milliseconds(300));
+  auto before = std::chrono::steady_clock::now();
+  kill(p.pid(), SIGINT);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - before, seconds(3));
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, WorkersThatIgnoreSigtermAreKilledAfterGrace) {
+  TempDir dir;
+  Result r =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                  "trap '' TERM; echo $$ > " + dir.path() +
+                      "/$HOROVOD_RANK.pid; if [ $HOROVOD_RANK = 1 ]; then "
+                      "sleep 0.5; exit 7; fi; while :; do sleep 0.1; done"},
+                 kTimeout);
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_LT(r.took, seconds(20));
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
+  TempDir dir;
+  // The workers' own children too: the watchdog kills their groups.
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--pid-dir",
+                dir.path(), "--spawn-child", "--sleep", "120"});
+  ASSERT_TRUE(WaitForPids(dir.path(), 4, seconds(30)));
+  kill(p.pid(), SIGKILL);
+  Result r = p.Wait(seconds(30));
+  EXPECT_EQ(r.exit_code, 137);
+  ExpectAllGone(ReadPids(dir.path()));
+}
+
+}  // namespace
+}  // namespace hvd::testing
