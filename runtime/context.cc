@@ -57,10 +57,23 @@ class SingleProcessBackend final : public Backend {
 
 }  // namespace
 
-Context::~Context() = default;
+Context::~Context() {
+  if (engine_) engine_->Shutdown();
+}
+
+Engine& Context::engine() {
+  std::call_once(engine_once_, [this] {
+    engine_options_.rank = assignment_.rank;
+    engine_options_.size = assignment_.size;
+    engine_ = std::make_unique<Engine>(engine_options_, backend_.get());
+  });
+  return *engine_;
+}
 
 StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   std::unique_ptr<Context> ctx(new Context());
+  ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
+  ctx->engine_options_.cycle_time = config.cycle_time;
   if (!config.launched) {
     ctx->backend_ = std::make_unique<SingleProcessBackend>();
     return ctx;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 #include "runtime/backend.h"
+#include "runtime/engine.h"
 #include "runtime/worker_config.h"
 
 namespace hvd::rendezvous {
@@ -25,8 +27,13 @@ class Context {
   const rendezvous::Assignment& assignment() const { return assignment_; }
   Backend& backend() { return *backend_; }
 
-  // Sum, then scale by 1/size for averages.
+  // Sum, then scale by 1/size for averages (directly on the backend).
   Status Allreduce(void* data, size_t count, DataType type, bool average);
+
+  // The engine, started on first use. Once a program uses it, every
+  // collective must go through it (the backend is not shared between
+  // threads).
+  Engine& engine();
 
  private:
   Context() = default;
@@ -34,6 +41,9 @@ class Context {
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;
   std::unique_ptr<Backend> backend_;
+  EngineOptions engine_options_;
+  std::once_flag engine_once_;
+  std::unique_ptr<Engine> engine_;  // destroyed before the backend
 };
 
 }  // namespace hvd::runtime

@@ -1,5 +1,6 @@
 #include "hvd/hvd.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -16,7 +17,7 @@ std::unique_ptr<runtime::Context>
 
 runtime::Context* Current() { return g_context.get(); }
 
-Status NotInitialized(const char* what) {
+Status NotInitialized(const std::string& what) {
   return Status::FailedPrecondition(what, "call hvd::init() first");
 }
 
@@ -54,30 +55,103 @@ HVD_ASSIGNMENT_GETTER(cross_size)
 HVD_ASSIGNMENT_GETTER(gpu)
 #undef HVD_ASSIGNMENT_GETTER
 
-Status allreduce(float* data, size_t count, ReduceOp op) {
+struct Handle::State {
+  std::shared_ptr<runtime::Completion> completion;
+};
+
+Handle MakeHandle(std::shared_ptr<Handle::State> state) {
+  Handle h;
+  h.state_ = std::move(state);
+  return h;
+}
+
+Status Handle::wait() const {
+  if (!state_) return Status::FailedPrecondition("hvd::Handle", "is invalid");
+  return state_->completion->Wait();
+}
+
+bool Handle::poll() const { return state_ && state_->completion->done(); }
+
+namespace {
+
+Handle Submit(runtime::Request request, void* data) {
   runtime::Context* c = Current();
-  if (!c) return NotInitialized("hvd::allreduce");
-  return c->Allreduce(data, count, runtime::DataType::kFloat32,
-                      op == ReduceOp::kAverage);
+  auto state = std::make_shared<Handle::State>();
+  if (!c) {
+    state->completion = std::make_shared<runtime::Completion>();
+    state->completion->Set(NotInitialized("hvd::" + request.name));
+    return MakeHandle(state);
+  }
+  state->completion = c->engine().Enqueue(std::move(request), data);
+  return MakeHandle(state);
+}
+
+runtime::DataType ToRuntime(DataType t) {
+  return static_cast<runtime::DataType>(static_cast<int>(t));
+}
+
+// Automatic names for the blocking forms; every rank counts alike.
+std::atomic<uint64_t> g_auto_name{0};
+
+std::string AutoName(const char* op) {
+  return std::string("hvd.") + op + "." + std::to_string(g_auto_name++);
+}
+
+}  // namespace
+
+Handle allreduce_async(const std::string& name, void* data, int64_t count,
+                       DataType dtype, ReduceOp op, double prescale,
+                       double postscale) {
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kAllreduce;
+  r.dtype = ToRuntime(dtype);
+  r.average = op == ReduceOp::kAverage;
+  r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
+             : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
+             : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
+                                        : runtime::ReduceOp::kSum;
+  r.count = count;
+  r.prescale = prescale;
+  r.postscale = postscale;
+  return Submit(std::move(r), data);
+}
+
+Handle broadcast_async(const std::string& name, void* data, int64_t count,
+                       DataType dtype, int root) {
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kBroadcast;
+  r.dtype = ToRuntime(dtype);
+  r.count = count;
+  r.root = root;
+  return Submit(std::move(r), data);
+}
+
+Status allreduce(float* data, size_t count, ReduceOp op) {
+  return allreduce_async(AutoName("allreduce"), data,
+                         static_cast<int64_t>(count), DataType::kFloat32, op)
+      .wait();
 }
 
 Status allreduce(double* data, size_t count, ReduceOp op) {
-  runtime::Context* c = Current();
-  if (!c) return NotInitialized("hvd::allreduce");
-  return c->Allreduce(data, count, runtime::DataType::kFloat64,
-                      op == ReduceOp::kAverage);
+  return allreduce_async(AutoName("allreduce"), data,
+                         static_cast<int64_t>(count), DataType::kFloat64, op)
+      .wait();
 }
 
 Status broadcast(void* data, size_t bytes, int root) {
-  runtime::Context* c = Current();
-  if (!c) return NotInitialized("hvd::broadcast");
-  return c->backend().Broadcast(data, bytes, root);
+  return broadcast_async(AutoName("broadcast"), data,
+                         static_cast<int64_t>(bytes), DataType::kUInt8, root)
+      .wait();
 }
 
+// A tensor of no elements completes once every rank has named it: the
+// negotiation is the barrier.
 Status barrier() {
-  runtime::Context* c = Current();
-  if (!c) return NotInitialized("hvd::barrier");
-  return c->backend().Barrier();
+  return allreduce_async(AutoName("barrier"), nullptr, 0, DataType::kUInt8,
+                         ReduceOp::kSum)
+      .wait();
 }
 
 Status shutdown() {

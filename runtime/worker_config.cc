@@ -13,6 +13,14 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
                        EnvInt64("HOROVOD_GLOO_TIMEOUT_SECONDS", 30, 1, 86400));
   c.gloo_timeout = std::chrono::seconds(gloo);
   if (auto iface = GetEnv("HOROVOD_GLOO_IFACE")) c.gloo_iface = *iface;
+  HVD_ASSIGN_OR_RETURN(int64_t fusion, EnvInt64("HOROVOD_FUSION_THRESHOLD",
+                                                128LL << 20, 0, 1LL << 40));
+  c.fusion_threshold_bytes = static_cast<size_t>(fusion);
+  if (auto cycle = GetEnv("HOROVOD_CYCLE_TIME")) {
+    HVD_ASSIGN_OR_RETURN(double ms,
+                         ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0.001, 1e6));
+    c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+  }
   if (auto addr = GetEnv("HVD_GLOO_ADDR"); addr && !addr->empty()) {
     c.gloo_addr = *addr;
   }

@@ -34,7 +34,9 @@ struct WorkerConfig {
   std::string gloo_addr = "127.0.0.1";
   std::chrono::milliseconds start_timeout{30000};  // HOROVOD_START_TIMEOUT
   std::chrono::milliseconds gloo_timeout{
-      30000};  // HOROVOD_GLOO_TIMEOUT_SECONDS
+      30000};                                  // HOROVOD_GLOO_TIMEOUT_SECONDS
+  size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
+  std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
   // What the launcher planned (HOROVOD_*), if it said.
   std::optional<rendezvous::Assignment> expected;
 

@@ -6,9 +6,11 @@
 // connects every rank to every other over Gloo.
 //
 // Thread-safety: init() and shutdown() must not race with other calls. The
-// collectives are blocking and must be called in the same order on every
-// rank; calling them from several threads at once is not supported in this
-// version (the asynchronous engine lifts that).
+// asynchronous operations may be submitted from any thread, in any order on
+// each rank: a background engine matches them across ranks by name, fuses
+// small ones, and completes their handles. The blocking forms wait on
+// their handle; they take automatic names, so every rank must call them in
+// the same order.
 //
 // Errors: every call returns hvd::Status. A failed collective (a dead peer,
 // a timeout after HOROVOD_GLOO_TIMEOUT_SECONDS) names this rank and the
@@ -16,6 +18,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
 
 #include "common/status.h"
 
@@ -35,9 +40,53 @@ int cross_size();
 // The GPU this rank should use, or -1 when its host has none.
 int gpu();
 
-enum class ReduceOp { kSum, kAverage };
+enum class DataType {
+  kUInt8,
+  kInt8,
+  kInt32,
+  kInt64,
+  kFloat16,   // IEEE half, as uint16_t bits
+  kBFloat16,  // bfloat16, as uint16_t bits
+  kFloat32,
+  kFloat64,
+};
 
-// In-place allreduce of `count` elements over all ranks.
+// Average is Sum followed by a 1/size postscale, as in Horovod.
+enum class ReduceOp { kAverage, kSum, kMin, kMax, kProduct };
+
+// The completion of an asynchronous operation. Copyable; all copies see
+// the same result. A default-constructed handle is invalid.
+class Handle {
+ public:
+  Handle() = default;
+  // Blocks until the operation is done; its error names the tensor, the
+  // ranks and what to fix.
+  Status wait() const;
+  // True once done (never blocks).
+  bool poll() const;
+
+  struct State;
+
+ private:
+  friend Handle MakeHandle(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+// In-place allreduce of `count` elements of `dtype` at `data`, matched
+// across ranks by `name`; the buffer must stay valid and untouched until
+// the handle is done. `prescale` multiplies the input, `postscale` the
+// result. Mismatched dtype, count or op across ranks, and a name already
+// in flight, complete the handle with an error.
+Handle allreduce_async(const std::string& name, void* data, int64_t count,
+                       DataType dtype, ReduceOp op = ReduceOp::kAverage,
+                       double prescale = 1.0, double postscale = 1.0);
+
+// In-place broadcast of `count` elements from rank `root`.
+Handle broadcast_async(const std::string& name, void* data, int64_t count,
+                       DataType dtype, int root);
+
+// Blocking forms (automatic names: call them in the same order on every
+// rank).
 Status allreduce(float* data, size_t count, ReduceOp op);
 Status allreduce(double* data, size_t count, ReduceOp op);
 

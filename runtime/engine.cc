@@ -1,0 +1,364 @@
+#include "runtime/engine.h"
+
+#include <cstring>
+
+namespace hvd::runtime {
+namespace {
+
+void Put(std::string& out, const void* p, size_t n) {
+  out.append(static_cast<const char*>(p), n);
+}
+
+template <typename T>
+void PutValue(std::string& out, T v) {
+  Put(out, &v, sizeof(v));
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (pos_ + sizeof(T) > s_.size()) return false;
+    std::memcpy(v, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool GetString(std::string* v, size_t n) {
+    if (pos_ + n > s_.size()) return false;
+    v->assign(s_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool AtEnd() const { return pos_ == s_.size(); }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+std::string Describe(const Request& r) {
+  std::string op = r.type == OpType::kAllreduce
+                       ? std::string(r.average ? "average"
+                                               : ReduceOpName(r.reduce)) +
+                             " allreduce"
+                       : "broadcast from root " + std::to_string(r.root);
+  return op + " of " + std::to_string(r.count) + " " +
+         std::string(DataTypeName(r.dtype)) + " elements" +
+         (r.prescale != 1.0 || r.postscale != 1.0
+              ? " (prescale " + std::to_string(r.prescale) + ", postscale " +
+                    std::to_string(r.postscale) + ")"
+              : "");
+}
+
+bool SameShape(const Request& a, const Request& b) {
+  return a.type == b.type && a.dtype == b.dtype && a.reduce == b.reduce &&
+         a.average == b.average && a.count == b.count &&
+         a.prescale == b.prescale && a.postscale == b.postscale &&
+         a.root == b.root;
+}
+
+bool Fusable(const Request& a, const Request& b) {
+  return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
+         a.dtype == b.dtype && a.reduce == b.reduce && a.average == b.average &&
+         a.prescale == b.prescale && a.postscale == b.postscale;
+}
+
+}  // namespace
+
+bool Completion::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status Completion::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+  return status_;
+}
+
+void Completion::Set(Status s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    done_ = true;
+    status_ = std::move(s);
+  }
+  cv_.notify_all();
+}
+
+std::string Engine::Encode(bool shutdown, const std::vector<Request>& reqs) {
+  std::string out;
+  PutValue<uint8_t>(out, shutdown ? 1 : 0);
+  PutValue<uint32_t>(out, static_cast<uint32_t>(reqs.size()));
+  for (const Request& r : reqs) {
+    PutValue<uint32_t>(out, static_cast<uint32_t>(r.name.size()));
+    Put(out, r.name.data(), r.name.size());
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.type));
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.dtype));
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.reduce));
+    PutValue<uint8_t>(out, r.average ? 1 : 0);
+    PutValue<int64_t>(out, r.count);
+    PutValue<double>(out, r.prescale);
+    PutValue<double>(out, r.postscale);
+    PutValue<int32_t>(out, r.root);
+  }
+  return out;
+}
+
+StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
+                                              bool* shutdown) {
+  Reader in(bytes);
+  uint8_t sd = 0;
+  uint32_t n = 0;
+  auto bad = Status::DataLoss("negotiation", "malformed message from a peer");
+  if (!in.Get(&sd) || !in.Get(&n)) return bad;
+  *shutdown = sd != 0;
+  std::vector<Request> reqs;
+  for (uint32_t i = 0; i < n; ++i) {
+    Request r;
+    uint32_t len = 0;
+    uint8_t type, dtype, reduce, average;
+    if (!in.Get(&len) || !in.GetString(&r.name, len) || !in.Get(&type) ||
+        !in.Get(&dtype) || !in.Get(&reduce) || !in.Get(&average) ||
+        !in.Get(&r.count) || !in.Get(&r.prescale) || !in.Get(&r.postscale) ||
+        !in.Get(&r.root) || type > 1 || dtype > 7 || reduce > 3) {
+      return bad;
+    }
+    r.type = static_cast<OpType>(type);
+    r.dtype = static_cast<DataType>(dtype);
+    r.reduce = static_cast<ReduceOp>(reduce);
+    r.average = average != 0;
+    reqs.push_back(std::move(r));
+  }
+  if (!in.AtEnd()) return bad;
+  return reqs;
+}
+
+Engine::Engine(EngineOptions options, Backend* backend)
+    : options_(options), backend_(backend), thread_([this] { Loop(); }) {}
+
+Engine::~Engine() { Shutdown(); }
+
+std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data) {
+  auto done = std::make_shared<Completion>();
+  std::string who = "tensor '" + request.name + "'";
+  Status refuse;
+  if (request.name.empty()) {
+    refuse = Status::InvalidArgument("tensor name", "is empty");
+  } else if (request.count < 0) {
+    refuse = Status::InvalidArgument(who, "has a negative element count");
+  } else if (request.count > 0 && data == nullptr) {
+    refuse = Status::InvalidArgument(who, "has no data");
+  } else if (request.type == OpType::kBroadcast &&
+             (request.root < 0 || request.root >= options_.size)) {
+    refuse = Status::InvalidArgument(
+        who, "broadcast root " + std::to_string(request.root) +
+                 " is not a rank of a job of " + std::to_string(options_.size));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (refuse.ok() && !failed_.ok()) refuse = failed_;
+    if (refuse.ok() && stop_) {
+      refuse = Status::FailedPrecondition(who, "the engine has shut down");
+    }
+    if (refuse.ok() && pending_.count(request.name)) {
+      refuse = Status::InvalidArgument(
+          who, "is already in flight on rank " + std::to_string(options_.rank) +
+                   "; wait for it before submitting the name again");
+    }
+    if (refuse.ok()) {
+      fresh_.push_back(request);
+      std::string name = request.name;
+      pending_.emplace(name, Pending{std::move(request), data, done});
+    }
+  }
+  if (!refuse.ok()) {
+    done->Set(refuse);
+  } else {
+    cv_.notify_one();
+  }
+  return done;
+}
+
+void Engine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::FailAll(const Status& s) {
+  std::map<std::string, Pending> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_.ok()) failed_ = s;
+    pending.swap(pending_);
+    fresh_.clear();
+  }
+  for (auto& [name, p] : pending) p.done->Set(s);
+}
+
+void Engine::Loop() {
+  for (;;) {
+    bool shutting;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, options_.cycle_time,
+                   [this] { return stop_ || !fresh_.empty(); });
+      shutting = stop_;
+    }
+    bool everyone_done = false;
+    Status s = RunCycle(shutting, &everyone_done);
+    if (!s.ok()) {
+      FailAll(s);
+      return;
+    }
+    if (everyone_done) {
+      FailAll(Status::Aborted("rank " + std::to_string(options_.rank),
+                              "the job is shutting down (a rank called "
+                              "hvd::shutdown())"));
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      return;
+    }
+  }
+}
+
+Status Engine::RunCycle(bool shutting_down, bool* everyone_done) {
+  std::vector<Request> mine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    mine.swap(fresh_);
+  }
+  const std::string msg = Encode(shutting_down, mine);
+  const size_t n = static_cast<size_t>(options_.size);
+  std::vector<uint64_t> sizes(n);
+  uint64_t my_size = msg.size();
+  HVD_RETURN_IF_ERROR(backend_->Allgatherv(&my_size, sizes.data(),
+                                           std::vector<size_t>(n, 8)));
+  std::vector<size_t> bytes(sizes.begin(), sizes.end());
+  size_t total = 0;
+  for (size_t b : bytes) total += b;
+  std::string all(total, '\0');
+  HVD_RETURN_IF_ERROR(backend_->Allgatherv(msg.data(), all.data(), bytes));
+
+  std::vector<std::string> ready;
+  size_t off = 0;
+  for (size_t r = 0; r < n; ++r) {
+    std::string part = all.substr(off, bytes[r]);
+    off += bytes[r];
+    bool sd = false;
+    HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &sd));
+    if (sd) *everyone_done = true;
+    for (Request& req : reqs) {
+      Seen& s = seen_[req.name];
+      if (s.ranks.empty()) {
+        s.first = req;
+        s.first_rank = static_cast<int>(r);
+      } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
+        s.mismatch = "rank " + std::to_string(r) + " asks for " +
+                     Describe(req) + " but rank " +
+                     std::to_string(s.first_rank) + " for " +
+                     Describe(s.first);
+      }
+      s.ranks.push_back(static_cast<int>(r));
+      if (s.ranks.size() == n) ready.push_back(req.name);
+    }
+  }
+  return Execute(ready);
+}
+
+Status Engine::Execute(const std::vector<std::string>& ready) {
+  std::vector<Pending*> group;
+  size_t group_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (group.empty()) return Status::Ok();
+    Status s = ExecuteFused(group);
+    group.clear();
+    group_bytes = 0;
+    return s;
+  };
+  for (const std::string& name : ready) {
+    Seen seen = std::move(seen_[name]);
+    seen_.erase(name);
+    Pending* p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p = &pending_.at(name);
+    }
+    if (!seen.mismatch.empty()) {
+      HVD_RETURN_IF_ERROR(flush());
+      Status err = Status::InvalidArgument("tensor '" + name + "'", seen.mismatch);
+      std::shared_ptr<Completion> done = p->done;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_.erase(name);
+      }
+      done->Set(err);
+      continue;
+    }
+    const Request& r = p->request;
+    size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+    bool fits = group.empty() ||
+                (Fusable(group.back()->request, r) &&
+                 group_bytes + nbytes <= options_.fusion_threshold_bytes);
+    if (!fits) HVD_RETURN_IF_ERROR(flush());
+    group.push_back(p);
+    group_bytes += nbytes;
+    if (r.type != OpType::kAllreduce) HVD_RETURN_IF_ERROR(flush());
+  }
+  return flush();
+}
+
+Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
+  const Request& r0 = group.front()->request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  Status status;
+  if (r0.type == OpType::kBroadcast) {
+    status = backend_->Broadcast(group.front()->data,
+                                 static_cast<size_t>(r0.count) * esize, r0.root);
+  } else {
+    double post = r0.postscale * (r0.average ? 1.0 / options_.size : 1.0);
+    size_t total = 0;
+    for (Pending* p : group) total += static_cast<size_t>(p->request.count);
+    void* buffer = group.front()->data;
+    if (group.size() > 1) {
+      // Fuse: pack every tensor into one buffer, one call, unpack.
+      fusion_.resize(total * esize);
+      size_t at = 0;
+      for (Pending* p : group) {
+        size_t b = static_cast<size_t>(p->request.count) * esize;
+        if (b) std::memcpy(fusion_.data() + at, p->data, b);
+        at += b;
+      }
+      buffer = fusion_.data();
+    }
+    if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
+    status = backend_->Allreduce(buffer, total, r0.dtype, r0.reduce);
+    if (status.ok() && post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
+    if (status.ok() && group.size() > 1) {
+      size_t at = 0;
+      for (Pending* p : group) {
+        size_t b = static_cast<size_t>(p->request.count) * esize;
+        if (b) std::memcpy(p->data, fusion_.data() + at, b);
+        at += b;
+      }
+    }
+  }
+  if (!status.ok()) return status;  // FailAll completes everyone
+  std::vector<std::shared_ptr<Completion>> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Pending* p : group) {
+      done.push_back(p->done);
+      pending_.erase(p->request.name);
+    }
+  }
+  for (auto& d : done) d->Set(Status::Ok());
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,133 @@
+// The engine: one background thread per process that turns named,
+// asynchronous requests into few large collectives.
+//
+// Protocol (every cycle, on every rank, in lockstep):
+//   1. Wait up to the cycle time for new requests; a new request ends the
+//      wait at once.
+//   2. Negotiate: every rank contributes the requests it received since the
+//      last cycle (name + metadata, in submission order) and a shutdown bit;
+//      one allgatherv gives every rank every rank's list. Horovod sends the
+//      lists to rank 0, which answers; an allgather gives every rank the
+//      same information in one collective, and every rank then runs the
+//      same deterministic decision, so no answer has to travel back.
+//   3. Decide: walking the lists in rank order, a tensor is ready when all
+//      ranks have named it. Its metadata (op, dtype, element count, reduce
+//      op, scale factors, root) must agree across ranks; a mismatch
+//      completes it everywhere with an error naming the tensor and ranks.
+//   4. Fuse: consecutive ready allreduces with the same dtype, reduce op
+//      and scale factors share one buffer up to the fusion threshold and one
+//      backend call. Fusion never reorders: every rank fuses the same list.
+//   5. Execute on the backend, scale, copy out, complete the handles.
+// A backend failure (dead peer, timeout) completes every pending and every
+// later request with that error; nothing waits forever. When any rank shuts
+// down, the others' pending requests complete with an error saying so.
+//
+// Thread-safety: Enqueue may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/backend.h"
+#include "runtime/dtype.h"
+
+namespace hvd::runtime {
+
+struct EngineOptions {
+  int rank = 0;
+  int size = 1;
+  size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
+  std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+};
+
+enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1 };
+
+// One operation on one named tensor, as every rank must describe it alike.
+struct Request {
+  std::string name;
+  OpType type = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce = ReduceOp::kSum;
+  bool average = false;
+  int64_t count = 0;  // elements
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root = 0;
+};
+
+// The completion of one request.
+class Completion {
+ public:
+  bool done() const;
+  Status Wait();
+  void Set(Status s);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+class Engine {
+ public:
+  Engine(EngineOptions options, Backend* backend);
+  ~Engine();  // shuts down if Shutdown was not called
+
+  // Queues `request` on `data` (in place; count elements of dtype). The
+  // buffer must stay valid until the completion is done.
+  std::shared_ptr<Completion> Enqueue(Request request, void* data);
+
+  // Stops after telling the other ranks; pending requests complete with an
+  // error. Idempotent.
+  void Shutdown();
+
+  // Serialization of negotiation messages (exposed for tests).
+  static std::string Encode(bool shutdown, const std::vector<Request>& reqs);
+  static StatusOr<std::vector<Request>> Decode(const std::string& bytes,
+                                               bool* shutdown);
+
+ private:
+  struct Pending {
+    Request request;
+    void* data = nullptr;
+    std::shared_ptr<Completion> done;
+  };
+  struct Seen {  // what the negotiation knows of one tensor
+    Request first;     // metadata of the first rank that named it
+    int first_rank = -1;
+    std::vector<int> ranks;
+    std::string mismatch;  // set when a rank's metadata differs
+  };
+
+  void Loop();
+  Status RunCycle(bool shutting_down, bool* everyone_done);
+  Status Execute(const std::vector<std::string>& ready);
+  Status ExecuteFused(const std::vector<Pending*>& group);
+  void FailAll(const Status& s);
+
+  const EngineOptions options_;
+  Backend* backend_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Request> fresh_;                 // guarded by mu_: not yet sent
+  std::map<std::string, Pending> pending_;     // guarded by mu_
+  bool stop_ = false;                          // guarded by mu_
+  Status failed_;                              // guarded by mu_
+  // Only the engine thread touches these:
+  std::map<std::string, Seen> seen_;
+  std::vector<uint8_t> fusion_;
+  std::thread thread_;
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,285 @@
+// The engine over real ranks (threads with their own contexts): tensors
+// submitted in different orders per rank, fused or not, every op checked
+// element by element, and the error paths.
+#include "runtime/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "rendezvous/server.h"
+#include "runtime/context.h"
+
+namespace hvd::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+void RunRanks(int size, size_t fusion_bytes,
+              const std::function<void(Context&, int)>& body,
+              milliseconds gloo_timeout = milliseconds(20000)) {
+  rendezvous::ServerOptions options;
+  options.admin_token = "admin";
+  auto server = rendezvous::RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok());
+  auto job = (*server)->table().CreateJob({{"localhost", size}}, size);
+  ASSERT_TRUE(job.ok());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      WorkerConfig c;
+      c.launched = true;
+      c.rendezvous_addr = (*server)->address();
+      c.job_id = job->job_id;
+      c.job_token = job->token;
+      c.host = "localhost";
+      c.slot = r;
+      c.start_timeout = milliseconds(20000);
+      c.gloo_timeout = gloo_timeout;
+      c.fusion_threshold_bytes = fusion_bytes;
+      auto ctx = Context::Create(c);
+      ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+      body(**ctx, r);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST(EngineCodecTest, RoundTripsAndRejectsGarbage) {
+  Request a;
+  a.name = "layer1/weights";
+  a.dtype = DataType::kBFloat16;
+  a.reduce = ReduceOp::kMax;
+  a.count = 12345;
+  a.prescale = 0.5;
+  Request b;
+  b.name = "b";
+  b.type = OpType::kBroadcast;
+  b.root = 3;
+  std::string msg = Engine::Encode(true, {a, b});
+  bool sd = false;
+  auto back = Engine::Decode(msg, &sd);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(sd);
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].name, "layer1/weights");
+  EXPECT_EQ((*back)[0].count, 12345);
+  EXPECT_EQ((*back)[0].prescale, 0.5);
+  EXPECT_EQ((*back)[1].root, 3);
+  EXPECT_EQ(Engine::Decode(msg.substr(0, msg.size() - 1), &sd).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_FALSE(Engine::Decode(msg + "x", &sd).ok());
+}
+
+struct Case {
+  int size;
+  size_t fusion;
+};
+
+class EngineTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EngineTest, ManyTensorsInDifferentOrdersPerRank) {
+  const int size = GetParam().size;
+  RunRanks(size, GetParam().fusion, [&](Context& ctx, int rank) {
+    struct T {
+      std::string name;
+      DataType dtype;
+      bool average;
+      ReduceOp op;
+      size_t n;
+      std::vector<uint8_t> buf;
+    };
+    std::vector<T> tensors;
+    int i = 0;
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat64,
+                        DataType::kInt32, DataType::kFloat16}) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{33}, size_t{5000}}) {
+        for (ReduceOp op : kAllReduceOps) {
+          T t{"t" + std::to_string(i++), dt, false, op, n, {}};
+          tensors.push_back(t);
+        }
+        T avg{"t" + std::to_string(i++), dt, true, ReduceOp::kSum, n, {}};
+        tensors.push_back(avg);
+      }
+    }
+    // Each rank submits in its own order.
+    std::vector<size_t> order(tensors.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::shuffle(order.begin(), order.end(), std::mt19937(rank + 1));
+    std::vector<std::shared_ptr<Completion>> done(tensors.size());
+    for (size_t k : order) {
+      T& t = tensors[k];
+      t.buf.resize(t.n * DataTypeSize(t.dtype));
+      for (size_t e = 0; e < t.n; ++e) {
+        SetElementFromDouble(t.dtype, t.buf.data(), e, 2 * (1 + (e + rank) % 3));
+      }
+      Request r;
+      r.name = t.name;
+      r.dtype = t.dtype;
+      r.reduce = t.op;
+      r.average = t.average;
+      r.count = static_cast<int64_t>(t.n);
+      done[k] = ctx.engine().Enqueue(r, t.buf.data());
+    }
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      Status s = done[k]->Wait();
+      ASSERT_TRUE(s.ok()) << tensors[k].name << ": " << s.ToString();
+      const T& t = tensors[k];
+      for (size_t e = 0; e < t.n; ++e) {
+        double want = 2 * (1 + e % 3);
+        for (int r = 1; r < size; ++r) {
+          double v = 2 * (1 + (e + r) % 3);
+          want = t.op == ReduceOp::kSum   ? want + v
+                 : t.op == ReduceOp::kMin ? std::min(want, v)
+                 : t.op == ReduceOp::kMax ? std::max(want, v)
+                                          : want * v;
+        }
+        if (t.average) {
+          want = want / size;
+          if (t.dtype == DataType::kInt32) want = std::trunc(want);
+        }
+        double got = ElementAsDouble(t.dtype, t.buf.data(), e);
+        if (t.dtype == DataType::kFloat16 || t.dtype == DataType::kFloat32) {
+          ASSERT_NEAR(got, want, 1e-3 * std::abs(want)) << t.name << " e=" << e;
+        } else {
+          ASSERT_EQ(got, want) << t.name << " e=" << e;
+        }
+      }
+    }
+  });
+}
+
+TEST_P(EngineTest, BroadcastAndScaleFactors) {
+  const int size = GetParam().size;
+  RunRanks(size, GetParam().fusion, [&](Context& ctx, int rank) {
+    for (int root = 0; root < size; ++root) {
+      std::vector<double> v(100, rank);
+      Request r;
+      r.name = "bcast" + std::to_string(root);
+      r.type = OpType::kBroadcast;
+      r.dtype = DataType::kFloat64;
+      r.count = 100;
+      r.root = root;
+      ASSERT_TRUE(ctx.engine().Enqueue(r, v.data())->Wait().ok());
+      for (double x : v) ASSERT_EQ(x, root);
+    }
+    std::vector<float> x(10, 1.0f);
+    Request r;
+    r.name = "scaled";
+    r.count = 10;
+    r.prescale = 2.0;
+    r.postscale = 0.25;
+    ASSERT_TRUE(ctx.engine().Enqueue(r, x.data())->Wait().ok());
+    for (float f : x) ASSERT_EQ(f, 2.0f * size * 0.25f);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SizesAndFusion, EngineTest,
+    ::testing::Values(Case{1, 128u << 20}, Case{2, 128u << 20}, Case{2, 0},
+                      Case{3, 4096}, Case{4, 128u << 20}, Case{4, 0}),
+    [](const auto& info) {
+      return "np" + std::to_string(info.param.size) + "_fusion" +
+             std::to_string(info.param.fusion);
+    });
+
+TEST(EngineErrorTest, MismatchedCountsNameTensorAndRanks) {
+  RunRanks(2, 1 << 20, [&](Context& ctx, int rank) {
+    std::vector<float> x(11);
+    Request r;
+    r.name = "grad/w";
+    r.count = rank == 0 ? 10 : 11;
+    Status s = ctx.engine().Enqueue(r, x.data())->Wait();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("tensor 'grad/w'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("rank 1 asks for sum allreduce of 11 float32"),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("rank 0 for sum allreduce of 10 float32"),
+              std::string::npos);
+    // The engine goes on working after a mismatch.
+    Request ok;
+    ok.name = "after";
+    ok.count = 1;
+    EXPECT_TRUE(ctx.engine().Enqueue(ok, x.data())->Wait().ok());
+  });
+}
+
+TEST(EngineErrorTest, DuplicateNameInFlightIsRefused) {
+  RunRanks(2, 1 << 20, [&](Context& ctx, int rank) {
+    std::vector<float> a(4), b(4);
+    Request r;
+    r.name = rank == 0 ? "dup" : "other";
+    r.count = 4;
+    auto first = ctx.engine().Enqueue(r, a.data());
+    if (rank == 0) {
+      Status s = ctx.engine().Enqueue(r, b.data())->Wait();
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find("already in flight"), std::string::npos);
+    }
+    // Complete the crossed pair so both ranks finish.
+    Request other;
+    other.name = rank == 0 ? "other" : "dup";
+    other.count = 4;
+    auto second = ctx.engine().Enqueue(other, b.data());
+    EXPECT_TRUE(first->Wait().ok());
+    EXPECT_TRUE(second->Wait().ok());
+  });
+}
+
+TEST(EngineErrorTest, DeadPeerFailsPendingHandlesNotHangs) {
+  auto start = std::chrono::steady_clock::now();
+  RunRanks(
+      3, 1 << 20,
+      [&](Context& ctx, int rank) {
+        if (rank == 2) {
+          // Dies without ever starting its engine: its sockets close.
+          std::this_thread::sleep_for(milliseconds(300));
+          return;
+        }
+        std::vector<float> x(8);
+        Request r;
+        r.name = "never-complete";
+        r.count = 8;
+        Status s = ctx.engine().Enqueue(r, x.data())->Wait();
+        EXPECT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("rank " + std::to_string(rank)),
+                  std::string::npos)
+            << s.message();
+        // Later submissions fail at once with the same cause.
+        Status later = ctx.engine().Enqueue(r, x.data())->Wait();
+        EXPECT_FALSE(later.ok());
+      },
+      milliseconds(5000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(30000));
+}
+
+TEST(EngineErrorTest, ShutdownOfOneRankEndsTheOthersPendingWork) {
+  RunRanks(2, 1 << 20, [&](Context& ctx, int rank) {
+    std::vector<float> x(8);
+    if (rank == 1) {
+      Request warm;
+      warm.name = "warm";
+      warm.count = 8;
+      ASSERT_TRUE(ctx.engine().Enqueue(warm, x.data())->Wait().ok());
+      ctx.engine().Shutdown();
+      return;
+    }
+    Request warm;
+    warm.name = "warm";
+    warm.count = 8;
+    ASSERT_TRUE(ctx.engine().Enqueue(warm, x.data())->Wait().ok());
+    Request r;
+    r.name = "orphan";
+    r.count = 8;
+    Status s = ctx.engine().Enqueue(r, x.data())->Wait();
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+    EXPECT_NE(s.message().find("shutting down"), std::string::npos);
+  });
+}
+
+}  // namespace
+}  // namespace hvd::runtime
