@@ -74,6 +74,10 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   std::unique_ptr<Context> ctx(new Context());
   ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
   ctx->engine_options_.cycle_time = config.cycle_time;
+  ctx->engine_options_.stall_check = config.stall_check;
+  ctx->engine_options_.stall_warning = config.stall_warning;
+  ctx->engine_options_.stall_shutdown = config.stall_shutdown;
+  ctx->engine_options_.on_stall_warning = config.on_stall_warning;
   if (!config.launched) {
     ctx->backend_ = std::make_unique<SingleProcessBackend>();
     return ctx;

@@ -1,6 +1,9 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "common/logging.h"
 
 namespace hvd::runtime {
 namespace {
@@ -38,11 +41,11 @@ class Reader {
 };
 
 std::string Describe(const Request& r) {
-  std::string op = r.type == OpType::kAllreduce
-                       ? std::string(r.average ? "average"
-                                               : ReduceOpName(r.reduce)) +
-                             " allreduce"
-                       : "broadcast from root " + std::to_string(r.root);
+  std::string op =
+      r.type == OpType::kAllreduce
+          ? std::string(r.average ? "average" : ReduceOpName(r.reduce)) +
+                " allreduce"
+          : "broadcast from root " + std::to_string(r.root);
   return op + " of " + std::to_string(r.count) + " " +
          std::string(DataTypeName(r.dtype)) + " elements" +
          (r.prescale != 1.0 || r.postscale != 1.0
@@ -87,9 +90,9 @@ void Completion::Set(Status s) {
   cv_.notify_all();
 }
 
-std::string Engine::Encode(bool shutdown, const std::vector<Request>& reqs) {
+std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
   std::string out;
-  PutValue<uint8_t>(out, shutdown ? 1 : 0);
+  PutValue<uint8_t>(out, stop);
   PutValue<uint32_t>(out, static_cast<uint32_t>(reqs.size()));
   for (const Request& r : reqs) {
     PutValue<uint32_t>(out, static_cast<uint32_t>(r.name.size()));
@@ -107,13 +110,13 @@ std::string Engine::Encode(bool shutdown, const std::vector<Request>& reqs) {
 }
 
 StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
-                                              bool* shutdown) {
+                                              uint8_t* stop) {
   Reader in(bytes);
   uint8_t sd = 0;
   uint32_t n = 0;
   auto bad = Status::DataLoss("negotiation", "malformed message from a peer");
-  if (!in.Get(&sd) || !in.Get(&n)) return bad;
-  *shutdown = sd != 0;
+  if (!in.Get(&sd) || !in.Get(&n) || sd > 2) return bad;
+  *stop = sd;
   std::vector<Request> reqs;
   for (uint32_t i = 0; i < n; ++i) {
     Request r;
@@ -203,23 +206,39 @@ void Engine::FailAll(const Status& s) {
 
 void Engine::Loop() {
   for (;;) {
-    bool shutting;
+    uint8_t stop;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, options_.cycle_time,
                    [this] { return stop_ || !fresh_.empty(); });
-      shutting = stop_;
+      stop = stop_ ? kShutdown : kRunning;
     }
-    bool everyone_done = false;
-    Status s = RunCycle(shutting, &everyone_done);
+    if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
+      stop = kStalled;
+    }
+    uint8_t everyone = kRunning;
+    Status s = RunCycle(stop, &everyone);
     if (!s.ok()) {
       FailAll(s);
       return;
     }
-    if (everyone_done) {
-      FailAll(Status::Aborted("rank " + std::to_string(options_.rank),
-                              "the job is shutting down (a rank called "
-                              "hvd::shutdown())"));
+    if (everyone != kRunning) {
+      FailAll(
+          everyone == kStalled
+              ? Status::Aborted(
+                    "rank " + std::to_string(options_.rank),
+                    "the job was stopped by the stall inspector after " +
+                        std::to_string(options_.stall_shutdown.count() / 1000) +
+                        " s: " +
+                        [&] {
+                          bool unused = false;
+                          return StallReport(std::chrono::steady_clock::now(),
+                                             &unused);
+                        }() +
+                        " (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)")
+              : Status::Aborted("rank " + std::to_string(options_.rank),
+                                "the job is shutting down (a rank called "
+                                "hvd::shutdown())"));
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
       return;
@@ -227,18 +246,67 @@ void Engine::Loop() {
   }
 }
 
-Status Engine::RunCycle(bool shutting_down, bool* everyone_done) {
+std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
+                                bool* past_shutdown) const {
+  std::string report;
+  int listed = 0;
+  for (const auto& [name, seen] : seen_) {
+    auto age = now - seen.since;
+    if (age < options_.stall_warning) continue;
+    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
+      *past_shutdown = true;
+    }
+    if (listed++ >= 10) continue;
+    std::vector<bool> has(options_.size, false);
+    for (int r : seen.ranks) has[r] = true;
+    std::string missing;
+    for (int r = 0; r < options_.size; ++r) {
+      if (!has[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    report += (report.empty() ? "" : "; ") + std::string("'") + name +
+              "' (missing ranks: " + missing + ")";
+  }
+  if (listed > 10) report += "; and " + std::to_string(listed - 10) + " more";
+  return report;
+}
+
+bool Engine::InspectStalls() {
+  if (!options_.stall_check) return false;
+  auto now = std::chrono::steady_clock::now();
+  // Checked once per warning period (or shutdown time, if shorter).
+  auto period =
+      std::min(options_.stall_warning, options_.stall_shutdown.count() > 0
+                                           ? options_.stall_shutdown
+                                           : options_.stall_warning);
+  if (now - last_stall_check_ < period) return false;
+  last_stall_check_ = now;
+  bool past_shutdown = false;
+  std::string report = StallReport(now, &past_shutdown);
+  if (report.empty()) return false;
+  std::string warning =
+      "stalled tensors: some ranks submitted them and others did not for " +
+      std::to_string(options_.stall_warning.count() / 1000) + " s: " + report +
+      ". Every rank must submit the same tensors (in any order).";
+  if (options_.on_stall_warning) {
+    options_.on_stall_warning(warning);
+  } else {
+    HVD_LOG(Warning) << warning;
+  }
+  return past_shutdown;
+}
+
+Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   std::vector<Request> mine;
   {
     std::lock_guard<std::mutex> lock(mu_);
     mine.swap(fresh_);
   }
-  const std::string msg = Encode(shutting_down, mine);
+  const std::string msg = Encode(stop, mine);
   const size_t n = static_cast<size_t>(options_.size);
   std::vector<uint64_t> sizes(n);
   uint64_t my_size = msg.size();
-  HVD_RETURN_IF_ERROR(backend_->Allgatherv(&my_size, sizes.data(),
-                                           std::vector<size_t>(n, 8)));
+  HVD_RETURN_IF_ERROR(
+      backend_->Allgatherv(&my_size, sizes.data(), std::vector<size_t>(n, 8)));
   std::vector<size_t> bytes(sizes.begin(), sizes.end());
   size_t total = 0;
   for (size_t b : bytes) total += b;
@@ -247,22 +315,24 @@ Status Engine::RunCycle(bool shutting_down, bool* everyone_done) {
 
   std::vector<std::string> ready;
   size_t off = 0;
+  auto now = std::chrono::steady_clock::now();
   for (size_t r = 0; r < n; ++r) {
     std::string part = all.substr(off, bytes[r]);
     off += bytes[r];
-    bool sd = false;
+    uint8_t sd = kRunning;
     HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &sd));
-    if (sd) *everyone_done = true;
+    // A stall verdict wins over a plain shutdown: it carries the reason.
+    if (sd > *everyone_stop) *everyone_stop = sd;
     for (Request& req : reqs) {
       Seen& s = seen_[req.name];
       if (s.ranks.empty()) {
         s.first = req;
         s.first_rank = static_cast<int>(r);
+        s.since = now;
       } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
         s.mismatch = "rank " + std::to_string(r) + " asks for " +
                      Describe(req) + " but rank " +
-                     std::to_string(s.first_rank) + " for " +
-                     Describe(s.first);
+                     std::to_string(s.first_rank) + " for " + Describe(s.first);
       }
       s.ranks.push_back(static_cast<int>(r));
       if (s.ranks.size() == n) ready.push_back(req.name);
@@ -291,7 +361,8 @@ Status Engine::Execute(const std::vector<std::string>& ready) {
     }
     if (!seen.mismatch.empty()) {
       HVD_RETURN_IF_ERROR(flush());
-      Status err = Status::InvalidArgument("tensor '" + name + "'", seen.mismatch);
+      Status err =
+          Status::InvalidArgument("tensor '" + name + "'", seen.mismatch);
       std::shared_ptr<Completion> done = p->done;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -318,8 +389,8 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   const size_t esize = DataTypeSize(r0.dtype);
   Status status;
   if (r0.type == OpType::kBroadcast) {
-    status = backend_->Broadcast(group.front()->data,
-                                 static_cast<size_t>(r0.count) * esize, r0.root);
+    status = backend_->Broadcast(
+        group.front()->data, static_cast<size_t>(r0.count) * esize, r0.root);
   } else {
     double post = r0.postscale * (r0.average ? 1.0 / options_.size : 1.0);
     size_t total = 0;

@@ -48,6 +48,14 @@ struct EngineOptions {
   int size = 1;
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
   std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+  // Stall inspector (rank 0): warn about tensors some ranks submitted and
+  // others not for longer than the warning time, naming the missing ranks;
+  // after the shutdown time (0: never) end the job with an error.
+  bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
+  std::chrono::milliseconds stall_warning{60000};  // ..._CHECK_TIME_SECONDS
+  std::chrono::milliseconds stall_shutdown{0};     // ..._SHUTDOWN_TIME_SECONDS
+  // Where warnings go; default: the log at WARNING.
+  std::function<void(const std::string&)> on_stall_warning;
 };
 
 enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1 };
@@ -93,9 +101,9 @@ class Engine {
   void Shutdown();
 
   // Serialization of negotiation messages (exposed for tests).
-  static std::string Encode(bool shutdown, const std::vector<Request>& reqs);
+  static std::string Encode(uint8_t stop, const std::vector<Request>& reqs);
   static StatusOr<std::vector<Request>> Decode(const std::string& bytes,
-                                               bool* shutdown);
+                                               uint8_t* stop);
 
  private:
   struct Pending {
@@ -103,15 +111,24 @@ class Engine {
     void* data = nullptr;
     std::shared_ptr<Completion> done;
   };
-  struct Seen {  // what the negotiation knows of one tensor
-    Request first;     // metadata of the first rank that named it
+  struct Seen {     // what the negotiation knows of one tensor
+    Request first;  // metadata of the first rank that named it
     int first_rank = -1;
     std::vector<int> ranks;
     std::string mismatch;  // set when a rank's metadata differs
+    std::chrono::steady_clock::time_point since;  // first named
   };
+  // Stop reasons carried by the negotiation's shutdown byte.
+  enum StopReason : uint8_t { kRunning = 0, kShutdown = 1, kStalled = 2 };
 
   void Loop();
-  Status RunCycle(bool shutting_down, bool* everyone_done);
+  Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
+  // Rank 0: warns about stalled tensors; returns true when the stall has
+  // lasted past the shutdown time.
+  bool InspectStalls();
+  // The tensors pending past the warning time, with their missing ranks.
+  std::string StallReport(std::chrono::steady_clock::time_point now,
+                          bool* past_shutdown) const;
   Status Execute(const std::vector<std::string>& ready);
   Status ExecuteFused(const std::vector<Pending*>& group);
   void FailAll(const Status& s);
@@ -120,13 +137,15 @@ class Engine {
   Backend* backend_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Request> fresh_;                 // guarded by mu_: not yet sent
-  std::map<std::string, Pending> pending_;     // guarded by mu_
-  bool stop_ = false;                          // guarded by mu_
-  Status failed_;                              // guarded by mu_
+  std::vector<Request> fresh_;              // guarded by mu_: not yet sent
+  std::map<std::string, Pending> pending_;  // guarded by mu_
+  bool stop_ = false;                       // guarded by mu_
+  Status failed_;                           // guarded by mu_
   // Only the engine thread touches these:
   std::map<std::string, Seen> seen_;
   std::vector<uint8_t> fusion_;
+  std::chrono::steady_clock::time_point last_stall_check_ =
+      std::chrono::steady_clock::now();
   std::thread thread_;
 };
 

@@ -16,6 +16,19 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   HVD_ASSIGN_OR_RETURN(int64_t fusion, EnvInt64("HOROVOD_FUSION_THRESHOLD",
                                                 128LL << 20, 0, 1LL << 40));
   c.fusion_threshold_bytes = static_cast<size_t>(fusion);
+  if (auto off = GetEnv("HOROVOD_STALL_CHECK_DISABLE"); off && !off->empty()) {
+    HVD_ASSIGN_OR_RETURN(bool disabled,
+                         ParseBool(*off, "HOROVOD_STALL_CHECK_DISABLE"));
+    c.stall_check = !disabled;
+  }
+  HVD_ASSIGN_OR_RETURN(
+      int64_t warn,
+      EnvInt64("HOROVOD_STALL_CHECK_TIME_SECONDS", 60, 1, 7 * 86400));
+  c.stall_warning = std::chrono::seconds(warn);
+  HVD_ASSIGN_OR_RETURN(
+      int64_t stop,
+      EnvInt64("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0, 0, 7 * 86400));
+  c.stall_shutdown = std::chrono::seconds(stop);
   if (auto cycle = GetEnv("HOROVOD_CYCLE_TIME")) {
     HVD_ASSIGN_OR_RETURN(double ms,
                          ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0.001, 1e6));

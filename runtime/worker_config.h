@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,11 @@ struct WorkerConfig {
       30000};                                  // HOROVOD_GLOO_TIMEOUT_SECONDS
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
   std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+  bool stall_check = true;                     // !HOROVOD_STALL_CHECK_DISABLE
+  // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
+  std::chrono::milliseconds stall_warning{60000};
+  std::chrono::milliseconds stall_shutdown{0};
+  std::function<void(const std::string&)> on_stall_warning;  // tests only
   // What the launcher planned (HOROVOD_*), if it said.
   std::optional<rendezvous::Assignment> expected;
 

@@ -20,7 +20,8 @@ using std::chrono::milliseconds;
 
 void RunRanks(int size, size_t fusion_bytes,
               const std::function<void(Context&, int)>& body,
-              milliseconds gloo_timeout = milliseconds(20000)) {
+              milliseconds gloo_timeout = milliseconds(20000),
+              const std::function<void(WorkerConfig&)>& tune = nullptr) {
   rendezvous::ServerOptions options;
   options.admin_token = "admin";
   auto server = rendezvous::RendezvousServer::Start(options);
@@ -40,6 +41,7 @@ void RunRanks(int size, size_t fusion_bytes,
       c.start_timeout = milliseconds(20000);
       c.gloo_timeout = gloo_timeout;
       c.fusion_threshold_bytes = fusion_bytes;
+      if (tune) tune(c);
       auto ctx = Context::Create(c);
       ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
       body(**ctx, r);
@@ -59,11 +61,11 @@ TEST(EngineCodecTest, RoundTripsAndRejectsGarbage) {
   b.name = "b";
   b.type = OpType::kBroadcast;
   b.root = 3;
-  std::string msg = Engine::Encode(true, {a, b});
-  bool sd = false;
+  std::string msg = Engine::Encode(1, {a, b});
+  uint8_t sd = 0;
   auto back = Engine::Decode(msg, &sd);
   ASSERT_TRUE(back.ok());
-  EXPECT_TRUE(sd);
+  EXPECT_EQ(sd, 1);
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[0].name, "layer1/weights");
   EXPECT_EQ((*back)[0].count, 12345);
@@ -114,7 +116,8 @@ TEST_P(EngineTest, ManyTensorsInDifferentOrdersPerRank) {
       T& t = tensors[k];
       t.buf.resize(t.n * DataTypeSize(t.dtype));
       for (size_t e = 0; e < t.n; ++e) {
-        SetElementFromDouble(t.dtype, t.buf.data(), e, 2 * (1 + (e + rank) % 3));
+        SetElementFromDouble(t.dtype, t.buf.data(), e,
+                             2 * (1 + (e + rank) % 3));
       }
       Request r;
       r.name = t.name;
@@ -177,14 +180,15 @@ TEST_P(EngineTest, BroadcastAndScaleFactors) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SizesAndFusion, EngineTest,
-    ::testing::Values(Case{1, 128u << 20}, Case{2, 128u << 20}, Case{2, 0},
-                      Case{3, 4096}, Case{4, 128u << 20}, Case{4, 0}),
-    [](const auto& info) {
-      return "np" + std::to_string(info.param.size) + "_fusion" +
-             std::to_string(info.param.fusion);
-    });
+INSTANTIATE_TEST_SUITE_P(SizesAndFusion, EngineTest,
+                         ::testing::Values(Case{1, 128u << 20},
+                                           Case{2, 128u << 20}, Case{2, 0},
+                                           Case{3, 4096}, Case{4, 128u << 20},
+                                           Case{4, 0}),
+                         [](const auto& info) {
+                           return "np" + std::to_string(info.param.size) +
+                                  "_fusion" + std::to_string(info.param.fusion);
+                         });
 
 TEST(EngineErrorTest, MismatchedCountsNameTensorAndRanks) {
   RunRanks(2, 1 << 20, [&](Context& ctx, int rank) {
@@ -194,7 +198,8 @@ TEST(EngineErrorTest, MismatchedCountsNameTensorAndRanks) {
     r.count = rank == 0 ? 10 : 11;
     Status s = ctx.engine().Enqueue(r, x.data())->Wait();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(s.message().find("tensor 'grad/w'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("tensor 'grad/w'"), std::string::npos)
+        << s.message();
     EXPECT_NE(s.message().find("rank 1 asks for sum allreduce of 11 float32"),
               std::string::npos)
         << s.message();
@@ -279,6 +284,49 @@ TEST(EngineErrorTest, ShutdownOfOneRankEndsTheOthersPendingWork) {
     EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
     EXPECT_NE(s.message().find("shutting down"), std::string::npos);
   });
+}
+
+TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  auto start = std::chrono::steady_clock::now();
+  RunRanks(
+      3, 1 << 20,
+      [&](Context& ctx, int rank) {
+        std::vector<float> x(4);
+        Request r;
+        r.name = "only-rank-0-and-1";
+        r.count = 4;
+        if (rank == 2) {
+          // Rank 2 never submits it; it waits on something else.
+          r.name = "only-rank-2";
+        }
+        Status s = ctx.engine().Enqueue(r, x.data())->Wait();
+        EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+        EXPECT_NE(s.message().find("stall inspector"), std::string::npos)
+            << s.message();
+        EXPECT_NE(s.message().find("'only-rank-0-and-1' (missing ranks: 2)"),
+                  std::string::npos)
+            << s.message();
+      },
+      milliseconds(20000),
+      [&](WorkerConfig& c) {
+        c.stall_warning = milliseconds(300);
+        c.stall_shutdown = milliseconds(1200);
+        c.on_stall_warning = [&](const std::string& w) {
+          std::lock_guard<std::mutex> lock(mu);
+          warnings.push_back(w);
+        };
+      });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("'only-rank-0-and-1' (missing ranks: 2)"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("'only-rank-2' (missing ranks: 0, 1)"),
+            std::string::npos)
+      << warnings[0];
 }
 
 }  // namespace
