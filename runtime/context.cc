@@ -3,9 +3,11 @@
 #include <cstring>
 #include <vector>
 
+#include "common/logging.h"
 #include "rendezvous/client.h"
 #include "runtime/backends/gloo/gloo_backend.h"
 #include "runtime/store.h"
+#include "runtime/timeline.h"
 
 namespace hvd::runtime {
 namespace {
@@ -59,12 +61,23 @@ class SingleProcessBackend final : public Backend {
 
 Context::~Context() {
   if (engine_) engine_->Shutdown();
+  engine_.reset();
+  timeline_.reset();  // after the engine: it may still write events
 }
 
 Engine& Context::engine() {
   std::call_once(engine_once_, [this] {
     engine_options_.rank = assignment_.rank;
     engine_options_.size = assignment_.size;
+    if (assignment_.rank == 0 && !timeline_path_.empty()) {
+      timeline_ = std::make_unique<Timeline>();
+      Status s = timeline_->Open(timeline_path_, timeline_mark_cycles_);
+      if (s.ok()) {
+        engine_options_.timeline = timeline_.get();
+      } else {
+        HVD_LOG(Error) << s.ToString();
+      }
+    }
     engine_ = std::make_unique<Engine>(engine_options_, backend_.get());
   });
   return *engine_;
@@ -78,6 +91,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   ctx->engine_options_.stall_warning = config.stall_warning;
   ctx->engine_options_.stall_shutdown = config.stall_shutdown;
   ctx->engine_options_.on_stall_warning = config.on_stall_warning;
+  ctx->timeline_path_ = config.timeline;
+  ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
     ctx->backend_ = std::make_unique<SingleProcessBackend>();
     return ctx;

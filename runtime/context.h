@@ -17,6 +17,8 @@ class RendezvousClient;
 
 namespace hvd::runtime {
 
+class Timeline;
+
 class Context {
  public:
   // Joins (when launched) and connects the backend. Blocks up to the start
@@ -34,6 +36,8 @@ class Context {
   // collective must go through it (the backend is not shared between
   // threads).
   Engine& engine();
+  // Rank 0's timeline once the engine runs with HOROVOD_TIMELINE, else null.
+  Timeline* timeline() { return timeline_.get(); }
 
  private:
   Context() = default;
@@ -42,6 +46,9 @@ class Context {
   std::unique_ptr<rendezvous::RendezvousClient> client_;
   std::unique_ptr<Backend> backend_;
   EngineOptions engine_options_;
+  std::string timeline_path_;
+  bool timeline_mark_cycles_ = false;
+  std::unique_ptr<Timeline> timeline_;  // rank 0 with HOROVOD_TIMELINE
   std::once_flag engine_once_;
   std::unique_ptr<Engine> engine_;  // destroyed before the backend
 };

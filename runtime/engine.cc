@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "runtime/timeline.h"
 
 namespace hvd::runtime {
 namespace {
@@ -39,6 +40,10 @@ class Reader {
   const std::string& s_;
   size_t pos_ = 0;
 };
+
+const char* OpName(OpType t) {
+  return t == OpType::kAllreduce ? "ALLREDUCE" : "BROADCAST";
+}
 
 std::string Describe(const Request& r) {
   std::string op =
@@ -323,8 +328,13 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &sd));
     // A stall verdict wins over a plain shutdown: it carries the reason.
     if (sd > *everyone_stop) *everyone_stop = sd;
+    Timeline* tl = options_.timeline;
     for (Request& req : reqs) {
       Seen& s = seen_[req.name];
+      if (tl && s.ranks.empty()) {
+        tl->NegotiateStart(req.name, OpName(req.type));
+      }
+      if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
       if (s.ranks.empty()) {
         s.first = req;
         s.first_rank = static_cast<int>(r);
@@ -335,8 +345,14 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
                      std::to_string(s.first_rank) + " for " + Describe(s.first);
       }
       s.ranks.push_back(static_cast<int>(r));
-      if (s.ranks.size() == n) ready.push_back(req.name);
+      if (s.ranks.size() == n) {
+        ready.push_back(req.name);
+        if (tl) tl->NegotiateEnd(req.name);
+      }
     }
+  }
+  if (options_.timeline && options_.timeline->mark_cycles() && !ready.empty()) {
+    options_.timeline->MarkCycle();
   }
   return Execute(ready);
 }
@@ -384,20 +400,42 @@ Status Engine::Execute(const std::vector<std::string>& ready) {
   return flush();
 }
 
+template <typename F>
+Status Engine::Traced(const std::vector<Pending*>& group, bool fused, F&& run) {
+  Timeline* tl = options_.timeline;
+  if (!tl) return run([](const char*) {}, [] {});
+  for (Pending* p : group) tl->Start(p->request.name, OpName(p->request.type));
+  (void)fused;
+  Status s = run(
+      [&](const char* activity) {
+        for (Pending* p : group) tl->ActivityStart(p->request.name, activity);
+      },
+      [&] {
+        for (Pending* p : group) tl->ActivityEnd(p->request.name);
+      });
+  for (Pending* p : group) tl->End(p->request.name);
+  return s;
+}
+
 Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   const Request& r0 = group.front()->request;
   const size_t esize = DataTypeSize(r0.dtype);
-  Status status;
-  if (r0.type == OpType::kBroadcast) {
-    status = backend_->Broadcast(
-        group.front()->data, static_cast<size_t>(r0.count) * esize, r0.root);
-  } else {
+  const bool fused = group.size() > 1;
+  Status status = Traced(group, fused, [&](auto begin, auto end) -> Status {
+    if (r0.type == OpType::kBroadcast) {
+      begin("GLOO_BROADCAST");
+      Status s = backend_->Broadcast(
+          group.front()->data, static_cast<size_t>(r0.count) * esize, r0.root);
+      end();
+      return s;
+    }
     double post = r0.postscale * (r0.average ? 1.0 / options_.size : 1.0);
     size_t total = 0;
     for (Pending* p : group) total += static_cast<size_t>(p->request.count);
     void* buffer = group.front()->data;
-    if (group.size() > 1) {
+    if (fused) {
       // Fuse: pack every tensor into one buffer, one call, unpack.
+      begin("MEMCPY_IN_FUSION_BUFFER");
       fusion_.resize(total * esize);
       size_t at = 0;
       for (Pending* p : group) {
@@ -406,19 +444,26 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
         at += b;
       }
       buffer = fusion_.data();
+      end();
     }
     if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
-    status = backend_->Allreduce(buffer, total, r0.dtype, r0.reduce);
-    if (status.ok() && post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
-    if (status.ok() && group.size() > 1) {
+    begin("GLOO_ALLREDUCE");
+    Status s = backend_->Allreduce(buffer, total, r0.dtype, r0.reduce);
+    end();
+    if (!s.ok()) return s;
+    if (post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
+    if (fused) {
+      begin("MEMCPY_OUT_FUSION_BUFFER");
       size_t at = 0;
       for (Pending* p : group) {
         size_t b = static_cast<size_t>(p->request.count) * esize;
         if (b) std::memcpy(p->data, fusion_.data() + at, b);
         at += b;
       }
+      end();
     }
-  }
+    return Status::Ok();
+  });
   if (!status.ok()) return status;  // FailAll completes everyone
   std::vector<std::shared_ptr<Completion>> done;
   {

@@ -43,6 +43,8 @@
 
 namespace hvd::runtime {
 
+class Timeline;
+
 struct EngineOptions {
   int rank = 0;
   int size = 1;
@@ -56,6 +58,8 @@ struct EngineOptions {
   std::chrono::milliseconds stall_shutdown{0};     // ..._SHUTDOWN_TIME_SECONDS
   // Where warnings go; default: the log at WARNING.
   std::function<void(const std::string&)> on_stall_warning;
+  // Rank 0's timeline, or null. Not owned; outlives the engine.
+  Timeline* timeline = nullptr;
 };
 
 enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1 };
@@ -126,6 +130,9 @@ class Engine {
   // Rank 0: warns about stalled tensors; returns true when the stall has
   // lasted past the shutdown time.
   bool InspectStalls();
+  // Timeline events of one executed group, around `run`.
+  template <typename F>
+  Status Traced(const std::vector<Pending*>& group, bool fused, F&& run);
   // The tensors pending past the warning time, with their missing ranks.
   std::string StallReport(std::chrono::steady_clock::time_point now,
                           bool* past_shutdown) const;

@@ -29,6 +29,11 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
       int64_t stop,
       EnvInt64("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0, 0, 7 * 86400));
   c.stall_shutdown = std::chrono::seconds(stop);
+  if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
+  if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
+    HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
+                         ParseBool(*mc, "HOROVOD_TIMELINE_MARK_CYCLES"));
+  }
   if (auto cycle = GetEnv("HOROVOD_CYCLE_TIME")) {
     HVD_ASSIGN_OR_RETURN(double ms,
                          ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0.001, 1e6));

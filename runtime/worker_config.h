@@ -43,6 +43,8 @@ struct WorkerConfig {
   std::chrono::milliseconds stall_warning{60000};
   std::chrono::milliseconds stall_shutdown{0};
   std::function<void(const std::string&)> on_stall_warning;  // tests only
+  std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
+  bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
   // What the launcher planned (HOROVOD_*), if it said.
   std::optional<rendezvous::Assignment> expected;
 

@@ -4,14 +4,21 @@
 #include "runtime/engine.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "runtime/timeline.h"
 
 namespace hvd::runtime {
 namespace {
@@ -284,6 +291,59 @@ TEST(EngineErrorTest, ShutdownOfOneRankEndsTheOthersPendingWork) {
     EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
     EXPECT_NE(s.message().find("shutting down"), std::string::npos);
   });
+}
+
+TEST(TimelineTest, ChromeTraceOfEveryPhaseValidAtEveryFlush) {
+  char tmpl[] = "/tmp/hvd-timeline-XXXXXX";
+  int fd = mkstemp(tmpl);
+  close(fd);
+  std::string path = tmpl;
+  RunRanks(
+      2, 1 << 20,
+      [&](Context& ctx, int rank) {
+        std::vector<std::vector<float>> bufs(6, std::vector<float>(64, 1.0f));
+        std::vector<std::shared_ptr<Completion>> done;
+        for (int i = 0; i < 6; ++i) {
+          Request r;
+          r.name = "layer" + std::to_string(i) + "/\"grad\"";
+          r.count = 64;
+          done.push_back(ctx.engine().Enqueue(r, bufs[i].data()));
+        }
+        for (auto& d : done) ASSERT_TRUE(d->Wait().ok());
+        if (rank == 0) {
+          ASSERT_NE(ctx.timeline(), nullptr);
+          ctx.timeline()->Flush();
+          std::ifstream f(path);
+          std::stringstream text;
+          text << f.rdbuf();
+          // Valid while the job still runs.
+          EXPECT_NO_THROW((void)nlohmann::json::parse(text.str()))
+              << text.str();
+        }
+      },
+      milliseconds(20000),
+      [&](WorkerConfig& c) {
+        c.timeline = path;
+        c.timeline_mark_cycles = true;
+      });
+  std::ifstream f(path);
+  nlohmann::json trace = nlohmann::json::parse(f);
+  ASSERT_TRUE(trace.is_array());
+  std::map<std::string, int> phases;
+  std::set<std::string> processes;
+  for (const auto& e : trace) {
+    if (e["ph"] == "M") processes.insert(e["args"]["name"].get<std::string>());
+    if (e.contains("name"))
+      phases[e["name"].get<std::string>() + e["ph"].get<std::string>()]++;
+  }
+  EXPECT_TRUE(processes.count("layer0/\"grad\"")) << trace.dump();
+  EXPECT_EQ(phases["NEGOTIATE_ALLREDUCEB"], 6);
+  EXPECT_EQ(phases["ALLREDUCEB"], 6);
+  EXPECT_EQ(phases["GLOO_ALLREDUCEB"], 6);
+  EXPECT_GE(phases["0i"], 6);  // rank 0 ready marks
+  EXPECT_GE(phases["1i"], 6);  // rank 1 ready marks
+  EXPECT_GE(phases["CYCLE_STARTi"], 1);
+  unlink(path.c_str());
 }
 
 TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
