@@ -41,6 +41,9 @@ class Reader {
   size_t pos_ = 0;
 };
 
+// How long a burst of submissions must pause before a cycle starts early.
+constexpr auto kQuiet = std::chrono::microseconds(100);
+
 const char* OpName(OpType t) {
   return t == OpType::kAllreduce ? "ALLREDUCE" : "BROADCAST";
 }
@@ -213,9 +216,23 @@ void Engine::Loop() {
   for (;;) {
     uint8_t stop;
     {
+      // The cycle time bounds the wait for more tensors: a burst of
+      // submissions (a backward pass) goes out together, and the cycle
+      // starts as soon as the burst has been quiet for a moment.
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, options_.cycle_time,
-                   [this] { return stop_ || !fresh_.empty(); });
+      auto deadline = std::chrono::steady_clock::now() + options_.cycle_time;
+      cv_.wait_until(lock, deadline,
+                     [this] { return stop_ || !fresh_.empty(); });
+      size_t seen = fresh_.size();
+      while (!stop_ && seen > 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        auto quiet = std::min<std::chrono::steady_clock::time_point>(
+            deadline, std::chrono::steady_clock::now() + kQuiet);
+        cv_.wait_until(lock, quiet,
+                       [&] { return stop_ || fresh_.size() != seen; });
+        if (fresh_.size() == seen) break;  // quiet: go
+        seen = fresh_.size();
+      }
       stop = stop_ ? kShutdown : kRunning;
     }
     if (stop == kRunning && options_.rank == 0 && InspectStalls()) {

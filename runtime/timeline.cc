@@ -23,9 +23,9 @@ Timeline::~Timeline() {
 Status Timeline::Open(const std::string& path, bool mark_cycles) {
   fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    return Status::PermissionDenied("HOROVOD_TIMELINE '" + path + "'",
-                                    std::string("cannot be written: ") +
-                                        std::strerror(errno));
+    return Status::PermissionDenied(
+        "HOROVOD_TIMELINE '" + path + "'",
+        std::string("cannot be written: ") + std::strerror(errno));
   }
   if (write(fd_, "[\n]", 3) != 3) {
     return Status::Internal("timeline", std::strerror(errno));
@@ -55,9 +55,9 @@ void Timeline::Emit(const std::string& tensor, const std::string& name,
                      nlohmann::json(tensor).dump() + "}}");
   }
   std::string e = R"({"name": )" + nlohmann::json(name).dump() +
-                  R"(, "ph": ")" + std::string(1, phase) +
-                  R"(", "ts": )" + std::to_string(ts) +
-                  R"(, "pid": )" + std::to_string(pid) + R"(, "tid": 0)";
+                  R"(, "ph": ")" + std::string(1, phase) + R"(", "ts": )" +
+                  std::to_string(ts) + R"(, "pid": )" + std::to_string(pid) +
+                  R"(, "tid": 0)";
   if (phase == 'i') e += R"(, "s": "p")";
   e += extra + "}";
   queue_.push_back(std::move(e));
@@ -65,13 +65,16 @@ void Timeline::Emit(const std::string& tensor, const std::string& name,
   cv_.notify_one();
 }
 
-void Timeline::NegotiateStart(const std::string& tensor, const std::string& op) {
+void Timeline::NegotiateStart(const std::string& tensor,
+                              const std::string& op) {
   Emit(tensor, "NEGOTIATE_" + op, 'B');
 }
 void Timeline::NegotiateRankReady(const std::string& tensor, int rank) {
   Emit(tensor, std::to_string(rank), 'i');
 }
-void Timeline::NegotiateEnd(const std::string& tensor) { Emit(tensor, "", 'E'); }
+void Timeline::NegotiateEnd(const std::string& tensor) {
+  Emit(tensor, "", 'E');
+}
 void Timeline::Start(const std::string& tensor, const std::string& op) {
   Emit(tensor, op, 'B');
 }

@@ -58,11 +58,11 @@ class Timeline {
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
   std::condition_variable cv_, flushed_;
-  std::map<std::string, int> pids_;      // guarded by mu_
-  std::vector<std::string> queue_;       // guarded by mu_
-  uint64_t queued_ = 0, written_ = 0;    // guarded by mu_
-  bool stop_ = false;                    // guarded by mu_
-  bool first_ = true;                    // writer thread only
+  std::map<std::string, int> pids_;    // guarded by mu_
+  std::vector<std::string> queue_;     // guarded by mu_
+  uint64_t queued_ = 0, written_ = 0;  // guarded by mu_
+  bool stop_ = false;                  // guarded by mu_
+  bool first_ = true;                  // writer thread only
   std::thread writer_;
 };
 

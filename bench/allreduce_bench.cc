@@ -1,0 +1,108 @@
+// allreduce_bench: run under `horovodrun -np N`. fp32 allreduce of sizes
+// 4 B .. 64 MiB, and a fusion step (64 tensors of 16 KiB):
+//   --mode engine  through libhvd's engine (async named ops, fused)
+//   --mode gloo    the same sizes straight on the Gloo backend (ring
+//                  allreduce), and the fusion step as 64 sequential calls
+// Rank 0 prints "RESULT <mode> <bytes> <seconds per op>" and
+// "RESULT <mode> fusion <seconds per step>"; bench/run_allreduce.sh turns
+// them into BENCH lines.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "hvd/hvd.h"
+#include "runtime/context.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Iterations(size_t bytes) {
+  return static_cast<int>(std::clamp<size_t>(
+      (size_t{256} << 20) / std::max<size_t>(bytes, 1), 5, 2000));
+}
+
+template <typename Op>
+double TimePerOp(int iters, Op&& op) {
+  for (int i = 0; i < 3; ++i) op();  // warm-up
+  auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) op();
+  return std::chrono::duration<double>(Clock::now() - start).count() / iters;
+}
+
+int Fail(const hvd::Status& s) {
+  std::fprintf(stderr, "allreduce_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode =
+      argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
+  if (mode != "engine" && mode != "gloo") {
+    std::fprintf(stderr, "usage: allreduce_bench --mode engine|gloo\n");
+    return 2;
+  }
+  const std::vector<size_t> sizes = {4,        64,        1 << 10,
+                                     16 << 10, 256 << 10, 1 << 20,
+                                     4 << 20,  16 << 20,  64 << 20};
+  std::vector<float> data((64 << 20) / 4, 1.0f);
+  constexpr int kTensors = 64;
+  constexpr size_t kTensorFloats = (16 << 10) / 4;
+  std::vector<std::vector<float>> grads(
+      kTensors, std::vector<float>(kTensorFloats, 1.0f));
+  hvd::Status failed;
+
+  if (mode == "engine") {
+    if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
+    for (size_t bytes : sizes) {
+      std::string name = "bench." + std::to_string(bytes);
+      double t = TimePerOp(Iterations(bytes), [&] {
+        failed.Update(hvd::allreduce_async(name, data.data(), bytes / 4,
+                                           hvd::DataType::kFloat32,
+                                           hvd::ReduceOp::kSum)
+                          .wait());
+      });
+      if (hvd::rank() == 0) std::printf("RESULT engine %zu %.9f\n", bytes, t);
+    }
+    double step = TimePerOp(50, [&] {
+      std::vector<hvd::Handle> handles;
+      for (int i = 0; i < kTensors; ++i) {
+        handles.push_back(hvd::allreduce_async(
+            "grad." + std::to_string(i), grads[i].data(), kTensorFloats,
+            hvd::DataType::kFloat32, hvd::ReduceOp::kAverage));
+      }
+      for (auto& h : handles) failed.Update(h.wait());
+    });
+    if (hvd::rank() == 0) std::printf("RESULT engine fusion %.9f\n", step);
+    (void)hvd::shutdown();
+  } else {
+    auto config = hvd::runtime::WorkerConfig::FromEnv();
+    if (!config.ok()) return Fail(config.status());
+    auto ctx = hvd::runtime::Context::Create(*config);
+    if (!ctx.ok()) return Fail(ctx.status());
+    hvd::runtime::Backend& backend = (*ctx)->backend();
+    const int rank = (*ctx)->assignment().rank;
+    for (size_t bytes : sizes) {
+      double t = TimePerOp(Iterations(bytes), [&] {
+        failed.Update(backend.Allreduce(data.data(), bytes / 4,
+                                        hvd::runtime::DataType::kFloat32,
+                                        hvd::runtime::ReduceOp::kSum));
+      });
+      if (rank == 0) std::printf("RESULT gloo %zu %.9f\n", bytes, t);
+    }
+    double step = TimePerOp(50, [&] {
+      for (int i = 0; i < kTensors; ++i) {
+        failed.Update(backend.Allreduce(grads[i].data(), kTensorFloats,
+                                        hvd::runtime::DataType::kFloat32,
+                                        hvd::runtime::ReduceOp::kSum));
+      }
+    });
+    if (rank == 0) std::printf("RESULT gloo fusion %.9f\n", step);
+  }
+  std::fflush(stdout);
+  return failed.ok() ? 0 : Fail(failed);
+}
