@@ -45,15 +45,31 @@ class Reader {
 constexpr auto kQuiet = std::chrono::microseconds(100);
 
 const char* OpName(OpType t) {
-  return t == OpType::kAllreduce ? "ALLREDUCE" : "BROADCAST";
+  switch (t) {
+    case OpType::kAllreduce:
+      return "ALLREDUCE";
+    case OpType::kBroadcast:
+      return "BROADCAST";
+    case OpType::kAllgather:
+      return "ALLGATHER";
+  }
+  return "?";
 }
 
 std::string Describe(const Request& r) {
-  std::string op =
-      r.type == OpType::kAllreduce
-          ? std::string(r.average ? "average" : ReduceOpName(r.reduce)) +
-                " allreduce"
-          : "broadcast from root " + std::to_string(r.root);
+  std::string op;
+  switch (r.type) {
+    case OpType::kAllreduce:
+      op = std::string(r.average ? "average" : ReduceOpName(r.reduce)) +
+           " allreduce";
+      break;
+    case OpType::kAllgather:
+      op = "allgather";
+      break;
+    case OpType::kBroadcast:
+      op = "broadcast from root " + std::to_string(r.root);
+      break;
+  }
   return op + " of " + std::to_string(r.count) + " " +
          std::string(DataTypeName(r.dtype)) + " elements" +
          (r.prescale != 1.0 || r.postscale != 1.0
@@ -63,6 +79,10 @@ std::string Describe(const Request& r) {
 }
 
 bool SameShape(const Request& a, const Request& b) {
+  // An allgather's first dimension may differ per rank.
+  if (a.type == OpType::kAllgather && b.type == OpType::kAllgather) {
+    return a.dtype == b.dtype;
+  }
   return a.type == b.type && a.dtype == b.dtype && a.reduce == b.reduce &&
          a.average == b.average && a.count == b.count &&
          a.prescale == b.prescale && a.postscale == b.postscale &&
@@ -133,7 +153,7 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     if (!in.Get(&len) || !in.GetString(&r.name, len) || !in.Get(&type) ||
         !in.Get(&dtype) || !in.Get(&reduce) || !in.Get(&average) ||
         !in.Get(&r.count) || !in.Get(&r.prescale) || !in.Get(&r.postscale) ||
-        !in.Get(&r.root) || type > 1 || dtype > 7 || reduce > 3) {
+        !in.Get(&r.root) || type > 2 || dtype > 7 || reduce > 3) {
       return bad;
     }
     r.type = static_cast<OpType>(type);
@@ -151,7 +171,8 @@ Engine::Engine(EngineOptions options, Backend* backend)
 
 Engine::~Engine() { Shutdown(); }
 
-std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data) {
+std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
+                                            std::vector<uint8_t>* gathered) {
   auto done = std::make_shared<Completion>();
   std::string who = "tensor '" + request.name + "'";
   Status refuse;
@@ -161,6 +182,8 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data) {
     refuse = Status::InvalidArgument(who, "has a negative element count");
   } else if (request.count > 0 && data == nullptr) {
     refuse = Status::InvalidArgument(who, "has no data");
+  } else if (request.type == OpType::kAllgather && gathered == nullptr) {
+    refuse = Status::InvalidArgument(who, "an allgather needs an output");
   } else if (request.type == OpType::kBroadcast &&
              (request.root < 0 || request.root >= options_.size)) {
     refuse = Status::InvalidArgument(
@@ -181,7 +204,8 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data) {
     if (refuse.ok()) {
       fresh_.push_back(request);
       std::string name = request.name;
-      pending_.emplace(name, Pending{std::move(request), data, done});
+      pending_.emplace(name,
+                       Pending{std::move(request), data, gathered, done, {}});
     }
   }
   if (!refuse.ok()) {
@@ -362,6 +386,8 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
                      std::to_string(s.first_rank) + " for " + Describe(s.first);
       }
       s.ranks.push_back(static_cast<int>(r));
+      if (s.counts.empty()) s.counts.assign(n, 0);
+      s.counts[r] = req.count;
       if (s.ranks.size() == n) {
         ready.push_back(req.name);
         if (tl) tl->NegotiateEnd(req.name);
@@ -404,6 +430,7 @@ Status Engine::Execute(const std::vector<std::string>& ready) {
       done->Set(err);
       continue;
     }
+    p->counts = seen.counts;
     const Request& r = p->request;
     size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
     bool fits = group.empty() ||
@@ -439,6 +466,20 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   const size_t esize = DataTypeSize(r0.dtype);
   const bool fused = group.size() > 1;
   Status status = Traced(group, fused, [&](auto begin, auto end) -> Status {
+    if (r0.type == OpType::kAllgather) {
+      Pending* p = group.front();
+      std::vector<size_t> bytes;
+      size_t total = 0;
+      for (int64_t c : p->counts) {
+        bytes.push_back(static_cast<size_t>(c) * esize);
+        total += bytes.back();
+      }
+      p->gathered->resize(total);
+      begin("GLOO_ALLGATHER");
+      Status s = backend_->Allgatherv(p->data, p->gathered->data(), bytes);
+      end();
+      return s;
+    }
     if (r0.type == OpType::kBroadcast) {
       begin("GLOO_BROADCAST");
       Status s = backend_->Broadcast(

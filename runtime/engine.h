@@ -62,7 +62,7 @@ struct EngineOptions {
   Timeline* timeline = nullptr;
 };
 
-enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1 };
+enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
 
 // One operation on one named tensor, as every rank must describe it alike.
 struct Request {
@@ -71,7 +71,7 @@ struct Request {
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce = ReduceOp::kSum;
   bool average = false;
-  int64_t count = 0;  // elements
+  int64_t count = 0;  // elements (allgather: this rank's, may differ)
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = 0;
@@ -97,8 +97,10 @@ class Engine {
   ~Engine();  // shuts down if Shutdown was not called
 
   // Queues `request` on `data` (in place; count elements of dtype). The
-  // buffer must stay valid until the completion is done.
-  std::shared_ptr<Completion> Enqueue(Request request, void* data);
+  // buffer must stay valid until the completion is done. An allgather reads
+  // `data` and fills `*gathered` with every rank's elements in rank order.
+  std::shared_ptr<Completion> Enqueue(Request request, void* data,
+                                      std::vector<uint8_t>* gathered = nullptr);
 
   // Stops after telling the other ranks; pending requests complete with an
   // error. Idempotent.
@@ -113,13 +115,16 @@ class Engine {
   struct Pending {
     Request request;
     void* data = nullptr;
+    std::vector<uint8_t>* gathered = nullptr;
     std::shared_ptr<Completion> done;
+    std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
   };
   struct Seen {     // what the negotiation knows of one tensor
     Request first;  // metadata of the first rank that named it
     int first_rank = -1;
     std::vector<int> ranks;
-    std::string mismatch;  // set when a rank's metadata differs
+    std::vector<int64_t> counts;  // by rank (allgather)
+    std::string mismatch;         // set when a rank's metadata differs
     std::chrono::steady_clock::time_point since;  // first named
   };
   // Stop reasons carried by the negotiation's shutdown byte.

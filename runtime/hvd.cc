@@ -74,7 +74,8 @@ bool Handle::poll() const { return state_ && state_->completion->done(); }
 
 namespace {
 
-Handle Submit(runtime::Request request, void* data) {
+Handle Submit(runtime::Request request, void* data,
+              std::vector<uint8_t>* gathered = nullptr) {
   runtime::Context* c = Current();
   auto state = std::make_shared<Handle::State>();
   if (!c) {
@@ -82,7 +83,7 @@ Handle Submit(runtime::Request request, void* data) {
     state->completion->Set(NotInitialized("hvd::" + request.name));
     return MakeHandle(state);
   }
-  state->completion = c->engine().Enqueue(std::move(request), data);
+  state->completion = c->engine().Enqueue(std::move(request), data, gathered);
   return MakeHandle(state);
 }
 
@@ -115,6 +116,16 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
   r.prescale = prescale;
   r.postscale = postscale;
   return Submit(std::move(r), data);
+}
+
+Handle allgather_async(const std::string& name, const void* data, int64_t count,
+                       DataType dtype, std::vector<uint8_t>* out) {
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kAllgather;
+  r.dtype = ToRuntime(dtype);
+  r.count = count;
+  return Submit(std::move(r), const_cast<void*>(data), out);
 }
 
 Handle broadcast_async(const std::string& name, void* data, int64_t count,

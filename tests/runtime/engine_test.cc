@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -184,6 +185,39 @@ TEST_P(EngineTest, BroadcastAndScaleFactors) {
     r.postscale = 0.25;
     ASSERT_TRUE(ctx.engine().Enqueue(r, x.data())->Wait().ok());
     for (float f : x) ASSERT_EQ(f, 2.0f * size * 0.25f);
+  });
+}
+
+TEST_P(EngineTest, AllgatherWithDifferentFirstDimensions) {
+  const int size = GetParam().size;
+  RunRanks(size, GetParam().fusion, [&](Context& ctx, int rank) {
+    // Rank r contributes r elements (rank 0 none) of value r, as int64.
+    std::vector<int64_t> mine(rank, rank);
+    std::vector<uint8_t> out;
+    Request r;
+    r.name = "gather";
+    r.type = OpType::kAllgather;
+    r.dtype = DataType::kInt64;
+    r.count = rank;
+    Status s = ctx.engine().Enqueue(r, mine.data(), &out)->Wait();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::vector<int64_t> want;
+    for (int q = 0; q < size; ++q) want.insert(want.end(), q, q);
+    ASSERT_EQ(out.size(), want.size() * 8);
+    std::vector<int64_t> got(want.size());
+    if (!out.empty()) std::memcpy(got.data(), out.data(), out.size());
+    EXPECT_EQ(got, want);
+    // Different dtypes across ranks are an error naming the tensor.
+    if (size > 1) {
+      Request bad = r;
+      bad.name = "gather-bad";
+      bad.dtype = rank == 0 ? DataType::kInt64 : DataType::kInt32;
+      Status e = ctx.engine().Enqueue(bad, mine.data(), &out)->Wait();
+      EXPECT_EQ(e.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(e.message().find("tensor 'gather-bad'"), std::string::npos);
+      EXPECT_NE(e.message().find("allgather of"), std::string::npos)
+          << e.message();
+    }
   });
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -80,6 +81,12 @@ class Handle {
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op = ReduceOp::kAverage,
                        double prescale = 1.0, double postscale = 1.0);
+
+// Gathers every rank's `count` elements (counts may differ per rank: the
+// first dimension) into `*out`, in rank order. `data` and `out` must stay
+// valid until the handle is done.
+Handle allgather_async(const std::string& name, const void* data, int64_t count,
+                       DataType dtype, std::vector<uint8_t>* out);
 
 // In-place broadcast of `count` elements from rank `root`.
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
