@@ -87,6 +87,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   std::unique_ptr<Context> ctx(new Context());
   ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
   ctx->engine_options_.cycle_time = config.cycle_time;
+  ctx->engine_options_.cache_capacity = config.cache_capacity;
   ctx->engine_options_.stall_check = config.stall_check;
   ctx->engine_options_.stall_warning = config.stall_warning;
   ctx->engine_options_.stall_shutdown = config.stall_shutdown;

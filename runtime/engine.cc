@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "runtime/response_cache.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
@@ -167,7 +168,10 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
 }
 
 Engine::Engine(EngineOptions options, Backend* backend)
-    : options_(options), backend_(backend), thread_([this] { Loop(); }) {}
+    : options_(options),
+      backend_(backend),
+      cache_(options.cache_capacity),
+      thread_([this] { Loop(); }) {}
 
 Engine::~Engine() { Shutdown(); }
 
@@ -312,6 +316,25 @@ std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
     report += (report.empty() ? "" : "; ") + std::string("'") + name +
               "' (missing ranks: " + missing + ")";
   }
+  for (const auto& [id, since] : cached_since_) {
+    auto age = now - since;
+    if (age < options_.stall_warning || !cache_.Has(id)) continue;
+    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
+      *past_shutdown = true;
+    }
+    if (listed++ >= 10) continue;
+    std::string missing;
+    auto found = cached_ranks_.find(id);
+    static const std::vector<bool> kNone;
+    const auto& ranks = found == cached_ranks_.end() ? kNone : found->second;
+    for (int r = 0; r < options_.size; ++r) {
+      if (r < static_cast<int>(ranks.size()) && !ranks[r]) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+    }
+    report += (report.empty() ? "" : "; ") + std::string("'") +
+              cache_.Get(id).name + "' (missing ranks: " + missing + ")";
+  }
   if (listed > 10) report += "; and " + std::to_string(listed - 10) + " more";
   return report;
 }
@@ -347,57 +370,145 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     std::lock_guard<std::mutex> lock(mu_);
     mine.swap(fresh_);
   }
-  const std::string msg = Encode(stop, mine);
+  // Requests the cache knows (same name and metadata as a completed one)
+  // only set their bit; the rest travel in full.
+  std::vector<Request> uncached;
+  for (Request& r : mine) {
+    std::optional<uint32_t> id;
+    if (r.type != OpType::kAllgather) id = cache_.Lookup(r);
+    if (id) {
+      my_cached_.insert(*id);
+    } else {
+      uncached.push_back(std::move(r));
+    }
+  }
   const size_t n = static_cast<size_t>(options_.size);
-  std::vector<uint64_t> sizes(n);
-  uint64_t my_size = msg.size();
-  HVD_RETURN_IF_ERROR(
-      backend_->Allgatherv(&my_size, sizes.data(), std::vector<size_t>(n, 8)));
-  std::vector<size_t> bytes(sizes.begin(), sizes.end());
-  size_t total = 0;
-  for (size_t b : bytes) total += b;
-  std::string all(total, '\0');
-  HVD_RETURN_IF_ERROR(backend_->Allgatherv(msg.data(), all.data(), bytes));
+  const size_t capacity = cache_.capacity();
 
-  std::vector<std::string> ready;
-  size_t off = 0;
-  auto now = std::chrono::steady_clock::now();
+  // Phase 1, every cycle: a fixed-size header per rank (stop reason, "I
+  // have uncached requests", and the bits of its pending cached tensors).
+  const size_t header_size = 2 + (capacity + 7) / 8;
+  std::string header(header_size, '\0');
+  header[0] = static_cast<char>(stop);
+  header[1] = uncached.empty() ? 0 : 1;
+  for (uint32_t id : my_cached_)
+    header[2 + id / 8] |= static_cast<char>(1 << (id % 8));
+  std::string headers(header_size * n, '\0');
+  HVD_RETURN_IF_ERROR(backend_->Allgatherv(
+      header.data(), headers.data(), std::vector<size_t>(n, header_size)));
+  bool any_uncached = false;
   for (size_t r = 0; r < n; ++r) {
-    std::string part = all.substr(off, bytes[r]);
-    off += bytes[r];
-    uint8_t sd = kRunning;
-    HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &sd));
-    // A stall verdict wins over a plain shutdown: it carries the reason.
+    uint8_t sd = static_cast<uint8_t>(headers[r * header_size]);
+    if (sd > 2)
+      return Status::DataLoss("negotiation", "malformed header from a peer");
     if (sd > *everyone_stop) *everyone_stop = sd;
-    Timeline* tl = options_.timeline;
-    for (Request& req : reqs) {
-      Seen& s = seen_[req.name];
-      if (tl && s.ranks.empty()) {
-        tl->NegotiateStart(req.name, OpName(req.type));
+    any_uncached |= headers[r * header_size + 1] != 0;
+  }
+  std::vector<std::string> ready;
+  auto now = std::chrono::steady_clock::now();
+  Timeline* tl = options_.timeline;
+  for (uint32_t id = 0; id < capacity; ++id) {
+    int have = 0;
+    for (size_t r = 0; r < n; ++r) {
+      have += (headers[r * header_size + 2 + id / 8] >> (id % 8)) & 1;
+    }
+    if (have == 0) {
+      cached_since_.erase(id);
+      continue;
+    }
+    if (!cache_.Has(id)) {
+      return Status::DataLoss("negotiation",
+                              "a peer named an unknown cached tensor");
+    }
+    if (have == static_cast<int>(n)) {
+      ready.push_back(cache_.Get(id).name);
+      if (tl) {
+        tl->NegotiateStart(ready.back(), OpName(cache_.Get(id).type));
+        tl->NegotiateEnd(ready.back());
       }
-      if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
-      if (s.ranks.empty()) {
-        s.first = req;
-        s.first_rank = static_cast<int>(r);
-        s.since = now;
-      } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
-        s.mismatch = "rank " + std::to_string(r) + " asks for " +
-                     Describe(req) + " but rank " +
-                     std::to_string(s.first_rank) + " for " + Describe(s.first);
-      }
-      s.ranks.push_back(static_cast<int>(r));
-      if (s.counts.empty()) s.counts.assign(n, 0);
-      s.counts[r] = req.count;
-      if (s.ranks.size() == n) {
-        ready.push_back(req.name);
-        if (tl) tl->NegotiateEnd(req.name);
+      cached_since_.erase(id);
+    } else {
+      cached_since_.emplace(id, now);  // for the stall inspector
+      auto& ranks = cached_ranks_[id];
+      ranks.assign(n, false);
+      for (size_t r = 0; r < n; ++r) {
+        ranks[r] = (headers[r * header_size + 2 + id / 8] >> (id % 8)) & 1;
       }
     }
   }
-  if (options_.timeline && options_.timeline->mark_cycles() && !ready.empty()) {
-    options_.timeline->MarkCycle();
+
+  // Phase 2, only when some rank has requests the cache does not know:
+  // their sizes, then the requests themselves.
+  if (any_uncached) {
+    const std::string msg = Encode(0, uncached);
+    std::vector<uint64_t> sizes(n);
+    uint64_t my_size = msg.size();
+    HVD_RETURN_IF_ERROR(backend_->Allgatherv(&my_size, sizes.data(),
+                                             std::vector<size_t>(n, 8)));
+    std::vector<size_t> bytes(sizes.begin(), sizes.end());
+    size_t total = 0;
+    for (size_t b : bytes) total += b;
+    std::string all(total, '\0');
+    HVD_RETURN_IF_ERROR(backend_->Allgatherv(msg.data(), all.data(), bytes));
+    size_t off = 0;
+    for (size_t r = 0; r < n; ++r) {
+      std::string part = all.substr(off, bytes[r]);
+      off += bytes[r];
+      uint8_t unused = 0;
+      HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &unused));
+      for (Request& req : reqs) {
+        // A full request for a cached name means some rank changed its
+        // metadata: every rank drops the entry (they all see this message),
+        // and one that had it pending through the cache sends it in full.
+        if (std::optional<uint32_t> stale = cache_.Erase(req.name)) {
+          cached_since_.erase(*stale);
+          if (my_cached_.erase(*stale)) {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = pending_.find(req.name);
+            if (it != pending_.end()) fresh_.push_back(it->second.request);
+          }
+        }
+        Seen& s = seen_[req.name];
+        if (tl && s.ranks.empty()) {
+          tl->NegotiateStart(req.name, OpName(req.type));
+        }
+        if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
+        if (s.ranks.empty()) {
+          s.first = req;
+          s.first_rank = static_cast<int>(r);
+          s.since = now;
+        } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
+          s.mismatch = "rank " + std::to_string(r) + " asks for " +
+                       Describe(req) + " but rank " +
+                       std::to_string(s.first_rank) + " for " +
+                       Describe(s.first);
+        }
+        s.ranks.push_back(static_cast<int>(r));
+        if (s.counts.empty()) s.counts.assign(n, 0);
+        s.counts[r] = req.count;
+        if (s.ranks.size() == n) {
+          ready.push_back(req.name);
+          if (tl) tl->NegotiateEnd(req.name);
+        }
+      }
+    }
   }
+  if (tl && tl->mark_cycles() && !ready.empty()) tl->MarkCycle();
   return Execute(ready);
+}
+
+void Engine::Remember(const Request& r) {
+  if (r.type == OpType::kAllgather) return;  // counts differ per rank
+  std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
+  if (!evicted) return;
+  cached_since_.erase(evicted->id);
+  // Every rank evicts the same entry at the same point. If this rank had
+  // that tensor pending through the cache, it is sent again in full.
+  if (my_cached_.erase(evicted->id)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(evicted->name);
+    if (it != pending_.end()) fresh_.push_back(it->second.request);
+  }
 }
 
 Status Engine::Execute(const std::vector<std::string>& ready) {
@@ -524,12 +635,18 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   });
   if (!status.ok()) return status;  // FailAll completes everyone
   std::vector<std::shared_ptr<Completion>> done;
+  std::vector<Request> completed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (Pending* p : group) {
       done.push_back(p->done);
+      completed.push_back(p->request);
       pending_.erase(p->request.name);
     }
+  }
+  for (const Request& r : completed) {
+    if (auto id = cache_.Lookup(r)) my_cached_.erase(*id);
+    Remember(r);
   }
   for (auto& d : done) d->Set(Status::Ok());
   return Status::Ok();

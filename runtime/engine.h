@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,8 @@
 #include "common/status.h"
 #include "runtime/backend.h"
 #include "runtime/dtype.h"
+#include "runtime/engine_request.h"
+#include "runtime/response_cache.h"
 
 namespace hvd::runtime {
 
@@ -50,6 +53,8 @@ struct EngineOptions {
   int size = 1;
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
   std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+  // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
+  size_t cache_capacity = 1024;
   // Stall inspector (rank 0): warn about tensors some ranks submitted and
   // others not for longer than the warning time, naming the missing ranks;
   // after the shutdown time (0: never) end the job with an error.
@@ -60,21 +65,6 @@ struct EngineOptions {
   std::function<void(const std::string&)> on_stall_warning;
   // Rank 0's timeline, or null. Not owned; outlives the engine.
   Timeline* timeline = nullptr;
-};
-
-enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
-
-// One operation on one named tensor, as every rank must describe it alike.
-struct Request {
-  std::string name;
-  OpType type = OpType::kAllreduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp reduce = ReduceOp::kSum;
-  bool average = false;
-  int64_t count = 0;  // elements (allgather: this rank's, may differ)
-  double prescale = 1.0;
-  double postscale = 1.0;
-  int32_t root = 0;
 };
 
 // The completion of one request.
@@ -144,6 +134,9 @@ class Engine {
   Status Execute(const std::vector<std::string>& ready);
   Status ExecuteFused(const std::vector<Pending*>& group);
   void FailAll(const Status& s);
+  // Adds a completed request to the cache; requeues a pending request of
+  // this rank whose entry it evicted.
+  void Remember(const Request& r);
 
   const EngineOptions options_;
   Backend* backend_;
@@ -156,6 +149,10 @@ class Engine {
   // Only the engine thread touches these:
   std::map<std::string, Seen> seen_;
   std::vector<uint8_t> fusion_;
+  ResponseCache cache_;
+  std::set<uint32_t> my_cached_;  // cache ids this rank has pending
+  std::map<uint32_t, std::chrono::steady_clock::time_point> cached_since_;
+  std::map<uint32_t, std::vector<bool>> cached_ranks_;  // who has the bit
   std::chrono::steady_clock::time_point last_stall_check_ =
       std::chrono::steady_clock::now();
   std::thread thread_;

@@ -29,6 +29,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
       int64_t stop,
       EnvInt64("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0, 0, 7 * 86400));
   c.stall_shutdown = std::chrono::seconds(stop);
+  HVD_ASSIGN_OR_RETURN(int64_t cache,
+                       EnvInt64("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20));
+  c.cache_capacity = static_cast<size_t>(cache);
   if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
   if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
     HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,

@@ -38,7 +38,8 @@ struct WorkerConfig {
       30000};                                  // HOROVOD_GLOO_TIMEOUT_SECONDS
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
   std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
-  bool stall_check = true;                     // !HOROVOD_STALL_CHECK_DISABLE
+  size_t cache_capacity = 1024;  // HOROVOD_CACHE_CAPACITY (0 disables)
+  bool stall_check = true;       // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
   std::chrono::milliseconds stall_warning{60000};
   std::chrono::milliseconds stall_shutdown{0};

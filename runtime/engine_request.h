@@ -1,0 +1,27 @@
+// What every rank says of one operation on one named tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/dtype.h"
+
+namespace hvd::runtime {
+
+enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
+
+// One operation on one named tensor, as every rank must describe it alike.
+struct Request {
+  std::string name;
+  OpType type = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce = ReduceOp::kSum;
+  bool average = false;
+  int64_t count = 0;  // elements (allgather: this rank's, may differ)
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int32_t root = 0;
+  bool operator==(const Request&) const = default;
+};
+
+}  // namespace hvd::runtime

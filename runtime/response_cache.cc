@@ -1,0 +1,47 @@
+#include "runtime/response_cache.h"
+
+namespace hvd::runtime {
+
+std::optional<uint32_t> ResponseCache::Lookup(const Request& r) const {
+  auto it = by_name_.find(r.name);
+  if (it == by_name_.end() || !(it->second->request == r)) return std::nullopt;
+  return it->second->id;
+}
+
+std::optional<ResponseCache::Evicted> ResponseCache::Put(const Request& r) {
+  if (capacity_ == 0) return std::nullopt;
+  auto it = by_name_.find(r.name);
+  if (it != by_name_.end()) {
+    // Touch (and take the new metadata, if it changed).
+    it->second->request = r;
+    order_.splice(order_.begin(), order_, it->second);
+    return std::nullopt;
+  }
+  std::optional<Evicted> evicted;
+  uint32_t id = 0;
+  if (order_.size() == capacity_) {
+    Entry& victim = order_.back();
+    id = victim.id;
+    evicted = Evicted{id, victim.request.name};
+    by_name_.erase(victim.request.name);
+    order_.pop_back();
+  } else {
+    while (by_id_[id] != order_.end()) ++id;  // the lowest free id
+  }
+  order_.push_front(Entry{id, r});
+  by_name_[r.name] = order_.begin();
+  by_id_[id] = order_.begin();
+  return evicted;
+}
+
+std::optional<uint32_t> ResponseCache::Erase(const std::string& name) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  uint32_t id = it->second->id;
+  by_id_[id] = order_.end();
+  order_.erase(it->second);
+  by_name_.erase(it);
+  return id;
+}
+
+}  // namespace hvd::runtime
