@@ -53,6 +53,10 @@ const char* OpName(OpType t) {
       return "BROADCAST";
     case OpType::kAllgather:
       return "ALLGATHER";
+    case OpType::kReducescatter:
+      return "REDUCESCATTER";
+    case OpType::kAlltoall:
+      return "ALLTOALL";
   }
   return "?";
 }
@@ -67,6 +71,12 @@ std::string Describe(const Request& r) {
     case OpType::kAllgather:
       op = "allgather";
       break;
+    case OpType::kReducescatter:
+      op = std::string(ReduceOpName(r.reduce)) + " reducescatter";
+      break;
+    case OpType::kAlltoall:
+      op = "alltoall";
+      break;
     case OpType::kBroadcast:
       op = "broadcast from root " + std::to_string(r.root);
       break;
@@ -80,8 +90,10 @@ std::string Describe(const Request& r) {
 }
 
 bool SameShape(const Request& a, const Request& b) {
-  // An allgather's first dimension may differ per rank.
-  if (a.type == OpType::kAllgather && b.type == OpType::kAllgather) {
+  // An allgather's first dimension, and an alltoall's splits, may differ
+  // per rank.
+  if (a.type == b.type &&
+      (a.type == OpType::kAllgather || a.type == OpType::kAlltoall)) {
     return a.dtype == b.dtype;
   }
   return a.type == b.type && a.dtype == b.dtype && a.reduce == b.reduce &&
@@ -134,6 +146,8 @@ std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
     PutValue<double>(out, r.prescale);
     PutValue<double>(out, r.postscale);
     PutValue<int32_t>(out, r.root);
+    PutValue<uint32_t>(out, static_cast<uint32_t>(r.splits.size()));
+    for (int64_t v : r.splits) PutValue<int64_t>(out, v);
   }
   return out;
 }
@@ -154,8 +168,14 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     if (!in.Get(&len) || !in.GetString(&r.name, len) || !in.Get(&type) ||
         !in.Get(&dtype) || !in.Get(&reduce) || !in.Get(&average) ||
         !in.Get(&r.count) || !in.Get(&r.prescale) || !in.Get(&r.postscale) ||
-        !in.Get(&r.root) || type > 2 || dtype > 7 || reduce > 3) {
+        !in.Get(&r.root) || type > 4 || dtype > 7 || reduce > 3) {
       return bad;
+    }
+    uint32_t nsplits = 0;
+    if (!in.Get(&nsplits) || nsplits > (1u << 24)) return bad;
+    r.splits.resize(nsplits);
+    for (int64_t& v : r.splits) {
+      if (!in.Get(&v)) return bad;
     }
     r.type = static_cast<OpType>(type);
     r.dtype = static_cast<DataType>(dtype);
@@ -186,8 +206,21 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
     refuse = Status::InvalidArgument(who, "has a negative element count");
   } else if (request.count > 0 && data == nullptr) {
     refuse = Status::InvalidArgument(who, "has no data");
-  } else if (request.type == OpType::kAllgather && gathered == nullptr) {
-    refuse = Status::InvalidArgument(who, "an allgather needs an output");
+  } else if ((request.type == OpType::kAllgather ||
+              request.type == OpType::kReducescatter ||
+              request.type == OpType::kAlltoall) &&
+             gathered == nullptr) {
+    refuse = Status::InvalidArgument(who, "needs an output buffer");
+  } else if (request.type == OpType::kAlltoall) {
+    int64_t sum = 0;
+    for (int64_t v : request.splits) sum += v < 0 ? -(1LL << 62) : v;
+    if (static_cast<int>(request.splits.size()) != options_.size ||
+        sum != request.count) {
+      refuse = Status::InvalidArgument(
+          who, "alltoall splits must give one count per rank (" +
+                   std::to_string(options_.size) + ") adding up to the " +
+                   std::to_string(request.count) + " elements");
+    }
   } else if (request.type == OpType::kBroadcast &&
              (request.root < 0 || request.root >= options_.size)) {
     refuse = Status::InvalidArgument(
@@ -375,7 +408,9 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   std::vector<Request> uncached;
   for (Request& r : mine) {
     std::optional<uint32_t> id;
-    if (r.type != OpType::kAllgather) id = cache_.Lookup(r);
+    if (r.type != OpType::kAllgather && r.type != OpType::kAlltoall) {
+      id = cache_.Lookup(r);
+    }
     if (id) {
       my_cached_.insert(*id);
     } else {
@@ -486,6 +521,16 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
         s.ranks.push_back(static_cast<int>(r));
         if (s.counts.empty()) s.counts.assign(n, 0);
         s.counts[r] = req.count;
+        if (req.type == OpType::kAlltoall) {
+          if (s.splits.empty()) s.splits.assign(n, {});
+          if (req.splits.size() != n) {
+            s.mismatch = "rank " + std::to_string(r) + " gives " +
+                         std::to_string(req.splits.size()) +
+                         " alltoall splits for " + std::to_string(n) + " ranks";
+          } else {
+            s.splits[r] = req.splits;
+          }
+        }
         if (s.ranks.size() == n) {
           ready.push_back(req.name);
           if (tl) tl->NegotiateEnd(req.name);
@@ -498,7 +543,8 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
 }
 
 void Engine::Remember(const Request& r) {
-  if (r.type == OpType::kAllgather) return;  // counts differ per rank
+  // Counts (and splits) differ per rank: a bit cannot stand for them.
+  if (r.type == OpType::kAllgather || r.type == OpType::kAlltoall) return;
   std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
   if (!evicted) return;
   cached_since_.erase(evicted->id);
@@ -542,6 +588,7 @@ Status Engine::Execute(const std::vector<std::string>& ready) {
       continue;
     }
     p->counts = seen.counts;
+    p->all_splits = seen.splits;
     const Request& r = p->request;
     size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
     bool fits = group.empty() ||
@@ -588,6 +635,43 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
       p->gathered->resize(total);
       begin("GLOO_ALLGATHER");
       Status s = backend_->Allgatherv(p->data, p->gathered->data(), bytes);
+      end();
+      return s;
+    }
+    if (r0.type == OpType::kReducescatter) {
+      Pending* p = group.front();
+      const int64_t n = options_.size;
+      std::vector<size_t> counts(n);
+      for (int64_t r = 0; r < n; ++r) {
+        counts[r] =
+            static_cast<size_t>(r0.count / n + (r < r0.count % n ? 1 : 0));
+      }
+      p->gathered->resize(counts[options_.rank] * esize);
+      begin("GLOO_REDUCESCATTER");
+      Status s = backend_->Reducescatter(p->data, p->gathered->data(), counts,
+                                         r0.dtype, r0.reduce);
+      end();
+      if (s.ok() && r0.average) {
+        ScaleBuffer(r0.dtype, p->gathered->data(), counts[options_.rank],
+                    1.0 / options_.size);
+      }
+      return s;
+    }
+    if (r0.type == OpType::kAlltoall) {
+      // Every rank's splits travelled in the negotiation: what rank q sends
+      // here is splits_q[me].
+      Pending* p = group.front();
+      std::vector<size_t> send, recv;
+      size_t total = 0;
+      for (int64_t v : r0.splits)
+        send.push_back(static_cast<size_t>(v) * esize);
+      for (const auto& sp : p->all_splits) {
+        recv.push_back(static_cast<size_t>(sp[options_.rank]) * esize);
+        total += recv.back();
+      }
+      p->gathered->resize(total);
+      begin("GLOO_ALLTOALL");
+      Status s = backend_->Alltoallv(p->data, send, p->gathered->data(), recv);
       end();
       return s;
     }

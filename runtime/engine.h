@@ -108,13 +108,15 @@ class Engine {
     std::vector<uint8_t>* gathered = nullptr;
     std::shared_ptr<Completion> done;
     std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
+    std::vector<std::vector<int64_t>> all_splits;  // alltoall: every rank's
   };
   struct Seen {     // what the negotiation knows of one tensor
     Request first;  // metadata of the first rank that named it
     int first_rank = -1;
     std::vector<int> ranks;
-    std::vector<int64_t> counts;  // by rank (allgather)
-    std::string mismatch;         // set when a rank's metadata differs
+    std::vector<int64_t> counts;               // by rank (allgather)
+    std::vector<std::vector<int64_t>> splits;  // by rank (alltoall)
+    std::string mismatch;  // set when a rank's metadata differs
     std::chrono::steady_clock::time_point since;  // first named
   };
   // Stop reasons carried by the negotiation's shutdown byte.

@@ -3,12 +3,19 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/dtype.h"
 
 namespace hvd::runtime {
 
-enum class OpType : uint8_t { kAllreduce = 0, kBroadcast = 1, kAllgather = 2 };
+enum class OpType : uint8_t {
+  kAllreduce = 0,
+  kBroadcast = 1,
+  kAllgather = 2,
+  kReducescatter = 3,  // count = whole input; rank r keeps block r
+  kAlltoall = 4,       // splits[r] elements go to rank r
+};
 
 // One operation on one named tensor, as every rank must describe it alike.
 struct Request {
@@ -21,6 +28,7 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = 0;
+  std::vector<int64_t> splits;  // alltoall: elements sent to each rank
   bool operator==(const Request&) const = default;
 };
 

@@ -128,6 +128,34 @@ Handle allgather_async(const std::string& name, const void* data, int64_t count,
   return Submit(std::move(r), const_cast<void*>(data), out);
 }
 
+Handle reducescatter_async(const std::string& name, const void* data,
+                           int64_t count, DataType dtype,
+                           std::vector<uint8_t>* out, ReduceOp op) {
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kReducescatter;
+  r.dtype = ToRuntime(dtype);
+  r.count = count;
+  r.average = op == ReduceOp::kAverage;
+  r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
+             : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
+             : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
+                                        : runtime::ReduceOp::kSum;
+  return Submit(std::move(r), const_cast<void*>(data), out);
+}
+
+Handle alltoall_async(const std::string& name, const void* data, int64_t count,
+                      DataType dtype, const std::vector<int64_t>& splits,
+                      std::vector<uint8_t>* out) {
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kAlltoall;
+  r.dtype = ToRuntime(dtype);
+  r.count = count;
+  r.splits = splits;
+  return Submit(std::move(r), const_cast<void*>(data), out);
+}
+
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root) {
   runtime::Request r;

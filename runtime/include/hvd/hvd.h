@@ -88,6 +88,21 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
                        DataType dtype, std::vector<uint8_t>* out);
 
+// Reduces `count` elements over ranks (Average/Sum/Min/Max/Product) and
+// leaves this rank's block in `*out`: the elements split as evenly as
+// possible, the first count % size ranks taking one more.
+Handle reducescatter_async(const std::string& name, const void* data,
+                           int64_t count, DataType dtype,
+                           std::vector<uint8_t>* out,
+                           ReduceOp op = ReduceOp::kAverage);
+
+// Sends splits[r] consecutive elements of `data` to rank r and gathers what
+// every rank sends here into `*out`, in rank order. Splits may differ per
+// rank; they must add up to `count`.
+Handle alltoall_async(const std::string& name, const void* data, int64_t count,
+                      DataType dtype, const std::vector<int64_t>& splits,
+                      std::vector<uint8_t>* out);
+
 // In-place broadcast of `count` elements from rank `root`.
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root);
