@@ -1,0 +1,236 @@
+#include "runtime/backends/nccl/nccl_backend.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace hvd::runtime {
+namespace {
+
+Status CudaError(const std::string& where, cudaError_t e) {
+  return Status::Internal(where, std::string("CUDA: ") + cudaGetErrorString(e));
+}
+
+Status NcclError(const std::string& where, ncclResult_t r) {
+  return Status::Unavailable(where,
+                             std::string("NCCL: ") + ncclGetErrorString(r));
+}
+
+ncclDataType_t NcclType(DataType t) {
+  switch (t) {
+    case DataType::kUInt8:
+      return ncclUint8;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
+  }
+  return ncclSum;
+}
+
+class NcclBackend final : public Backend {
+ public:
+  NcclBackend(ncclComm_t comm, cudaStream_t stream, int rank, int size)
+      : comm_(comm), stream_(stream), rank_(rank), size_(size) {}
+  ~NcclBackend() override {
+    if (scratch_) cudaFree(scratch_);
+    ncclCommDestroy(comm_);
+    cudaStreamDestroy(stream_);
+  }
+
+  Status Allreduce(void* data, size_t count, DataType type,
+                   ReduceOp op) override {
+    if (count == 0) return Status::Ok();
+    return Run("allreduce", ncclAllReduce(data, data, count, NcclType(type),
+                                          NcclOp(op), comm_, stream_));
+  }
+
+  Status Allgatherv(const void* in, void* out,
+                    const std::vector<size_t>& bytes) override {
+    if (bytes.size() != static_cast<size_t>(size_)) {
+      return Status::InvalidArgument("allgatherv", "needs one size per rank");
+    }
+    // Uneven contributions: one broadcast per rank, in one NCCL group.
+    ncclGroupStart();
+    size_t off = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (bytes[r]) {
+        ncclBroadcast(in, static_cast<uint8_t*>(out) + off, bytes[r], ncclUint8,
+                      r, comm_, stream_);
+      }
+      off += bytes[r];
+    }
+    return Run("allgatherv", ncclGroupEnd());
+  }
+
+  Status Broadcast(void* data, size_t bytes, int root) override {
+    if (root < 0 || root >= size_) {
+      return Status::InvalidArgument("broadcast root",
+                                     std::to_string(root) + " is not a rank");
+    }
+    if (bytes == 0) return Status::Ok();
+    return Run("broadcast", ncclBroadcast(data, data, bytes, ncclUint8, root,
+                                          comm_, stream_));
+  }
+
+  Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
+                   void* out, const std::vector<size_t>& recv_bytes) override {
+    if (send_bytes.size() != static_cast<size_t>(size_) ||
+        recv_bytes.size() != static_cast<size_t>(size_)) {
+      return Status::InvalidArgument("alltoallv", "needs one size per rank");
+    }
+    ncclGroupStart();
+    size_t soff = 0, roff = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (send_bytes[r]) {
+        ncclSend(static_cast<const uint8_t*>(in) + soff, send_bytes[r],
+                 ncclUint8, r, comm_, stream_);
+      }
+      if (recv_bytes[r]) {
+        ncclRecv(static_cast<uint8_t*>(out) + roff, recv_bytes[r], ncclUint8, r,
+                 comm_, stream_);
+      }
+      soff += send_bytes[r];
+      roff += recv_bytes[r];
+    }
+    return Run("alltoallv", ncclGroupEnd());
+  }
+
+  Status Reducescatter(const void* in, void* out,
+                       const std::vector<size_t>& counts, DataType type,
+                       ReduceOp op) override {
+    if (counts.size() != static_cast<size_t>(size_)) {
+      return Status::InvalidArgument("reducescatter",
+                                     "needs one count per rank");
+    }
+    size_t total = 0, offset = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r < rank_) offset += counts[r];
+      total += counts[r];
+    }
+    const size_t esize = DataTypeSize(type);
+    // Uneven blocks: allreduce into device scratch, keep this rank's block.
+    if (total * esize > scratch_bytes_) {
+      if (scratch_) cudaFree(scratch_);
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      cudaError_t e = cudaMalloc(&scratch_, total * esize);
+      if (e != cudaSuccess) return CudaError("reducescatter scratch", e);
+      scratch_bytes_ = total * esize;
+    }
+    cudaMemcpyAsync(scratch_, in, total * esize, cudaMemcpyDeviceToDevice,
+                    stream_);
+    HVD_RETURN_IF_ERROR(Allreduce(scratch_, total, type, op));
+    cudaError_t e =
+        cudaMemcpy(out, static_cast<uint8_t*>(scratch_) + offset * esize,
+                   counts[rank_] * esize, cudaMemcpyDeviceToDevice);
+    return e == cudaSuccess ? Status::Ok() : CudaError("reducescatter", e);
+  }
+
+  Status Barrier() override {
+    if (!barrier_) {
+      cudaError_t e = cudaMalloc(&barrier_, sizeof(float));
+      if (e != cudaSuccess) return CudaError("barrier", e);
+    }
+    return Allreduce(barrier_, 1, DataType::kFloat32, ReduceOp::kSum);
+  }
+
+ private:
+  Status Run(const char* what, ncclResult_t r) {
+    if (!broken_.ok()) return broken_;
+    if (r != ncclSuccess) {
+      broken_ =
+          NcclError("rank " + std::to_string(rank_) + ": nccl " + what, r);
+      return broken_;
+    }
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) {
+      broken_ =
+          CudaError("rank " + std::to_string(rank_) + ": nccl " + what, e);
+    }
+    return broken_;
+  }
+
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  int rank_, size_;
+  Status broken_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  void* barrier_ = nullptr;
+};
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& o,
+                                                     Store& store) {
+  const std::string where = "rank " + std::to_string(o.rank) + ": nccl";
+  if (CudaDeviceCount() <= o.device) {
+    return Status::FailedPrecondition(
+        where, "GPU " + std::to_string(o.device) + " is not visible (" +
+                   std::to_string(CudaDeviceCount()) + " devices)");
+  }
+  cudaError_t e = cudaSetDevice(o.device);
+  if (e != cudaSuccess) return CudaError(where, e);
+  ncclUniqueId id;
+  if (o.rank == 0) {
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) return NcclError(where, r);
+    HVD_RETURN_IF_ERROR(store.Set(
+        "nccl/id", std::string(reinterpret_cast<char*>(&id), sizeof(id))));
+  } else {
+    HVD_ASSIGN_OR_RETURN(auto values,
+                         store.Wait({"nccl/id"}, std::chrono::seconds(60)));
+    if (values[0].size() != sizeof(id)) {
+      return Status::DataLoss(where,
+                              "the published ncclUniqueId has the wrong size");
+    }
+    std::memcpy(&id, values[0].data(), sizeof(id));
+  }
+  ncclComm_t comm;
+  ncclResult_t r = ncclCommInitRank(&comm, o.size, id, o.rank);
+  if (r != ncclSuccess) return NcclError(where, r);
+  cudaStream_t stream;
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    ncclCommDestroy(comm);
+    return CudaError(where, e);
+  }
+  return std::unique_ptr<Backend>(
+      new NcclBackend(comm, stream, o.rank, o.size));
+}
+
+}  // namespace hvd::runtime

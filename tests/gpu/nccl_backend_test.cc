@@ -1,0 +1,84 @@
+// The NCCL backend on real GPUs: ranks as threads, one GPU each. Skips with
+// the reason when this machine has no (or too few) CUDA devices.
+#include "runtime/backends/nccl/nccl_backend.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+#include "runtime/store.h"
+
+namespace hvd::runtime {
+namespace {
+
+void RunOnGpus(int size, const std::function<void(Backend&, int)>& body) {
+  rendezvous::ServerOptions options;
+  options.admin_token = "admin";
+  auto server = rendezvous::RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok());
+  auto job = (*server)->table().CreateJob({{"localhost", size}}, size);
+  ASSERT_TRUE(job.ok());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      auto client = rendezvous::RendezvousClient::Create(
+          (*server)->address(), job->job_id, job->token);
+      auto store = MakeRendezvousStore(client.get(), "");
+      auto backend = CreateNcclBackend({r, size, r}, *store);
+      ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+      body(**backend, r);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+class NcclTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    int devices = CudaDeviceCount();
+    if (devices < GetParam()) {
+      GTEST_SKIP() << "needs " << GetParam() << " CUDA device(s), found "
+                   << devices << " (no GPU on this machine)";
+    }
+  }
+};
+
+TEST_P(NcclTest, AllreduceSumOnDeviceMemory) {
+  const int size = GetParam();
+  RunOnGpus(size, [&](Backend& b, int rank) {
+    const size_t n = 1 << 20;
+    std::vector<float> host(n, static_cast<float>(rank + 1));
+    float* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, n * sizeof(float)), cudaSuccess);
+    cudaMemcpy(dev, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    Status s = b.Allreduce(dev, n, DataType::kFloat32, ReduceOp::kSum);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    cudaMemcpy(host.data(), dev, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    const float want = size * (size + 1) / 2.0f;
+    for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(host[i], want) << i;
+  });
+}
+
+TEST_P(NcclTest, BroadcastAndBarrier) {
+  const int size = GetParam();
+  RunOnGpus(size, [&](Backend& b, int rank) {
+    std::vector<int32_t> host(1000, rank);
+    int32_t* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, host.size() * 4), cudaSuccess);
+    cudaMemcpy(dev, host.data(), host.size() * 4, cudaMemcpyHostToDevice);
+    ASSERT_TRUE(b.Broadcast(dev, host.size() * 4, size - 1).ok());
+    cudaMemcpy(host.data(), dev, host.size() * 4, cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    for (int32_t v : host) ASSERT_EQ(v, size - 1);
+    EXPECT_TRUE(b.Barrier().ok());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, NcclTest, ::testing::Values(1, 2));
+
+}  // namespace
+}  // namespace hvd::runtime

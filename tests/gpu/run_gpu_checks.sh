@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The GPU checks, as one short script for a machine with a GPU:
+#   BUILD_DIR=build tests/gpu/run_gpu_checks.sh
+# Without a CUDA device every check skips and says why.
+set -euo pipefail
+build=${BUILD_DIR:-build}
+if [[ ! -x $build/tests/gpu/gpu_test ]]; then
+  echo "run_gpu_checks.sh: $build/tests/gpu/gpu_test is missing (the build found no CUDA toolkit or NCCL)" >&2
+  exit 2
+fi
+command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "run_gpu_checks.sh: nvidia-smi not found"
+exec "$build/tests/gpu/gpu_test"
