@@ -9,38 +9,12 @@
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
 namespace {
 
 using std::chrono::milliseconds;
-
-void RunRanks(int size, const std::function<void(Context&, int)>& body) {
-  rendezvous::ServerOptions options;
-  options.admin_token = "admin";
-  auto server = rendezvous::RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok());
-  auto job = (*server)->table().CreateJob({{"localhost", size}}, size);
-  ASSERT_TRUE(job.ok());
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      WorkerConfig c;
-      c.launched = true;
-      c.rendezvous_addr = (*server)->address();
-      c.job_id = job->job_id;
-      c.job_token = job->token;
-      c.host = "localhost";
-      c.slot = r;
-      c.start_timeout = milliseconds(20000);
-      c.gloo_timeout = milliseconds(20000);
-      auto ctx = Context::Create(c);
-      ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
-      body(**ctx, r);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
 
 double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 

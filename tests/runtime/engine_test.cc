@@ -21,6 +21,7 @@
 #include "runtime/context.h"
 #include "runtime/response_cache.h"
 #include "runtime/timeline.h"
+#include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
 namespace {
@@ -31,32 +32,11 @@ void RunRanks(int size, size_t fusion_bytes,
               const std::function<void(Context&, int)>& body,
               milliseconds gloo_timeout = milliseconds(20000),
               const std::function<void(WorkerConfig&)>& tune = nullptr) {
-  rendezvous::ServerOptions options;
-  options.admin_token = "admin";
-  auto server = rendezvous::RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok());
-  auto job = (*server)->table().CreateJob({{"localhost", size}}, size);
-  ASSERT_TRUE(job.ok());
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      WorkerConfig c;
-      c.launched = true;
-      c.rendezvous_addr = (*server)->address();
-      c.job_id = job->job_id;
-      c.job_token = job->token;
-      c.host = "localhost";
-      c.slot = r;
-      c.start_timeout = milliseconds(20000);
-      c.gloo_timeout = gloo_timeout;
-      c.fusion_threshold_bytes = fusion_bytes;
-      if (tune) tune(c);
-      auto ctx = Context::Create(c);
-      ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
-      body(**ctx, r);
-    });
-  }
-  for (auto& t : threads) t.join();
+  hvd::runtime::RunRanks(size, body, [&](WorkerConfig& c) {
+    c.gloo_timeout = gloo_timeout;
+    c.fusion_threshold_bytes = fusion_bytes;
+    if (tune) tune(c);
+  });
 }
 
 TEST(EngineCodecTest, RoundTripsAndRejectsGarbage) {
