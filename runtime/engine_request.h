@@ -32,4 +32,21 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
+// "ALLREDUCE", "ALLGATHER", ...: the names of the timeline's phases.
+inline const char* OpTypeName(OpType t) {
+  switch (t) {
+    case OpType::kAllreduce:
+      return "ALLREDUCE";
+    case OpType::kBroadcast:
+      return "BROADCAST";
+    case OpType::kAllgather:
+      return "ALLGATHER";
+    case OpType::kReducescatter:
+      return "REDUCESCATTER";
+    case OpType::kAlltoall:
+      return "ALLTOALL";
+  }
+  return "?";
+}
+
 }  // namespace hvd::runtime

@@ -488,8 +488,10 @@ TEST(TimelineTest, ChromeTraceOfEveryPhaseValidAtEveryFlush) {
           std::stringstream text;
           text << f.rdbuf();
           // Valid while the job still runs.
-          EXPECT_NO_THROW((void)nlohmann::json::parse(text.str()))
-              << text.str();
+          EXPECT_NO_THROW({
+            nlohmann::json mid = nlohmann::json::parse(text.str());
+            EXPECT_TRUE(mid.is_array());
+          }) << text.str();
         }
       },
       milliseconds(20000),
