@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "runtime/context.h"
+#include "runtime/gradients.h"
 
 namespace hvd {
 namespace {
@@ -165,6 +166,43 @@ Handle broadcast_async(const std::string& name, void* data, int64_t count,
   r.count = count;
   r.root = root;
   return Submit(std::move(r), data);
+}
+
+struct DistributedGradients::Impl {
+  runtime::GradientOptions options;
+  std::unique_ptr<runtime::GradientReducer> reducer;  // on first use
+};
+
+DistributedGradients::DistributedGradients(int backward_passes_per_step,
+                                           Compression compression,
+                                           bool average_aggregated)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options.backward_passes_per_step = backward_passes_per_step;
+  impl_->options.compression = compression == Compression::kFP16
+                                   ? runtime::Compression::kFP16
+                                   : runtime::Compression::kNone;
+  impl_->options.average_aggregated = average_aggregated;
+}
+
+DistributedGradients::~DistributedGradients() = default;
+
+Status DistributedGradients::add(const std::string& name, float* grad,
+                                 size_t count) {
+  if (!impl_->reducer) {
+    runtime::Context* c = Current();
+    if (!c) return NotInitialized("hvd::DistributedGradients");
+    impl_->reducer = std::make_unique<runtime::GradientReducer>(&c->engine(),
+                                                                impl_->options);
+  }
+  return impl_->reducer->Add(name, grad, count);
+}
+
+StatusOr<bool> DistributedGradients::end_pass() {
+  if (!impl_->reducer) {
+    return Status::FailedPrecondition("hvd::DistributedGradients",
+                                      "end_pass() before any add()");
+  }
+  return impl_->reducer->EndPass();
 }
 
 Status allreduce(float* data, size_t count, ReduceOp op) {

@@ -109,6 +109,13 @@ TEST(HorovodrunTest, WorkerEnvironmentHasHorovodVariables) {
   EXPECT_EQ(lines[1], "[1]<stdout>:1 2 0 1 1 2 127.0.0.1");
 }
 
+TEST(HorovodrunTest, DistributedGradientsAccumulateAndAverage) {
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--gradients"}, kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
+}
+
 TEST(HorovodrunTest, TokenNeverOnACommandLine) {
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--check-token-hidden"},

@@ -7,6 +7,8 @@
 //   --lines N            print N long lines to stdout and to stderr
 //   --check-token-hidden exit 4 if the job token is on this process's or
 //                        its parent's command line
+//   --gradients          two steps of hvd::DistributedGradients (2 passes
+//                        per step, fp16 on the wire); exit 6 on a wrong value
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hvd/hvd.h"
 
@@ -45,6 +48,7 @@ std::string ReadFile(const std::string& path) {
 
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
+  bool gradients = false;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
   for (int i = 1; i < argc; ++i) {
@@ -66,6 +70,8 @@ int main(int argc, char** argv) {
       lines = std::stoi(next());
     else if (a == "--check-token-hidden")
       check_token = true;
+    else if (a == "--gradients")
+      gradients = true;
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -91,6 +97,34 @@ int main(int argc, char** argv) {
       return 4;
     }
     std::printf("token hidden\n");
+  }
+  if (gradients) {
+    hvd::DistributedGradients grads(2, hvd::Compression::kFP16);
+    for (int step = 0; step < 2; ++step) {
+      for (int pass = 0; pass < 2; ++pass) {
+        std::vector<float> g(1000, static_cast<float>(rank + pass));
+        if (!grads.add("layer/kernel", g.data(), g.size()).ok()) return 6;
+        auto stepped = grads.end_pass();
+        if (!stepped.ok()) {
+          std::fprintf(stderr, "%s\n", stepped.status().ToString().c_str());
+          return 6;
+        }
+        if (*stepped != (pass == 1)) return 6;
+        if (!*stepped) continue;
+        // Sum over the passes (r + 0) + (r + 1), averaged over ranks.
+        const int size = hvd::size();
+        float want = 0;
+        for (int r = 0; r < size; ++r) want += 2.0f * r + 1.0f;
+        want /= size;
+        for (float x : g) {
+          if (x != want) {
+            std::fprintf(stderr, "gradient %g, expected %g\n", x, want);
+            return 6;
+          }
+        }
+      }
+    }
+    std::printf("gradients ok\n");
   }
   if (!pid_dir.empty()) {
     if (spawn_child) {

@@ -564,3 +564,62 @@ TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
 
 }  // namespace
 }  // namespace hvd::runtime
+
+#include "runtime/gradients.h"
+
+namespace hvd::runtime {
+namespace {
+
+struct GradCase {
+  int size;
+  int passes;
+  Compression compression;
+  bool average_aggregated;
+};
+
+class GradientReducerTest : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(GradientReducerTest, AccumulatesThenAveragesAcrossRanks) {
+  const GradCase c = GetParam();
+  hvd::runtime::RunRanks(c.size, [&](Context& ctx, int rank) {
+    GradientReducer reducer(&ctx.engine(),
+                            {c.passes, c.compression, c.average_aggregated});
+    for (int step = 0; step < 3; ++step) {
+      for (int pass = 0; pass < c.passes; ++pass) {
+        // Two gradients; values small integers so fp16 is exact.
+        std::vector<float> w(300, static_cast<float>(rank + pass + step));
+        std::vector<float> b(7, 1.0f);
+        ASSERT_TRUE(reducer.Add("w", w.data(), w.size()).ok());
+        ASSERT_TRUE(reducer.Add("b", b.data(), b.size()).ok());
+        auto stepped = reducer.EndPass();
+        ASSERT_TRUE(stepped.ok()) << stepped.status().ToString();
+        EXPECT_EQ(*stepped, pass == c.passes - 1);
+        if (!*stepped) continue;
+        // sum over passes p of (r + p + step), averaged over ranks r.
+        double want_w = 0, want_b = c.passes;
+        for (int r = 0; r < c.size; ++r) {
+          for (int p = 0; p < c.passes; ++p) want_w += r + p + step;
+        }
+        want_w /= c.size;
+        if (c.average_aggregated) {
+          want_w /= c.passes;
+          want_b /= c.passes;
+        }
+        for (float x : w) ASSERT_NEAR(x, want_w, 1e-3) << "step " << step;
+        for (float x : b) ASSERT_NEAR(x, want_b, 1e-3);
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PassesAndCompression, GradientReducerTest,
+    ::testing::Values(GradCase{1, 1, Compression::kNone, false},
+                      GradCase{2, 1, Compression::kNone, false},
+                      GradCase{2, 2, Compression::kNone, false},
+                      GradCase{3, 3, Compression::kFP16, false},
+                      GradCase{2, 4, Compression::kNone, true},
+                      GradCase{4, 2, Compression::kFP16, true}));
+
+}  // namespace
+}  // namespace hvd::runtime

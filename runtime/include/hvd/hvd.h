@@ -107,6 +107,35 @@ Handle alltoall_async(const std::string& name, const void* data, int64_t count,
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root);
 
+// Compression of gradients on the wire (fp16 halves the bytes).
+enum class Compression { kNone, kFP16 };
+
+// Gradient averaging for a training loop, as Horovod's DistributedOptimizer:
+// add every named gradient of a backward pass, then end_pass(). Gradients
+// are accumulated locally over `backward_passes_per_step` passes (a batch
+// too large for memory runs in pieces), then averaged over ranks in one
+// fused exchange. Not thread-safe: one loop owns it.
+class DistributedGradients {
+ public:
+  explicit DistributedGradients(int backward_passes_per_step = 1,
+                                Compression compression = Compression::kNone,
+                                bool average_aggregated = false);
+  ~DistributedGradients();
+  DistributedGradients(const DistributedGradients&) = delete;
+  DistributedGradients& operator=(const DistributedGradients&) = delete;
+
+  // This pass's gradient; on the step's last pass the average lands here.
+  Status add(const std::string& name, float* grad, size_t count);
+  // True when the pass completed a step (the optimizer should apply the
+  // gradients now), false when it was only accumulated.
+  StatusOr<bool> end_pass();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 // Blocking forms (automatic names: call them in the same order on every
 // rank).
 Status allreduce(float* data, size_t count, ReduceOp op);
