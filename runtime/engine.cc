@@ -173,61 +173,100 @@ Engine::Engine(EngineOptions options, Backend* backend)
 
 Engine::~Engine() { Shutdown(); }
 
-std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
-                                            std::vector<uint8_t>* gathered) {
-  auto done = std::make_shared<Completion>();
+Status Engine::Validate(const Request& request, void* data,
+                        std::vector<uint8_t>* gathered) const {
   std::string who = "tensor '" + request.name + "'";
-  Status refuse;
   if (request.name.empty()) {
-    refuse = Status::InvalidArgument("tensor name", "is empty");
-  } else if (request.count < 0) {
-    refuse = Status::InvalidArgument(who, "has a negative element count");
-  } else if (request.count > 0 && data == nullptr) {
-    refuse = Status::InvalidArgument(who, "has no data");
-  } else if ((request.type == OpType::kAllgather ||
-              request.type == OpType::kReducescatter ||
-              request.type == OpType::kAlltoall) &&
-             gathered == nullptr) {
-    refuse = Status::InvalidArgument(who, "needs an output buffer");
-  } else if (request.type == OpType::kAlltoall) {
+    return Status::InvalidArgument("tensor name", "is empty");
+  }
+  if (request.count < 0) {
+    return Status::InvalidArgument(who, "has a negative element count");
+  }
+  if (request.count > 0 && data == nullptr) {
+    return Status::InvalidArgument(who, "has no data");
+  }
+  if ((request.type == OpType::kAllgather ||
+       request.type == OpType::kReducescatter ||
+       request.type == OpType::kAlltoall) &&
+      gathered == nullptr) {
+    return Status::InvalidArgument(who, "needs an output buffer");
+  }
+  if (request.type == OpType::kAlltoall) {
     int64_t sum = 0;
     for (int64_t v : request.splits) sum += v < 0 ? -(1LL << 62) : v;
     if (static_cast<int>(request.splits.size()) != options_.size ||
         sum != request.count) {
-      refuse = Status::InvalidArgument(
+      return Status::InvalidArgument(
           who, "alltoall splits must give one count per rank (" +
                    std::to_string(options_.size) + ") adding up to the " +
                    std::to_string(request.count) + " elements");
     }
-  } else if (request.type == OpType::kBroadcast &&
-             (request.root < 0 || request.root >= options_.size)) {
-    refuse = Status::InvalidArgument(
+  }
+  if (request.type == OpType::kBroadcast &&
+      (request.root < 0 || request.root >= options_.size)) {
+    return Status::InvalidArgument(
         who, "broadcast root " + std::to_string(request.root) +
                  " is not a rank of a job of " + std::to_string(options_.size));
   }
+  return Status::Ok();
+}
+
+void Engine::AddLocked(Request request, void* data,
+                       std::vector<uint8_t>* gathered,
+                       const std::shared_ptr<Completion>& done,
+                       Status& refuse) {
+  std::string who = "tensor '" + request.name + "'";
+  if (refuse.ok() && !failed_.ok()) refuse = failed_;
+  if (refuse.ok() && stop_) {
+    refuse = Status::FailedPrecondition(who, "the engine has shut down");
+  }
+  if (refuse.ok() && pending_.count(request.name)) {
+    refuse = Status::InvalidArgument(
+        who, "is already in flight on rank " + std::to_string(options_.rank) +
+                 "; wait for it before submitting the name again");
+  }
+  if (!refuse.ok()) return;
+  fresh_.push_back(request);
+  std::string name = request.name;
+  pending_.emplace(name,
+                   Pending{std::move(request), data, gathered, done, {}, {}});
+}
+
+std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
+                                            std::vector<uint8_t>* gathered) {
+  auto done = std::make_shared<Completion>();
+  Status refuse = Validate(request, data, gathered);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (refuse.ok() && !failed_.ok()) refuse = failed_;
-    if (refuse.ok() && stop_) {
-      refuse = Status::FailedPrecondition(who, "the engine has shut down");
-    }
-    if (refuse.ok() && pending_.count(request.name)) {
-      refuse = Status::InvalidArgument(
-          who, "is already in flight on rank " + std::to_string(options_.rank) +
-                   "; wait for it before submitting the name again");
-    }
-    if (refuse.ok()) {
-      fresh_.push_back(request);
-      std::string name = request.name;
-      pending_.emplace(
-          name, Pending{std::move(request), data, gathered, done, {}, {}});
-    }
+    AddLocked(std::move(request), data, gathered, done, refuse);
   }
   if (!refuse.ok()) {
     done->Set(refuse);
   } else {
     cv_.notify_one();
   }
+  return done;
+}
+
+std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
+    std::vector<std::pair<Request, void*>> requests) {
+  std::vector<std::shared_ptr<Completion>> done;
+  std::vector<Status> refuse;
+  for (auto& [r, data] : requests) {
+    done.push_back(std::make_shared<Completion>());
+    refuse.push_back(Validate(r, data, nullptr));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      AddLocked(std::move(requests[i].first), requests[i].second, nullptr,
+                done[i], refuse[i]);
+    }
+  }
+  for (size_t i = 0; i < done.size(); ++i) {
+    if (!refuse[i].ok()) done[i]->Set(refuse[i]);
+  }
+  cv_.notify_one();
   return done;
 }
 

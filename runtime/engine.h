@@ -92,6 +92,12 @@ class Engine {
   std::shared_ptr<Completion> Enqueue(Request request, void* data,
                                       std::vector<uint8_t>* gathered = nullptr);
 
+  // Queues several requests at once, so they reach the negotiation in the
+  // same cycle on this rank and, when every rank groups them alike, run
+  // together (fused when they allow). Results are per request.
+  std::vector<std::shared_ptr<Completion>> EnqueueGroup(
+      std::vector<std::pair<Request, void*>> requests);
+
   // Stops after telling the other ranks; pending requests complete with an
   // error. Idempotent.
   void Shutdown();
@@ -122,6 +128,12 @@ class Engine {
   // Stop reasons carried by the negotiation's shutdown byte.
   enum StopReason : uint8_t { kRunning = 0, kShutdown = 1, kStalled = 2 };
 
+  // Why `request` cannot be queued (OK when it can); `mu_` not held.
+  Status Validate(const Request& request, void* data,
+                  std::vector<uint8_t>* gathered) const;
+  // Queues or refuses under `mu_`.
+  void AddLocked(Request request, void* data, std::vector<uint8_t>* gathered,
+                 const std::shared_ptr<Completion>& done, Status& refuse);
   void Loop();
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
   // Rank 0: warns about stalled tensors; returns true when the stall has

@@ -119,6 +119,45 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
   return Submit(std::move(r), data);
 }
 
+std::vector<Handle> grouped_allreduce_async(const std::string& name,
+                                            const std::vector<void*>& data,
+                                            const std::vector<int64_t>& counts,
+                                            DataType dtype, ReduceOp op) {
+  std::vector<Handle> handles;
+  runtime::Context* c = Current();
+  if (!c || data.size() != counts.size()) {
+    Status why = !c ? NotInitialized("hvd::grouped_allreduce_async")
+                    : Status::InvalidArgument("hvd::grouped_allreduce_async",
+                                              "needs one count per tensor");
+    for (size_t i = 0; i < data.size(); ++i) {
+      auto state = std::make_shared<Handle::State>();
+      state->completion = std::make_shared<runtime::Completion>();
+      state->completion->Set(why);
+      handles.push_back(MakeHandle(state));
+    }
+    return handles;
+  }
+  std::vector<std::pair<runtime::Request, void*>> group;
+  for (size_t i = 0; i < data.size(); ++i) {
+    runtime::Request r;
+    r.name = name + "." + std::to_string(i);
+    r.dtype = ToRuntime(dtype);
+    r.average = op == ReduceOp::kAverage;
+    r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
+               : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
+               : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
+                                          : runtime::ReduceOp::kSum;
+    r.count = counts[i];
+    group.push_back({std::move(r), data[i]});
+  }
+  for (auto& done : c->engine().EnqueueGroup(std::move(group))) {
+    auto state = std::make_shared<Handle::State>();
+    state->completion = std::move(done);
+    handles.push_back(MakeHandle(state));
+  }
+  return handles;
+}
+
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
                        DataType dtype, std::vector<uint8_t>* out) {
   runtime::Request r;

@@ -257,6 +257,30 @@ TEST_P(EngineTest, ReducescatterAndAlltoall) {
   });
 }
 
+TEST_P(EngineTest, GroupedAllreduce) {
+  const int size = GetParam().size;
+  RunRanks(size, GetParam().fusion, [&](Context& ctx, int rank) {
+    std::vector<std::vector<double>> bufs(5);
+    std::vector<std::pair<Request, void*>> group;
+    for (int i = 0; i < 5; ++i) {
+      bufs[i].assign(3 + i, rank + i);
+      Request r;
+      r.name = "group." + std::to_string(i);
+      r.dtype = DataType::kFloat64;
+      r.count = 3 + i;
+      group.push_back({r, bufs[i].data()});
+    }
+    auto done = ctx.engine().EnqueueGroup(std::move(group));
+    ASSERT_EQ(done.size(), 5u);
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(done[i]->Wait().ok());
+      double want = 0;
+      for (int q = 0; q < size; ++q) want += q + i;
+      for (double x : bufs[i]) ASSERT_EQ(x, want);
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(SizesAndFusion, EngineTest,
                          ::testing::Values(Case{1, 128u << 20},
                                            Case{2, 128u << 20}, Case{2, 0},

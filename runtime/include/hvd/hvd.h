@@ -82,6 +82,15 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op = ReduceOp::kAverage,
                        double prescale = 1.0, double postscale = 1.0);
 
+// Allreduces several tensors as one group (names NAME.0, NAME.1, ...):
+// they are submitted together and, when every rank groups them alike, run
+// together, fused where they allow. One handle per tensor.
+std::vector<Handle> grouped_allreduce_async(const std::string& name,
+                                            const std::vector<void*>& data,
+                                            const std::vector<int64_t>& counts,
+                                            DataType dtype,
+                                            ReduceOp op = ReduceOp::kAverage);
+
 // Gathers every rank's `count` elements (counts may differ per rank: the
 // first dimension) into `*out`, in rank order. `data` and `out` must stay
 // valid until the handle is done.
