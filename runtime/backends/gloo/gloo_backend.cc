@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstring>
@@ -236,6 +237,15 @@ class GlooBackend final : public Backend {
 
 StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
                                                      Store& store) {
+  // Gloo writes to sockets that a dead peer has closed. With SIGPIPE at its
+  // default the process would die on the spot instead of failing the
+  // collective with a message naming the peer; a program's own handler is
+  // left alone.
+  struct sigaction current;
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+      current.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
   std::string where = "rank " + std::to_string(options.rank) + ": gloo";
   gloo::transport::tcp::attr attr;
   if (!options.iface.empty()) {
