@@ -119,5 +119,22 @@ TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
   ExpectAllGone(ReadPids(dir.path()));
 }
 
+TEST(HorovodrunTest, KilledRankMakesTheOthersFailFastNotHang) {
+  // The survivors ignore SIGTERM, so only their own collectives can end
+  // them before the SIGKILL at the end of the grace period.
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--stream", "100000"},
+      kTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("rank 1 on host localhost was killed by signal 9"),
+            std::string::npos)
+      << r.err;
+  for (int rank : {0, 2}) {
+    std::string line = "[" + std::to_string(rank) + "]<stderr>:stream failed";
+    EXPECT_NE(r.err.find(line), std::string::npos) << rank << ":\n" << r.err;
+  }
+  EXPECT_NE(r.err.find("rank 0: gloo"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace hvd::testing

@@ -7,6 +7,9 @@
 //   --lines N            print N long lines to stdout and to stderr
 //   --check-token-hidden exit 4 if the job token is on this process's or
 //                        its parent's command line
+//   --stream N           ignore SIGTERM and run N allreduces; rank 1
+//                        SIGKILLs itself after 20; the others must fail
+//                        fast: they print "stream failed" and exit 7
 //   --gradients          two steps of hvd::DistributedGradients (2 passes
 //                        per step, fp16 on the wire); exit 6 on a wrong value
 #include <signal.h>
@@ -49,6 +52,7 @@ std::string ReadFile(const std::string& path) {
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool gradients = false;
+  int stream = 0;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
   for (int i = 1; i < argc; ++i) {
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
       check_token = true;
     else if (a == "--gradients")
       gradients = true;
+    else if (a == "--stream")
+      stream = std::stoi(next());
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -97,6 +103,22 @@ int main(int argc, char** argv) {
       return 4;
     }
     std::printf("token hidden\n");
+  }
+  if (stream > 0) {
+    // The launcher's SIGTERM must not be what ends this rank: its own
+    // collectives have to notice the dead peer.
+    signal(SIGTERM, SIG_IGN);
+    std::vector<float> x(1 << 16, 1.0f);
+    for (int i = 0; i < stream; ++i) {
+      if (rank == 1 && i == 20) raise(SIGKILL);
+      hvd::Status s = hvd::allreduce(x.data(), x.size(), hvd::ReduceOp::kSum);
+      if (!s.ok()) {
+        std::fprintf(stderr, "stream failed after %d: %s\n", i,
+                     s.ToString().c_str());
+        return 7;
+      }
+    }
+    return 0;
   }
   if (gradients) {
     hvd::DistributedGradients grads(2, hvd::Compression::kFP16);
