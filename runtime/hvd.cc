@@ -92,6 +92,15 @@ runtime::DataType ToRuntime(DataType t) {
   return static_cast<runtime::DataType>(static_cast<int>(t));
 }
 
+// Average is Sum with a 1/size postscale in the engine.
+void SetReduceOp(ReduceOp op, runtime::Request& r) {
+  r.average = op == ReduceOp::kAverage;
+  r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
+             : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
+             : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
+                                        : runtime::ReduceOp::kSum;
+}
+
 // Automatic names for the blocking forms; every rank counts alike.
 std::atomic<uint64_t> g_auto_name{0};
 
@@ -108,11 +117,7 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
   r.name = name;
   r.type = runtime::OpType::kAllreduce;
   r.dtype = ToRuntime(dtype);
-  r.average = op == ReduceOp::kAverage;
-  r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
-             : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
-             : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
-                                        : runtime::ReduceOp::kSum;
+  SetReduceOp(op, r);
   r.count = count;
   r.prescale = prescale;
   r.postscale = postscale;
@@ -142,11 +147,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     runtime::Request r;
     r.name = name + "." + std::to_string(i);
     r.dtype = ToRuntime(dtype);
-    r.average = op == ReduceOp::kAverage;
-    r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
-               : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
-               : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
-                                          : runtime::ReduceOp::kSum;
+    SetReduceOp(op, r);
     r.count = counts[i];
     group.push_back({std::move(r), data[i]});
   }
@@ -176,11 +177,7 @@ Handle reducescatter_async(const std::string& name, const void* data,
   r.type = runtime::OpType::kReducescatter;
   r.dtype = ToRuntime(dtype);
   r.count = count;
-  r.average = op == ReduceOp::kAverage;
-  r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
-             : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
-             : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct
-                                        : runtime::ReduceOp::kSum;
+  SetReduceOp(op, r);
   return Submit(std::move(r), const_cast<void*>(data), out);
 }
 
