@@ -43,6 +43,15 @@ class Backend {
                                ReduceOp op) = 0;
 
   virtual Status Barrier() = 0;
+
+  // In place: data[i] = sum over ranks of factor * data[i]. Backends whose
+  // memory the host cannot touch (device memory) override the host-side
+  // scaling of this default.
+  virtual Status ScaledSum(void* data, size_t count, DataType type,
+                           double factor) {
+    ScaleBuffer(type, data, count, factor);
+    return Allreduce(data, count, type, ReduceOp::kSum);
+  }
 };
 
 }  // namespace hvd::runtime

@@ -1,11 +1,13 @@
 #include "runtime/context.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "common/logging.h"
 #include "rendezvous/client.h"
 #include "runtime/backends/gloo/gloo_backend.h"
+#include "runtime/backends/nccl/nccl_backend.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
 
@@ -78,7 +80,8 @@ Engine& Context::engine() {
         HVD_LOG(Error) << s.ToString();
       }
     }
-    engine_ = std::make_unique<Engine>(engine_options_, backend_.get());
+    engine_ = std::make_unique<Engine>(engine_options_, backend_.get(),
+                                       control_.get());
   });
   return *engine_;
 }
@@ -96,6 +99,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
     ctx->backend_ = std::make_unique<SingleProcessBackend>();
+    ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
   ctx->client_ = rendezvous::RendezvousClient::Create(
@@ -110,8 +114,17 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   }
   ctx->assignment_ = *joined;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, ctx->assignment_));
+  NcclOptions nccl;
+  nccl.rank = ctx->assignment_.rank;
+  nccl.size = ctx->assignment_.size;
+  nccl.device = std::max(ctx->assignment_.gpu, 0);
+  ctx->engine_options_.make_device_backend = MakeDeviceBackendFactory(
+      nccl, MakeRendezvousStore(ctx->client_.get(), "nccl/"));
+  ctx->engine_options_.cuda_devices =
+      ctx->engine_options_.make_device_backend ? CudaDeviceCount() : 0;
   if (ctx->assignment_.size == 1) {
     ctx->backend_ = std::make_unique<SingleProcessBackend>();
+    ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
   GlooOptions gloo;
@@ -124,6 +137,17 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   std::unique_ptr<Store> store =
       MakeRendezvousStore(ctx->client_.get(), "gloo/");
   HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+  ControlOptions control;
+  control.rank = gloo.rank;
+  control.size = gloo.size;
+  control.iface = gloo.iface;
+  control.hostname = gloo.hostname;
+  control.connect_timeout = gloo.connect_timeout;
+  control.op_timeout = gloo.op_timeout;
+  std::unique_ptr<Store> control_store =
+      MakeRendezvousStore(ctx->client_.get(), "control/");
+  HVD_ASSIGN_OR_RETURN(ctx->control_,
+                       CreateTcpControlPlane(control, *control_store));
   return ctx;
 }
 

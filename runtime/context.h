@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 #include "runtime/backend.h"
+#include "runtime/control_plane.h"
 #include "runtime/engine.h"
 #include "runtime/worker_config.h"
 
@@ -45,6 +46,7 @@ class Context {
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ControlPlane> control_;
   EngineOptions engine_options_;
   std::string timeline_path_;
   bool timeline_mark_cycles_ = false;

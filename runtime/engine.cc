@@ -42,9 +42,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-// How long a burst of submissions must pause before a cycle starts early.
-constexpr auto kQuiet = std::chrono::microseconds(100);
-
 std::string Describe(const Request& r) {
   std::string op;
   switch (r.type) {
@@ -64,9 +61,17 @@ std::string Describe(const Request& r) {
     case OpType::kBroadcast:
       op = "broadcast from root " + std::to_string(r.root);
       break;
+    case OpType::kBarrier:
+      return "a barrier";
+    case OpType::kJoin:
+      return "join";
   }
-  return op + " of " + std::to_string(r.count) + " " +
-         std::string(DataTypeName(r.dtype)) + " elements" +
+  std::string shape;
+  for (int64_t d : r.shape)
+    shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  return op + " of " + std::string(DataTypeName(r.dtype)) + " shape [" + shape +
+         "]" +
+         (r.device >= 0 ? " on CUDA device " + std::to_string(r.device) : "") +
          (r.prescale != 1.0 || r.postscale != 1.0
               ? " (prescale " + std::to_string(r.prescale) + ", postscale " +
                     std::to_string(r.postscale) + ")"
@@ -74,16 +79,76 @@ std::string Describe(const Request& r) {
 }
 
 bool SameShape(const Request& a, const Request& b) {
-  // An allgather's first dimension, and an alltoall's splits, may differ
-  // per rank.
-  if (a.type == b.type &&
-      (a.type == OpType::kAllgather || a.type == OpType::kAlltoall)) {
-    return a.dtype == b.dtype;
+  if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) {
+    return false;
   }
-  return a.type == b.type && a.dtype == b.dtype && a.reduce == b.reduce &&
-         a.average == b.average && a.count == b.count &&
+  if (a.type == OpType::kBarrier) return true;
+  // An allgather's first dimension, and an alltoall's splits, may differ
+  // per rank; the other dimensions may not.
+  if (a.type == OpType::kAllgather || a.type == OpType::kAlltoall) {
+    return a.shape.size() == b.shape.size() &&
+           std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
+  }
+  return a.reduce == b.reduce && a.average == b.average && a.shape == b.shape &&
          a.prescale == b.prescale && a.postscale == b.postscale &&
          a.root == b.root;
+}
+
+template <typename T>
+void PutBytes(std::string& out, std::string_view bytes) {
+  PutValue<T>(out, static_cast<T>(bytes.size()));
+  out.append(bytes);
+}
+
+// Splits a cycle message: [stop][cache bits][requests][eager tensors].
+struct CycleMessage {
+  uint8_t stop = 0;
+  std::string_view bits;
+  std::string requests;  // Engine::Encode's format
+  std::vector<std::pair<std::string_view, std::string_view>> eager;
+};
+
+bool Take(std::string_view& in, size_t n, std::string_view* out) {
+  if (in.size() < n) return false;
+  *out = in.substr(0, n);
+  in.remove_prefix(n);
+  return true;
+}
+
+template <typename T>
+bool TakeValue(std::string_view& in, T* v) {
+  std::string_view b;
+  if (!Take(in, sizeof(T), &b)) return false;
+  std::memcpy(v, b.data(), sizeof(T));
+  return true;
+}
+
+template <typename T>
+bool TakeBytes(std::string_view& in, std::string_view* out) {
+  T n;
+  return TakeValue(in, &n) && Take(in, n, out);
+}
+
+bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
+  std::string_view reqs;
+  uint32_t neager = 0;
+  if (!TakeValue(in, &m->stop) || !TakeBytes<uint32_t>(in, &m->bits) ||
+      !TakeBytes<uint32_t>(in, &reqs) || !TakeValue(in, &neager)) {
+    return false;
+  }
+  m->requests.assign(reqs);
+  for (uint32_t i = 0; i < neager; ++i) {
+    std::string_view name, data;
+    if (!TakeBytes<uint32_t>(in, &name) || !TakeBytes<uint32_t>(in, &data)) {
+      return false;
+    }
+    m->eager.emplace_back(name, data);
+  }
+  return in.empty();
+}
+
+bool Bit(std::string_view bits, uint32_t id) {
+  return id / 8 < bits.size() && ((bits[id / 8] >> (id % 8)) & 1);
 }
 
 }  // namespace
@@ -99,14 +164,20 @@ Status Completion::Wait() {
   return status_;
 }
 
-void Completion::Set(Status s) {
+void Completion::Set(Status s, int64_t value) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
     status_ = std::move(s);
+    value_ = value;
   }
   cv_.notify_all();
+}
+
+int64_t Completion::value() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return value_;
 }
 
 std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
@@ -126,6 +197,9 @@ std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
     PutValue<int32_t>(out, r.root);
     PutValue<uint32_t>(out, static_cast<uint32_t>(r.splits.size()));
     for (int64_t v : r.splits) PutValue<int64_t>(out, v);
+    PutValue<uint32_t>(out, static_cast<uint32_t>(r.shape.size()));
+    for (int64_t v : r.shape) PutValue<int64_t>(out, v);
+    PutValue<int32_t>(out, r.device);
   }
   return out;
 }
@@ -146,7 +220,7 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     if (!in.Get(&len) || !in.GetString(&r.name, len) || !in.Get(&type) ||
         !in.Get(&dtype) || !in.Get(&reduce) || !in.Get(&average) ||
         !in.Get(&r.count) || !in.Get(&r.prescale) || !in.Get(&r.postscale) ||
-        !in.Get(&r.root) || type > 4 || dtype > 7 || reduce > 3) {
+        !in.Get(&r.root) || type > 6 || dtype > 7 || reduce > 3) {
       return bad;
     }
     uint32_t nsplits = 0;
@@ -155,6 +229,13 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     for (int64_t& v : r.splits) {
       if (!in.Get(&v)) return bad;
     }
+    uint32_t ndims = 0;
+    if (!in.Get(&ndims) || ndims > 64) return bad;
+    r.shape.resize(ndims);
+    for (int64_t& v : r.shape) {
+      if (!in.Get(&v)) return bad;
+    }
+    if (!in.Get(&r.device)) return bad;
     r.type = static_cast<OpType>(type);
     r.dtype = static_cast<DataType>(dtype);
     r.reduce = static_cast<ReduceOp>(reduce);
@@ -165,41 +246,85 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
   return reqs;
 }
 
-Engine::Engine(EngineOptions options, Backend* backend)
+Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
     : options_(options),
       backend_(backend),
+      control_(control),
       cache_(options.cache_capacity),
+      joined_(static_cast<size_t>(options.size), false),
       thread_([this] { Loop(); }) {}
 
 Engine::~Engine() { Shutdown(); }
 
-Status Engine::Validate(const Request& request, void* data,
-                        std::vector<uint8_t>* gathered) const {
+Status Engine::Validate(const Request& request, void* data, Output* out) const {
   std::string who = "tensor '" + request.name + "'";
   if (request.name.empty()) {
     return Status::InvalidArgument("tensor name", "is empty");
   }
+  if (request.type == OpType::kJoin || request.type == OpType::kBarrier) {
+    return Status::Ok();
+  }
   if (request.count < 0) {
     return Status::InvalidArgument(who, "has a negative element count");
+  }
+  if (!request.shape.empty()) {
+    int64_t n = 1;
+    for (int64_t d : request.shape) {
+      if (d < 0)
+        return Status::InvalidArgument(who, "has a negative dimension");
+      n *= d;
+    }
+    if (n != request.count) {
+      return Status::InvalidArgument(
+          who, "has a shape of " + std::to_string(n) + " elements but " +
+                   std::to_string(request.count) + " were given");
+    }
   }
   if (request.count > 0 && data == nullptr) {
     return Status::InvalidArgument(who, "has no data");
   }
-  if ((request.type == OpType::kAllgather ||
-       request.type == OpType::kReducescatter ||
-       request.type == OpType::kAlltoall) &&
-      gathered == nullptr) {
-    return Status::InvalidArgument(who, "needs an output buffer");
+  const bool outputs = request.type == OpType::kAllgather ||
+                       request.type == OpType::kReducescatter ||
+                       request.type == OpType::kAlltoall;
+  if (outputs && out == nullptr) {
+    return Status::InvalidArgument(who, "needs an output");
+  }
+  if (request.device >= 0) {
+    if (!options_.make_device_backend) {
+      return Status::InvalidArgument(
+          who, "is on CUDA device " + std::to_string(request.device) +
+                   " but this libhvd was built without NCCL (rebuild where "
+                   "CUDA and NCCL are installed, or pass a host tensor)");
+    }
+    if (request.device >= options_.cuda_devices) {
+      return Status::InvalidArgument(
+          who, "is on CUDA device " + std::to_string(request.device) +
+                   " but this process sees " +
+                   std::to_string(options_.cuda_devices) +
+                   " (check CUDA_VISIBLE_DEVICES and the driver)");
+    }
+    if (request.type != OpType::kAllreduce &&
+        request.type != OpType::kBroadcast) {
+      return Status::InvalidArgument(
+          who, std::string("is a CUDA tensor; ") + OpTypeName(request.type) +
+                   " takes host tensors only (copy it to the host)");
+    }
+    if ((request.prescale != 1.0 || request.postscale != 1.0) &&
+        request.reduce != ReduceOp::kSum) {
+      return Status::InvalidArgument(
+          who, "on CUDA takes scale factors with Sum and Average only");
+    }
   }
   if (request.type == OpType::kAlltoall) {
+    int64_t rows = request.shape.empty() ? request.count : request.shape[0];
     int64_t sum = 0;
     for (int64_t v : request.splits) sum += v < 0 ? -(1LL << 62) : v;
     if (static_cast<int>(request.splits.size()) != options_.size ||
-        sum != request.count) {
+        sum != rows) {
       return Status::InvalidArgument(
           who, "alltoall splits must give one count per rank (" +
                    std::to_string(options_.size) + ") adding up to the " +
-                   std::to_string(request.count) + " elements");
+                   std::to_string(rows) + " rows");
     }
   }
   if (request.type == OpType::kBroadcast &&
@@ -211,8 +336,7 @@ Status Engine::Validate(const Request& request, void* data,
   return Status::Ok();
 }
 
-void Engine::AddLocked(Request request, void* data,
-                       std::vector<uint8_t>* gathered,
+void Engine::AddLocked(Request request, void* data, Output* out,
                        const std::shared_ptr<Completion>& done,
                        Status& refuse) {
   std::string who = "tensor '" + request.name + "'";
@@ -226,19 +350,27 @@ void Engine::AddLocked(Request request, void* data,
                  "; wait for it before submitting the name again");
   }
   if (!refuse.ok()) return;
+  if (request.shape.empty() && request.type != OpType::kJoin &&
+      request.type != OpType::kBarrier) {
+    request.shape = {request.count};
+  }
   fresh_.push_back(request);
   std::string name = request.name;
-  pending_.emplace(name,
-                   Pending{std::move(request), data, gathered, done, {}, {}});
+  Pending p;
+  p.request = std::move(request);
+  p.data = data;
+  p.out = out;
+  p.done = done;
+  pending_.emplace(name, std::move(p));
 }
 
 std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
-                                            std::vector<uint8_t>* gathered) {
+                                            Output* out) {
   auto done = std::make_shared<Completion>();
-  Status refuse = Validate(request, data, gathered);
+  Status refuse = Validate(request, data, out);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    AddLocked(std::move(request), data, gathered, done, refuse);
+    AddLocked(std::move(request), data, out, done, refuse);
   }
   if (!refuse.ok()) {
     done->Set(refuse);
@@ -294,23 +426,16 @@ void Engine::Loop() {
   for (;;) {
     uint8_t stop;
     {
-      // The cycle time bounds the wait for more tensors: a burst of
-      // submissions (a backward pass) goes out together, and the cycle
-      // starts as soon as the burst has been quiet for a moment.
+      // The cycle time bounds the wait: an idle engine still exchanges a
+      // heartbeat every cycle (stop reasons and stalls travel in it), and a
+      // new request starts the cycle at once. Not waiting for "more" keeps
+      // a lone small allreduce at one exchange; a burst (a backward pass)
+      // still goes out together, because what arrives during an exchange
+      // is sent with the next one.
       std::unique_lock<std::mutex> lock(mu_);
       auto deadline = std::chrono::steady_clock::now() + options_.cycle_time;
       cv_.wait_until(lock, deadline,
                      [this] { return stop_ || !fresh_.empty(); });
-      size_t seen = fresh_.size();
-      while (!stop_ && seen > 0 &&
-             std::chrono::steady_clock::now() < deadline) {
-        auto quiet = std::min<std::chrono::steady_clock::time_point>(
-            deadline, std::chrono::steady_clock::now() + kQuiet);
-        cv_.wait_until(lock, quiet,
-                       [&] { return stop_ || fresh_.size() != seen; });
-        if (fresh_.size() == seen) break;  // quiet: go
-        seen = fresh_.size();
-      }
       stop = stop_ ? kShutdown : kRunning;
     }
     if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
@@ -414,6 +539,47 @@ bool Engine::InspectStalls() {
   return past_shutdown;
 }
 
+bool Engine::Complete(const std::vector<int>& ranks) const {
+  std::vector<bool> has = joined_;
+  for (int r : ranks) has[r] = true;
+  return std::all_of(has.begin(), has.end(), [](bool b) { return b; });
+}
+
+std::string Engine::BuildMessage(uint8_t stop,
+                                 const std::vector<Request>& uncached) {
+  std::string msg;
+  PutValue<uint8_t>(msg, stop);
+  std::string bits;
+  for (uint32_t id : my_cached_) {
+    if (bits.size() <= id / 8) bits.resize(id / 8 + 1, '\0');
+    bits[id / 8] |= static_cast<char>(1 << (id % 8));
+  }
+  PutBytes<uint32_t>(msg, bits);
+  PutBytes<uint32_t>(msg, Encode(0, uncached));
+  // The data of small pending allreduces: when every rank sends a tensor's
+  // data in the same cycle, nobody needs a collective for it.
+  std::string eager;
+  uint32_t neager = 0;
+  if (options_.size > 1 && options_.eager_cycle_bytes > 0) {
+    size_t budget = options_.eager_cycle_bytes;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, p] : pending_) {
+      const Request& r = p.request;
+      if (r.type != OpType::kAllreduce || r.device >= 0) continue;
+      size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+      if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
+      budget -= bytes;
+      PutBytes<uint32_t>(eager, name);
+      PutBytes<uint32_t>(
+          eager, std::string_view(static_cast<const char*>(p.data), bytes));
+      ++neager;
+    }
+  }
+  PutValue<uint32_t>(msg, neager);
+  msg += eager;
+  return msg;
+}
+
 Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   std::vector<Request> mine;
   {
@@ -425,7 +591,8 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   std::vector<Request> uncached;
   for (Request& r : mine) {
     std::optional<uint32_t> id;
-    if (r.type != OpType::kAllgather && r.type != OpType::kAlltoall) {
+    if (r.type == OpType::kAllreduce || r.type == OpType::kBroadcast ||
+        r.type == OpType::kReducescatter) {
       id = cache_.Lookup(r);
     }
     if (id) {
@@ -435,34 +602,50 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     }
   }
   const size_t n = static_cast<size_t>(options_.size);
-  const size_t capacity = cache_.capacity();
-
-  // Phase 1, every cycle: a fixed-size header per rank (stop reason, "I
-  // have uncached requests", and the bits of its pending cached tensors).
-  const size_t header_size = 2 + (capacity + 7) / 8;
-  std::string header(header_size, '\0');
-  header[0] = static_cast<char>(stop);
-  header[1] = uncached.empty() ? 0 : 1;
-  for (uint32_t id : my_cached_)
-    header[2 + id / 8] |= static_cast<char>(1 << (id % 8));
-  std::string headers(header_size * n, '\0');
-  HVD_RETURN_IF_ERROR(backend_->Allgatherv(
-      header.data(), headers.data(), std::vector<size_t>(n, header_size)));
-  bool any_uncached = false;
+  std::vector<std::string>& all = cycle_messages_;
+  HVD_RETURN_IF_ERROR(control_->Exchange(BuildMessage(stop, uncached), &all));
+  std::vector<CycleMessage> msgs(n);
   for (size_t r = 0; r < n; ++r) {
-    uint8_t sd = static_cast<uint8_t>(headers[r * header_size]);
-    if (sd > 2)
-      return Status::DataLoss("negotiation", "malformed header from a peer");
-    if (sd > *everyone_stop) *everyone_stop = sd;
-    any_uncached |= headers[r * header_size + 1] != 0;
+    if (!ParseCycleMessage(all[r], &msgs[r]) || msgs[r].stop > 2) {
+      return Status::DataLoss(
+          "negotiation", "malformed message from rank " + std::to_string(r));
+    }
+    if (msgs[r].stop > *everyone_stop) *everyone_stop = msgs[r].stop;
   }
-  std::vector<std::string> ready;
+  std::vector<std::vector<Request>> reqs(n);
+  bool joins = false;
+  for (size_t r = 0; r < n; ++r) {
+    uint8_t unused = 0;
+    HVD_ASSIGN_OR_RETURN(reqs[r], Decode(msgs[r].requests, &unused));
+    for (const Request& q : reqs[r]) {
+      if (q.type == OpType::kJoin && !joined_[r]) {
+        joined_[r] = true;
+        last_joined_ = static_cast<int>(r);
+        joins = true;
+      }
+    }
+  }
+  eager_.clear();
+  for (size_t r = 0; r < n; ++r) {
+    for (const auto& [name, data] : msgs[r].eager) {
+      auto& v = eager_[std::string(name)];
+      v.resize(n);
+      v[r] = data;
+    }
+  }
+
+  std::vector<std::pair<std::string, Request>> ready;
   auto now = std::chrono::steady_clock::now();
   Timeline* tl = options_.timeline;
+  // Cached tensors: ready when every rank set the bit (or joined).
+  const uint32_t capacity = static_cast<uint32_t>(cache_.capacity());
   for (uint32_t id = 0; id < capacity; ++id) {
     int have = 0;
+    bool complete = true;
     for (size_t r = 0; r < n; ++r) {
-      have += (headers[r * header_size + 2 + id / 8] >> (id % 8)) & 1;
+      bool b = Bit(msgs[r].bits, id);
+      have += b;
+      complete &= b || joined_[r];
     }
     if (have == 0) {
       cached_since_.erase(id);
@@ -472,91 +655,99 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
       return Status::DataLoss("negotiation",
                               "a peer named an unknown cached tensor");
     }
-    if (have == static_cast<int>(n)) {
-      ready.push_back(cache_.Get(id).name);
+    const Request& meta = cache_.Get(id);
+    if (complete) {
+      ready.emplace_back(meta.name, meta);
       if (tl) {
-        tl->NegotiateStart(ready.back(), OpTypeName(cache_.Get(id).type));
-        tl->NegotiateEnd(ready.back());
+        tl->NegotiateStart(meta.name, OpTypeName(meta.type));
+        tl->NegotiateEnd(meta.name);
       }
       cached_since_.erase(id);
     } else {
       cached_since_.emplace(id, now);  // for the stall inspector
       auto& ranks = cached_ranks_[id];
       ranks.assign(n, false);
-      for (size_t r = 0; r < n; ++r) {
-        ranks[r] = (headers[r * header_size + 2 + id / 8] >> (id % 8)) & 1;
-      }
+      for (size_t r = 0; r < n; ++r) ranks[r] = Bit(msgs[r].bits, id);
     }
   }
 
-  // Phase 2, only when some rank has requests the cache does not know:
-  // their sizes, then the requests themselves.
-  if (any_uncached) {
-    const std::string msg = Encode(0, uncached);
-    std::vector<uint64_t> sizes(n);
-    uint64_t my_size = msg.size();
-    HVD_RETURN_IF_ERROR(backend_->Allgatherv(&my_size, sizes.data(),
-                                             std::vector<size_t>(n, 8)));
-    std::vector<size_t> bytes(sizes.begin(), sizes.end());
-    size_t total = 0;
-    for (size_t b : bytes) total += b;
-    std::string all(total, '\0');
-    HVD_RETURN_IF_ERROR(backend_->Allgatherv(msg.data(), all.data(), bytes));
-    size_t off = 0;
-    for (size_t r = 0; r < n; ++r) {
-      std::string part = all.substr(off, bytes[r]);
-      off += bytes[r];
-      uint8_t unused = 0;
-      HVD_ASSIGN_OR_RETURN(std::vector<Request> reqs, Decode(part, &unused));
-      for (Request& req : reqs) {
-        // A full request for a cached name means some rank changed its
-        // metadata: every rank drops the entry (they all see this message),
-        // and one that had it pending through the cache sends it in full.
-        if (std::optional<uint32_t> stale = cache_.Erase(req.name)) {
-          cached_since_.erase(*stale);
-          if (my_cached_.erase(*stale)) {
-            std::lock_guard<std::mutex> lock(mu_);
-            auto it = pending_.find(req.name);
-            if (it != pending_.end()) fresh_.push_back(it->second.request);
-          }
+  // Requests in full, in rank order.
+  for (size_t r = 0; r < n; ++r) {
+    for (Request& req : reqs[r]) {
+      if (req.type == OpType::kJoin) continue;
+      // A full request for a cached name means some rank changed its
+      // metadata: every rank drops the entry (they all see this message),
+      // and one that had it pending through the cache sends it in full.
+      if (std::optional<uint32_t> stale = cache_.Erase(req.name)) {
+        cached_since_.erase(*stale);
+        if (my_cached_.erase(*stale)) {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = pending_.find(req.name);
+          if (it != pending_.end()) fresh_.push_back(it->second.request);
         }
-        Seen& s = seen_[req.name];
-        if (tl && s.ranks.empty()) {
-          tl->NegotiateStart(req.name, OpTypeName(req.type));
+      }
+      Seen& s = seen_[req.name];
+      if (tl && s.ranks.empty()) {
+        tl->NegotiateStart(req.name, OpTypeName(req.type));
+      }
+      if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
+      if (s.ranks.empty()) {
+        s.first = req;
+        s.first_rank = static_cast<int>(r);
+        s.since = now;
+      } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
+        s.mismatch = "rank " + std::to_string(r) + " asks for " +
+                     Describe(req) + " but rank " +
+                     std::to_string(s.first_rank) + " for " + Describe(s.first);
+      }
+      s.ranks.push_back(static_cast<int>(r));
+      if (s.counts.empty()) s.counts.assign(n, 0);
+      s.counts[r] = req.shape.empty() ? req.count : req.shape[0];
+      if (req.type == OpType::kAlltoall) {
+        if (s.splits.empty()) s.splits.assign(n, {});
+        if (req.splits.size() != n) {
+          s.mismatch = "rank " + std::to_string(r) + " gives " +
+                       std::to_string(req.splits.size()) +
+                       " alltoall splits for " + std::to_string(n) + " ranks";
+        } else {
+          s.splits[r] = req.splits;
         }
-        if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
-        if (s.ranks.empty()) {
-          s.first = req;
-          s.first_rank = static_cast<int>(r);
-          s.since = now;
-        } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
-          s.mismatch = "rank " + std::to_string(r) + " asks for " +
-                       Describe(req) + " but rank " +
-                       std::to_string(s.first_rank) + " for " +
-                       Describe(s.first);
-        }
-        s.ranks.push_back(static_cast<int>(r));
-        if (s.counts.empty()) s.counts.assign(n, 0);
-        s.counts[r] = req.count;
-        if (req.type == OpType::kAlltoall) {
-          if (s.splits.empty()) s.splits.assign(n, {});
-          if (req.splits.size() != n) {
-            s.mismatch = "rank " + std::to_string(r) + " gives " +
-                         std::to_string(req.splits.size()) +
-                         " alltoall splits for " + std::to_string(n) + " ranks";
-          } else {
-            s.splits[r] = req.splits;
-          }
-        }
-        if (s.ranks.size() == n) {
-          ready.push_back(req.name);
-          if (tl) tl->NegotiateEnd(req.name);
-        }
+      }
+      if (Complete(s.ranks)) {
+        ready.emplace_back(req.name, s.first);
+        if (tl) tl->NegotiateEnd(req.name);
+      }
+    }
+  }
+  // A join can complete tensors the joined rank never named.
+  if (joins) {
+    for (const auto& [name, s] : seen_) {
+      bool listed = std::any_of(ready.begin(), ready.end(),
+                                [&](const auto& e) { return e.first == name; });
+      if (!listed && !s.ranks.empty() && Complete(s.ranks)) {
+        ready.emplace_back(name, s.first);
+        if (tl) tl->NegotiateEnd(name);
       }
     }
   }
   if (tl && tl->mark_cycles() && !ready.empty()) tl->MarkCycle();
-  return Execute(ready);
+  HVD_RETURN_IF_ERROR(Execute(ready));
+  if (std::all_of(joined_.begin(), joined_.end(), [](bool b) { return b; })) {
+    // Everyone has joined: every rank's join completes, and the job may go
+    // on (or join again).
+    std::shared_ptr<Completion> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(kJoinName);
+      if (it != pending_.end()) {
+        done = it->second.done;
+        pending_.erase(it);
+      }
+    }
+    if (done) done->Set(Status::Ok(), last_joined_);
+    joined_.assign(n, false);
+  }
+  return Status::Ok();
 }
 
 }  // namespace hvd::runtime

@@ -2,24 +2,36 @@
 // asynchronous requests into few large collectives.
 //
 // Protocol (every cycle, on every rank, in lockstep):
-//   1. Wait up to the cycle time for new requests; a new request ends the
-//      wait at once.
-//   2. Negotiate: every rank contributes the requests it received since the
-//      last cycle (name + metadata, in submission order) and a shutdown bit;
-//      one allgatherv gives every rank every rank's list. Horovod sends the
-//      lists to rank 0, which answers; an allgather gives every rank the
-//      same information in one collective, and every rank then runs the
-//      same deterministic decision, so no answer has to travel back.
-//   3. Decide: walking the lists in rank order, a tensor is ready when all
-//      ranks have named it. Its metadata (op, dtype, element count, reduce
-//      op, scale factors, root) must agree across ranks; a mismatch
-//      completes it everywhere with an error naming the tensor and ranks.
-//   4. Fuse: consecutive ready allreduces with the same dtype, reduce op
-//      and scale factors share one buffer up to the fusion threshold and one
-//      backend call. Fusion never reorders: every rank fuses the same list.
-//   5. Execute on the backend, scale, copy out, complete the handles.
-// A backend failure (dead peer, timeout) completes every pending and every
-// later request with that error; nothing waits forever. When any rank shuts
+//   1. Wait up to the cycle time for new requests; a new request starts the
+//      cycle at once (the exchange itself waits for the slower ranks, and
+//      whatever arrives meanwhile goes out together in the next cycle).
+//   2. Negotiate: one exchange on the control plane gives every rank every
+//      rank's message: a stop reason, the bits of its pending tensors that
+//      the response cache knows, its other new requests in full (name and
+//      metadata, in submission order), and the data of its small pending
+//      allreduces. Horovod sends the lists to rank 0, which answers; an
+//      all-to-all exchange gives every rank the same information in one
+//      round, and every rank then runs the same deterministic decision, so
+//      no answer has to travel back.
+//   3. Decide: a tensor is ready when every rank has named it (a rank that
+//      joined counts as having named every tensor). Its metadata (op,
+//      dtype, shape, reduce op, scale factors, root, device) must agree
+//      across ranks; a mismatch completes it everywhere with an error
+//      naming the tensor and ranks.
+//   4. A small allreduce whose data every rank sent along is reduced
+//      locally, in rank order, so every rank gets the same bits without a
+//      collective. The rest: consecutive ready allreduces with the same
+//      dtype, reduce op, scale factors and device share one buffer up to
+//      the fusion threshold and one backend call. Fusion never reorders:
+//      every rank fuses the same list.
+//   5. Execute on the backend of the tensor's device, scale, copy out,
+//      complete the handles.
+// Join: a rank that calls join has no more data; until every rank has
+// joined, the others' allreduces run with zeros from it, and join completes
+// everywhere with the last rank to join. Other ops fail while a rank has
+// joined.
+// A failure (dead peer, timeout) completes every pending and every later
+// request with that error; nothing waits forever. When any rank shuts
 // down, the others' pending requests complete with an error saying so.
 //
 // Thread-safety: Enqueue may be called from any thread.
@@ -35,11 +47,14 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common/status.h"
+#include "hvd/hvd.h"
 #include "runtime/backend.h"
+#include "runtime/control_plane.h"
 #include "runtime/dtype.h"
 #include "runtime/engine_request.h"
 #include "runtime/response_cache.h"
@@ -65,6 +80,16 @@ struct EngineOptions {
   std::function<void(const std::string&)> on_stall_warning;
   // Rank 0's timeline, or null. Not owned; outlives the engine.
   Timeline* timeline = nullptr;
+  // Makes the backend for CUDA tensors on first use (collective: every
+  // rank calls it at the same point); null when libhvd has no GPU backend.
+  // The argument is the device of the first CUDA tensor; a rank's CUDA
+  // tensors must all be on that device.
+  std::function<StatusOr<std::unique_ptr<Backend>>(int)> make_device_backend;
+  int cuda_devices = 0;  // visible to this process
+  // A rank sends the data of pending allreduces of at most this many bytes
+  // in its negotiation message, up to this many bytes in all per cycle.
+  size_t eager_tensor_bytes = 16u << 10;
+  size_t eager_cycle_bytes = 64u << 10;
 };
 
 // The completion of one request.
@@ -72,25 +97,30 @@ class Completion {
  public:
   bool done() const;
   Status Wait();
-  void Set(Status s);
+  // `value`: what the operation returns (join: the last rank to join).
+  void Set(Status s, int64_t value = 0);
+  int64_t value() const;
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
   Status status_;
+  int64_t value_ = 0;
 };
 
 class Engine {
  public:
-  Engine(EngineOptions options, Backend* backend);
+  // Neither is owned; both outlive the engine.
+  Engine(EngineOptions options, Backend* backend, ControlPlane* control);
   ~Engine();  // shuts down if Shutdown was not called
 
   // Queues `request` on `data` (in place; count elements of dtype). The
-  // buffer must stay valid until the completion is done. An allgather reads
-  // `data` and fills `*gathered` with every rank's elements in rank order.
+  // buffer must stay valid until the completion is done. Allgather,
+  // alltoall and reducescatter read `data` and fill `*out` (resized, with
+  // its shape).
   std::shared_ptr<Completion> Enqueue(Request request, void* data,
-                                      std::vector<uint8_t>* gathered = nullptr);
+                                      Output* out = nullptr);
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -111,8 +141,12 @@ class Engine {
   struct Pending {
     Request request;
     void* data = nullptr;
-    std::vector<uint8_t>* gathered = nullptr;
+    Output* out = nullptr;
     std::shared_ptr<Completion> done;
+    // A joined rank's stand-in for a tensor it never submitted: zeros it
+    // owns, and nobody waits on `done`.
+    bool placeholder = false;
+    std::vector<uint8_t> own;
     std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
     std::vector<std::vector<int64_t>> all_splits;  // alltoall: every rank's
   };
@@ -129,10 +163,9 @@ class Engine {
   enum StopReason : uint8_t { kRunning = 0, kShutdown = 1, kStalled = 2 };
 
   // Why `request` cannot be queued (OK when it can); `mu_` not held.
-  Status Validate(const Request& request, void* data,
-                  std::vector<uint8_t>* gathered) const;
+  Status Validate(const Request& request, void* data, Output* out) const;
   // Queues or refuses under `mu_`.
-  void AddLocked(Request request, void* data, std::vector<uint8_t>* gathered,
+  void AddLocked(Request request, void* data, Output* out,
                  const std::shared_ptr<Completion>& done, Status& refuse);
   void Loop();
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
@@ -145,8 +178,19 @@ class Engine {
   // The tensors pending past the warning time, with their missing ranks.
   std::string StallReport(std::chrono::steady_clock::time_point now,
                           bool* past_shutdown) const;
-  Status Execute(const std::vector<std::string>& ready);
+  // This cycle's negotiation message, and the small tensors' data in it.
+  std::string BuildMessage(uint8_t stop, const std::vector<Request>& uncached);
+  // True when every rank has named the tensor or joined.
+  bool Complete(const std::vector<int>& ranks) const;
+  // `ready`: name and the metadata every rank agreed on.
+  Status Execute(const std::vector<std::pair<std::string, Request>>& ready);
   Status ExecuteFused(const std::vector<Pending*>& group);
+  // Reduces a small allreduce from the data every rank sent along; false
+  // when some rank did not send it.
+  bool TryEager(Pending* p);
+  // Completes a group that ran, and caches its requests.
+  void Finish(const std::vector<Pending*>& group);
+  Backend* DeviceBackend(int device, Status* why);
   void FailAll(const Status& s);
   // Adds a completed request to the cache; requeues a pending request of
   // this rank whose entry it evicted.
@@ -154,6 +198,9 @@ class Engine {
 
   const EngineOptions options_;
   Backend* backend_;
+  ControlPlane* control_;
+  std::unique_ptr<Backend> device_backend_;  // engine thread, on first use
+  int backend_device_ = -1;                  // its CUDA device
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Request> fresh_;              // guarded by mu_: not yet sent
@@ -167,6 +214,13 @@ class Engine {
   std::set<uint32_t> my_cached_;  // cache ids this rank has pending
   std::map<uint32_t, std::chrono::steady_clock::time_point> cached_since_;
   std::map<uint32_t, std::vector<bool>> cached_ranks_;  // who has the bit
+  std::vector<bool> joined_;  // by rank, until every rank has joined
+  int last_joined_ = -1;
+  std::map<std::string, Pending> placeholders_;
+  // This cycle's small-tensor data: name -> each rank's bytes (views into
+  // cycle_messages_).
+  std::vector<std::string> cycle_messages_;
+  std::map<std::string, std::vector<std::string_view>> eager_;
   std::chrono::steady_clock::time_point last_stall_check_ =
       std::chrono::steady_clock::now();
   std::thread thread_;

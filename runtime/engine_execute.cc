@@ -1,6 +1,7 @@
 // The engine's execution half: fusing the tensors every rank agreed on,
 // running them on the backend, and completing their handles (see the
 // protocol in engine.h). Runs on the engine thread only.
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/engine.h"
@@ -10,73 +11,33 @@
 namespace hvd::runtime {
 namespace {
 
+// Device tensors are not fused: the fusion buffer is host memory.
 bool Fusable(const Request& a, const Request& b) {
   return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
-         a.dtype == b.dtype && a.reduce == b.reduce && a.average == b.average &&
+         a.device < 0 && b.device < 0 && a.dtype == b.dtype &&
+         a.reduce == b.reduce && a.average == b.average &&
          a.prescale == b.prescale && a.postscale == b.postscale;
 }
 
+int64_t Rows(const Request& r) {
+  return r.shape.empty() ? r.count : r.shape[0];
+}
+
+int64_t RowElems(const Request& r) {
+  int64_t n = 1;
+  for (size_t i = 1; i < r.shape.size(); ++i) n *= r.shape[i];
+  return n;
+}
+
+// The shape of `r` with a first dimension of `rows`.
+std::vector<int64_t> WithRows(const Request& r, int64_t rows) {
+  std::vector<int64_t> shape =
+      r.shape.empty() ? std::vector<int64_t>{0} : r.shape;
+  shape[0] = rows;
+  return shape;
+}
+
 }  // namespace
-
-void Engine::Remember(const Request& r) {
-  // Counts (and splits) differ per rank: a bit cannot stand for them.
-  if (r.type == OpType::kAllgather || r.type == OpType::kAlltoall) return;
-  std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
-  if (!evicted) return;
-  cached_since_.erase(evicted->id);
-  // Every rank evicts the same entry at the same point. If this rank had
-  // that tensor pending through the cache, it is sent again in full.
-  if (my_cached_.erase(evicted->id)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(evicted->name);
-    if (it != pending_.end()) fresh_.push_back(it->second.request);
-  }
-}
-
-Status Engine::Execute(const std::vector<std::string>& ready) {
-  std::vector<Pending*> group;
-  size_t group_bytes = 0;
-  auto flush = [&]() -> Status {
-    if (group.empty()) return Status::Ok();
-    Status s = ExecuteFused(group);
-    group.clear();
-    group_bytes = 0;
-    return s;
-  };
-  for (const std::string& name : ready) {
-    Seen seen = std::move(seen_[name]);
-    seen_.erase(name);
-    Pending* p;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      p = &pending_.at(name);
-    }
-    if (!seen.mismatch.empty()) {
-      HVD_RETURN_IF_ERROR(flush());
-      Status err =
-          Status::InvalidArgument("tensor '" + name + "'", seen.mismatch);
-      std::shared_ptr<Completion> done = p->done;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        pending_.erase(name);
-      }
-      done->Set(err);
-      continue;
-    }
-    p->counts = seen.counts;
-    p->all_splits = seen.splits;
-    const Request& r = p->request;
-    size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-    bool fits = group.empty() ||
-                (Fusable(group.back()->request, r) &&
-                 group_bytes + nbytes <= options_.fusion_threshold_bytes);
-    if (!fits) HVD_RETURN_IF_ERROR(flush());
-    group.push_back(p);
-    group_bytes += nbytes;
-    if (r.type != OpType::kAllreduce) HVD_RETURN_IF_ERROR(flush());
-  }
-  return flush();
-}
 
 template <typename F>
 Status Engine::Traced(const std::vector<Pending*>& group, bool fused, F&& run) {
@@ -96,98 +57,314 @@ Status Engine::Traced(const std::vector<Pending*>& group, bool fused, F&& run) {
   return s;
 }
 
+void Engine::Remember(const Request& r) {
+  // Counts (and splits) differ per rank: a bit cannot stand for them.
+  if (r.type != OpType::kAllreduce && r.type != OpType::kBroadcast &&
+      r.type != OpType::kReducescatter) {
+    return;
+  }
+  std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
+  if (!evicted) return;
+  cached_since_.erase(evicted->id);
+  // Every rank evicts the same entry at the same point. If this rank had
+  // that tensor pending through the cache, it is sent again in full.
+  if (my_cached_.erase(evicted->id)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(evicted->name);
+    if (it != pending_.end()) fresh_.push_back(it->second.request);
+  }
+}
+
+Backend* Engine::DeviceBackend(int device, Status* why) {
+  if (!device_backend_) {
+    auto made = options_.make_device_backend
+                    ? options_.make_device_backend(device)
+                    : StatusOr<std::unique_ptr<Backend>>(
+                          Status::Internal("engine", "no device backend"));
+    if (!made.ok()) {
+      *why = made.status();
+      return nullptr;
+    }
+    device_backend_ = std::move(*made);
+    backend_device_ = device;
+  }
+  if (device != backend_device_) {
+    *why = Status::InvalidArgument(
+        "rank " + std::to_string(options_.rank),
+        "CUDA tensors on device " + std::to_string(device) + " and on device " +
+            std::to_string(backend_device_) +
+            ": a rank's CUDA tensors must all be on one device");
+    return nullptr;
+  }
+  return device_backend_.get();
+}
+
+Status Engine::Execute(
+    const std::vector<std::pair<std::string, Request>>& ready) {
+  std::vector<Pending*> group;
+  size_t group_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (group.empty()) return Status::Ok();
+    Status s = ExecuteFused(group);
+    group.clear();
+    group_bytes = 0;
+    return s;
+  };
+  const bool any_joined =
+      std::any_of(joined_.begin(), joined_.end(), [](bool b) { return b; });
+  for (const auto& [name, meta] : ready) {
+    Seen seen = std::move(seen_[name]);
+    seen_.erase(name);
+    Pending* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(name);
+      if (it != pending_.end()) p = &it->second;
+    }
+    std::string mismatch = seen.mismatch;
+    if (mismatch.empty() && any_joined && meta.type != OpType::kBarrier &&
+        (meta.type != OpType::kAllreduce || meta.device >= 0)) {
+      std::string who;
+      for (size_t r = 0; r < joined_.size(); ++r) {
+        if (joined_[r]) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      }
+      mismatch = "cannot run while rank(s) " + who +
+                 " have joined: only host allreduces take part in a join";
+    }
+    if (!p) {
+      // A rank that joined stands in with zeros for what it never named.
+      // (Or an error every rank agreed on: nothing to run here.)
+      if (!mismatch.empty() || meta.type == OpType::kBarrier) continue;
+      Pending stand_in;
+      stand_in.request = meta;
+      stand_in.placeholder = true;
+      stand_in.own.assign(
+          static_cast<size_t>(meta.count) * DataTypeSize(meta.dtype), 0);
+      stand_in.data = stand_in.own.data();
+      stand_in.done = std::make_shared<Completion>();
+      placeholders_[name] = std::move(stand_in);
+      p = &placeholders_[name];
+    }
+    if (!mismatch.empty()) {
+      HVD_RETURN_IF_ERROR(flush());
+      Status err = Status::InvalidArgument("tensor '" + name + "'", mismatch);
+      std::shared_ptr<Completion> done = p->done;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_.erase(name);
+      }
+      done->Set(err);
+      continue;
+    }
+    p->counts = seen.counts;
+    p->all_splits = seen.splits;
+    const Request& r = p->request;
+    if (r.type == OpType::kBarrier) {
+      // Every rank has named it: the negotiation was the barrier.
+      Finish({p});
+      continue;
+    }
+    if (r.type == OpType::kAllreduce && !p->placeholder && TryEager(p)) {
+      continue;
+    }
+    size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+    bool fits = group.empty() ||
+                (Fusable(group.back()->request, r) &&
+                 group_bytes + nbytes <= options_.fusion_threshold_bytes);
+    if (!fits) HVD_RETURN_IF_ERROR(flush());
+    group.push_back(p);
+    group_bytes += nbytes;
+    if (r.type != OpType::kAllreduce || r.device >= 0) {
+      HVD_RETURN_IF_ERROR(flush());
+    }
+  }
+  return flush();
+}
+
+bool Engine::TryEager(Pending* p) {
+  const Request& r = p->request;
+  auto it = eager_.find(r.name);
+  if (it == eager_.end()) return false;
+  const size_t esize = DataTypeSize(r.dtype);
+  const size_t bytes = static_cast<size_t>(r.count) * esize;
+  for (std::string_view v : it->second) {
+    if (v.data() == nullptr || v.size() != bytes) return false;
+  }
+  (void)Traced({p}, false, [&](auto begin, auto end) -> Status {
+    // Every rank adds the same contributions in the same (rank) order, so
+    // every rank ends with the same bits.
+    begin("LOCAL_REDUCE");
+    std::vector<uint8_t> acc(it->second[0].begin(), it->second[0].end());
+    if (r.prescale != 1.0)
+      ScaleBuffer(r.dtype, acc.data(), r.count, r.prescale);
+    std::vector<uint8_t> next;
+    for (size_t q = 1; q < it->second.size(); ++q) {
+      next.assign(it->second[q].begin(), it->second[q].end());
+      if (r.prescale != 1.0) {
+        ScaleBuffer(r.dtype, next.data(), r.count, r.prescale);
+      }
+      ReduceBuffers(r.dtype, r.reduce, acc.data(), acc.data(), next.data(),
+                    r.count);
+    }
+    double post = r.postscale * (r.average ? 1.0 / options_.size : 1.0);
+    if (post != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, post);
+    if (bytes) std::memcpy(p->data, acc.data(), bytes);
+    end();
+    return Status::Ok();
+  });
+  Finish({p});
+  return true;
+}
+
+void Engine::Finish(const std::vector<Pending*>& group) {
+  std::vector<std::shared_ptr<Completion>> done;
+  std::vector<Request> completed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Pending* p : group) {
+      completed.push_back(p->request);
+      if (p->placeholder) continue;
+      done.push_back(p->done);
+      pending_.erase(p->request.name);
+    }
+  }
+  for (const Request& r : completed) {
+    if (auto id = cache_.Lookup(r)) my_cached_.erase(*id);
+    Remember(r);
+    placeholders_.erase(r.name);
+  }
+  for (auto& d : done) d->Set(Status::Ok());
+}
+
 Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   const Request& r0 = group.front()->request;
   const size_t esize = DataTypeSize(r0.dtype);
   const bool fused = group.size() > 1;
+  Backend* backend = backend_;
+  const char* prefix = "GLOO_";
+  if (r0.device >= 0) {
+    Status why;
+    backend = DeviceBackend(r0.device, &why);
+    if (!backend) return why;
+    prefix = "NCCL_";
+  }
+  auto activity = [&](const char* op) { return std::string(prefix) + op; };
   Status status = Traced(group, fused, [&](auto begin, auto end) -> Status {
+    Pending* p = group.front();
     if (r0.type == OpType::kAllgather) {
-      Pending* p = group.front();
+      // counts: every rank's first dimension.
+      const int64_t row = RowElems(r0);
       std::vector<size_t> bytes;
       size_t total = 0;
+      int64_t rows = 0;
       for (int64_t c : p->counts) {
-        bytes.push_back(static_cast<size_t>(c) * esize);
+        bytes.push_back(static_cast<size_t>(c * row) * esize);
         total += bytes.back();
+        rows += c;
       }
-      p->gathered->resize(total);
-      begin("GLOO_ALLGATHER");
-      Status s = backend_->Allgatherv(p->data, p->gathered->data(), bytes);
+      p->out->data.resize(total);
+      p->out->shape = WithRows(r0, rows);
+      begin(activity("ALLGATHER").c_str());
+      Status s = backend->Allgatherv(p->data, p->out->data.data(), bytes);
       end();
       return s;
     }
     if (r0.type == OpType::kReducescatter) {
-      Pending* p = group.front();
       const int64_t n = options_.size;
+      const int64_t rows = Rows(r0), row = RowElems(r0);
       std::vector<size_t> counts(n);
       for (int64_t r = 0; r < n; ++r) {
         counts[r] =
-            static_cast<size_t>(r0.count / n + (r < r0.count % n ? 1 : 0));
+            static_cast<size_t>((rows / n + (r < rows % n ? 1 : 0)) * row);
       }
-      p->gathered->resize(counts[options_.rank] * esize);
-      begin("GLOO_REDUCESCATTER");
-      Status s = backend_->Reducescatter(p->data, p->gathered->data(), counts,
-                                         r0.dtype, r0.reduce);
+      p->out->data.resize(counts[options_.rank] * esize);
+      p->out->shape = WithRows(r0, rows / n + (options_.rank < rows % n));
+      std::vector<uint8_t> scaled;
+      const void* in = p->data;
+      if (r0.prescale != 1.0) {
+        scaled.assign(static_cast<const uint8_t*>(p->data),
+                      static_cast<const uint8_t*>(p->data) + r0.count * esize);
+        ScaleBuffer(r0.dtype, scaled.data(), r0.count, r0.prescale);
+        in = scaled.data();
+      }
+      begin(activity("REDUCESCATTER").c_str());
+      Status s = backend->Reducescatter(in, p->out->data.data(), counts,
+                                        r0.dtype, r0.reduce);
       end();
-      if (s.ok() && r0.average) {
-        ScaleBuffer(r0.dtype, p->gathered->data(), counts[options_.rank],
-                    1.0 / options_.size);
+      double post = r0.postscale * (r0.average ? 1.0 / n : 1.0);
+      if (s.ok() && post != 1.0) {
+        ScaleBuffer(r0.dtype, p->out->data.data(), counts[options_.rank], post);
       }
       return s;
     }
     if (r0.type == OpType::kAlltoall) {
       // Every rank's splits travelled in the negotiation: what rank q sends
-      // here is splits_q[me].
-      Pending* p = group.front();
+      // here is splits_q[me] rows.
+      const int64_t row = RowElems(r0);
       std::vector<size_t> send, recv;
       size_t total = 0;
-      for (int64_t v : r0.splits)
-        send.push_back(static_cast<size_t>(v) * esize);
-      for (const auto& sp : p->all_splits) {
-        recv.push_back(static_cast<size_t>(sp[options_.rank]) * esize);
-        total += recv.back();
+      int64_t rows = 0;
+      for (int64_t v : r0.splits) {
+        send.push_back(static_cast<size_t>(v * row) * esize);
       }
-      p->gathered->resize(total);
-      begin("GLOO_ALLTOALL");
-      Status s = backend_->Alltoallv(p->data, send, p->gathered->data(), recv);
+      for (const auto& sp : p->all_splits) {
+        recv.push_back(static_cast<size_t>(sp[options_.rank] * row) * esize);
+        total += recv.back();
+        rows += sp[options_.rank];
+      }
+      p->out->data.resize(total);
+      p->out->shape = WithRows(r0, rows);
+      begin(activity("ALLTOALL").c_str());
+      Status s = backend->Alltoallv(p->data, send, p->out->data.data(), recv);
       end();
       return s;
     }
     if (r0.type == OpType::kBroadcast) {
-      begin("GLOO_BROADCAST");
-      Status s = backend_->Broadcast(
-          group.front()->data, static_cast<size_t>(r0.count) * esize, r0.root);
+      begin(activity("BROADCAST").c_str());
+      Status s = backend->Broadcast(
+          p->data, static_cast<size_t>(r0.count) * esize, r0.root);
       end();
       return s;
     }
     double post = r0.postscale * (r0.average ? 1.0 / options_.size : 1.0);
     size_t total = 0;
-    for (Pending* p : group) total += static_cast<size_t>(p->request.count);
-    void* buffer = group.front()->data;
+    for (Pending* q : group) total += static_cast<size_t>(q->request.count);
+    if (r0.device >= 0) {
+      // Device memory: the backend scales (Sum only, checked at enqueue).
+      begin(activity("ALLREDUCE").c_str());
+      Status s = r0.prescale * post == 1.0
+                     ? backend->Allreduce(p->data, total, r0.dtype, r0.reduce)
+                     : backend->ScaledSum(p->data, total, r0.dtype,
+                                          r0.prescale * post);
+      end();
+      return s;
+    }
+    void* buffer = p->data;
     if (fused) {
       // Fuse: pack every tensor into one buffer, one call, unpack.
       begin("MEMCPY_IN_FUSION_BUFFER");
       fusion_.resize(total * esize);
       size_t at = 0;
-      for (Pending* p : group) {
-        size_t b = static_cast<size_t>(p->request.count) * esize;
-        if (b) std::memcpy(fusion_.data() + at, p->data, b);
+      for (Pending* q : group) {
+        size_t b = static_cast<size_t>(q->request.count) * esize;
+        if (b) std::memcpy(fusion_.data() + at, q->data, b);
         at += b;
       }
       buffer = fusion_.data();
       end();
     }
     if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
-    begin("GLOO_ALLREDUCE");
-    Status s = backend_->Allreduce(buffer, total, r0.dtype, r0.reduce);
+    begin(activity("ALLREDUCE").c_str());
+    Status s = backend->Allreduce(buffer, total, r0.dtype, r0.reduce);
     end();
     if (!s.ok()) return s;
     if (post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
     if (fused) {
       begin("MEMCPY_OUT_FUSION_BUFFER");
       size_t at = 0;
-      for (Pending* p : group) {
-        size_t b = static_cast<size_t>(p->request.count) * esize;
-        if (b) std::memcpy(p->data, fusion_.data() + at, b);
+      for (Pending* q : group) {
+        size_t b = static_cast<size_t>(q->request.count) * esize;
+        if (b) std::memcpy(q->data, fusion_.data() + at, b);
         at += b;
       }
       end();
@@ -195,21 +372,7 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
     return Status::Ok();
   });
   if (!status.ok()) return status;  // FailAll completes everyone
-  std::vector<std::shared_ptr<Completion>> done;
-  std::vector<Request> completed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Pending* p : group) {
-      done.push_back(p->done);
-      completed.push_back(p->request);
-      pending_.erase(p->request.name);
-    }
-  }
-  for (const Request& r : completed) {
-    if (auto id = cache_.Lookup(r)) my_cached_.erase(*id);
-    Remember(r);
-  }
-  for (auto& d : done) d->Set(Status::Ok());
+  Finish(group);
   return Status::Ok();
 }
 

@@ -13,9 +13,14 @@ enum class OpType : uint8_t {
   kAllreduce = 0,
   kBroadcast = 1,
   kAllgather = 2,
-  kReducescatter = 3,  // count = whole input; rank r keeps block r
-  kAlltoall = 4,       // splits[r] elements go to rank r
+  kReducescatter = 3,  // count = whole input; rank r keeps row block r
+  kAlltoall = 4,       // splits[r] rows (first-dimension slices) to rank r
+  kBarrier = 5,        // no data: done once every rank has named it
+  kJoin = 6,           // this rank has no more tensors (see Engine)
 };
+
+// The name every rank's join travels under.
+inline constexpr const char* kJoinName = "hvd.join";
 
 // One operation on one named tensor, as every rank must describe it alike.
 struct Request {
@@ -25,10 +30,14 @@ struct Request {
   ReduceOp reduce = ReduceOp::kSum;
   bool average = false;
   int64_t count = 0;  // elements (allgather: this rank's, may differ)
+  // Row-major dimensions (their product is count); allgather and alltoall
+  // may differ in the first. Empty: one dimension of `count`.
+  std::vector<int64_t> shape;
+  int32_t device = -1;  // -1: host memory; else the CUDA device index
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = 0;
-  std::vector<int64_t> splits;  // alltoall: elements sent to each rank
+  std::vector<int64_t> splits;  // alltoall: rows sent to each rank
   bool operator==(const Request&) const = default;
 };
 
@@ -45,6 +54,10 @@ inline const char* OpTypeName(OpType t) {
       return "REDUCESCATTER";
     case OpType::kAlltoall:
       return "ALLTOALL";
+    case OpType::kBarrier:
+      return "BARRIER";
+    case OpType::kJoin:
+      return "JOIN";
   }
   return "?";
 }

@@ -73,10 +73,19 @@ Status Handle::wait() const {
 
 bool Handle::poll() const { return state_ && state_->completion->done(); }
 
+int64_t Handle::value() const {
+  return state_ ? state_->completion->value() : 0;
+}
+
+int64_t Tensor::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 namespace {
 
-Handle Submit(runtime::Request request, void* data,
-              std::vector<uint8_t>* gathered = nullptr) {
+Handle Submit(runtime::Request request, void* data, Output* out = nullptr) {
   runtime::Context* c = Current();
   auto state = std::make_shared<Handle::State>();
   if (!c) {
@@ -84,7 +93,7 @@ Handle Submit(runtime::Request request, void* data,
     state->completion->Set(NotInitialized("hvd::" + request.name));
     return MakeHandle(state);
   }
-  state->completion = c->engine().Enqueue(std::move(request), data, gathered);
+  state->completion = c->engine().Enqueue(std::move(request), data, out);
   return MakeHandle(state);
 }
 
@@ -108,48 +117,62 @@ std::string AutoName(const char* op) {
   return std::string("hvd.") + op + "." + std::to_string(g_auto_name++);
 }
 
+// A request for `tensor`: dtype, shape (a scalar is one element) and
+// device.
+runtime::Request RequestFor(const std::string& name, runtime::OpType type,
+                            const Tensor& tensor) {
+  runtime::Request r;
+  r.name = name;
+  r.type = type;
+  r.dtype = ToRuntime(tensor.dtype);
+  r.count = tensor.num_elements();
+  r.shape = tensor.shape.empty() ? std::vector<int64_t>{1} : tensor.shape;
+  r.device = tensor.device < 0 ? -1 : tensor.device;
+  return r;
+}
+
+Tensor Flat(const void* data, int64_t count, DataType dtype) {
+  return Tensor{const_cast<void*>(data), dtype, {count}, kCPU};
+}
+
 }  // namespace
+
+Handle allreduce_async(const std::string& name, const Tensor& tensor,
+                       ReduceOp op, double prescale, double postscale) {
+  runtime::Request r = RequestFor(name, runtime::OpType::kAllreduce, tensor);
+  SetReduceOp(op, r);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  return Submit(std::move(r), tensor.data);
+}
 
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op, double prescale,
                        double postscale) {
-  runtime::Request r;
-  r.name = name;
-  r.type = runtime::OpType::kAllreduce;
-  r.dtype = ToRuntime(dtype);
-  SetReduceOp(op, r);
-  r.count = count;
-  r.prescale = prescale;
-  r.postscale = postscale;
-  return Submit(std::move(r), data);
+  return allreduce_async(name, Flat(data, count, dtype), op, prescale,
+                         postscale);
 }
 
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
-                                            const std::vector<void*>& data,
-                                            const std::vector<int64_t>& counts,
-                                            DataType dtype, ReduceOp op) {
+                                            const std::vector<Tensor>& tensors,
+                                            ReduceOp op) {
   std::vector<Handle> handles;
   runtime::Context* c = Current();
-  if (!c || data.size() != counts.size()) {
-    Status why = !c ? NotInitialized("hvd::grouped_allreduce_async")
-                    : Status::InvalidArgument("hvd::grouped_allreduce_async",
-                                              "needs one count per tensor");
-    for (size_t i = 0; i < data.size(); ++i) {
+  if (!c) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
       auto state = std::make_shared<Handle::State>();
       state->completion = std::make_shared<runtime::Completion>();
-      state->completion->Set(why);
+      state->completion->Set(NotInitialized("hvd::grouped_allreduce_async"));
       handles.push_back(MakeHandle(state));
     }
     return handles;
   }
   std::vector<std::pair<runtime::Request, void*>> group;
-  for (size_t i = 0; i < data.size(); ++i) {
-    runtime::Request r;
-    r.name = name + "." + std::to_string(i);
-    r.dtype = ToRuntime(dtype);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    runtime::Request r = RequestFor(name + "." + std::to_string(i),
+                                    runtime::OpType::kAllreduce, tensors[i]);
     SetReduceOp(op, r);
-    r.count = counts[i];
-    group.push_back({std::move(r), data[i]});
+    group.push_back({std::move(r), tensors[i].data});
   }
   for (auto& done : c->engine().EnqueueGroup(std::move(group))) {
     auto state = std::make_shared<Handle::State>();
@@ -159,49 +182,90 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
   return handles;
 }
 
+std::vector<Handle> grouped_allreduce_async(const std::string& name,
+                                            const std::vector<void*>& data,
+                                            const std::vector<int64_t>& counts,
+                                            DataType dtype, ReduceOp op) {
+  if (data.size() != counts.size()) {
+    std::vector<Handle> handles;
+    for (size_t i = 0; i < data.size(); ++i) {
+      auto state = std::make_shared<Handle::State>();
+      state->completion = std::make_shared<runtime::Completion>();
+      state->completion->Set(Status::InvalidArgument(
+          "hvd::grouped_allreduce_async", "needs one count per tensor"));
+      handles.push_back(MakeHandle(state));
+    }
+    return handles;
+  }
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < data.size(); ++i) {
+    tensors.push_back(Flat(data[i], counts[i], dtype));
+  }
+  return grouped_allreduce_async(name, tensors, op);
+}
+
+Handle allgather_async(const std::string& name, const Tensor& tensor,
+                       Output* out) {
+  return Submit(RequestFor(name, runtime::OpType::kAllgather, tensor),
+                tensor.data, out);
+}
+
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
-                       DataType dtype, std::vector<uint8_t>* out) {
-  runtime::Request r;
-  r.name = name;
-  r.type = runtime::OpType::kAllgather;
-  r.dtype = ToRuntime(dtype);
-  r.count = count;
-  return Submit(std::move(r), const_cast<void*>(data), out);
+                       DataType dtype, Output* out) {
+  return allgather_async(name, Flat(data, count, dtype), out);
+}
+
+Handle reducescatter_async(const std::string& name, const Tensor& tensor,
+                           Output* out, ReduceOp op) {
+  runtime::Request r =
+      RequestFor(name, runtime::OpType::kReducescatter, tensor);
+  SetReduceOp(op, r);
+  return Submit(std::move(r), tensor.data, out);
 }
 
 Handle reducescatter_async(const std::string& name, const void* data,
-                           int64_t count, DataType dtype,
-                           std::vector<uint8_t>* out, ReduceOp op) {
-  runtime::Request r;
-  r.name = name;
-  r.type = runtime::OpType::kReducescatter;
-  r.dtype = ToRuntime(dtype);
-  r.count = count;
-  SetReduceOp(op, r);
-  return Submit(std::move(r), const_cast<void*>(data), out);
+                           int64_t count, DataType dtype, Output* out,
+                           ReduceOp op) {
+  return reducescatter_async(name, Flat(data, count, dtype), out, op);
+}
+
+Handle alltoall_async(const std::string& name, const Tensor& tensor,
+                      const std::vector<int64_t>& splits, Output* out) {
+  runtime::Request r = RequestFor(name, runtime::OpType::kAlltoall, tensor);
+  r.splits = splits;
+  return Submit(std::move(r), tensor.data, out);
 }
 
 Handle alltoall_async(const std::string& name, const void* data, int64_t count,
                       DataType dtype, const std::vector<int64_t>& splits,
-                      std::vector<uint8_t>* out) {
-  runtime::Request r;
-  r.name = name;
-  r.type = runtime::OpType::kAlltoall;
-  r.dtype = ToRuntime(dtype);
-  r.count = count;
-  r.splits = splits;
-  return Submit(std::move(r), const_cast<void*>(data), out);
+                      Output* out) {
+  return alltoall_async(name, Flat(data, count, dtype), splits, out);
+}
+
+Handle broadcast_async(const std::string& name, const Tensor& tensor,
+                       int root) {
+  runtime::Request r = RequestFor(name, runtime::OpType::kBroadcast, tensor);
+  r.root = root;
+  return Submit(std::move(r), tensor.data);
 }
 
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root) {
+  return broadcast_async(name, Flat(data, count, dtype), root);
+}
+
+Handle barrier_async(const std::string& name) {
   runtime::Request r;
   r.name = name;
-  r.type = runtime::OpType::kBroadcast;
-  r.dtype = ToRuntime(dtype);
-  r.count = count;
-  r.root = root;
-  return Submit(std::move(r), data);
+  r.type = runtime::OpType::kBarrier;
+  return Submit(std::move(r), nullptr);
+}
+
+Handle join_async() {
+  runtime::Request r;
+  r.name = runtime::kJoinName;
+  r.type = runtime::OpType::kJoin;
+  return Submit(std::move(r), nullptr);
 }
 
 struct DistributedGradients::Impl {
@@ -241,6 +305,11 @@ StatusOr<bool> DistributedGradients::end_pass() {
   return impl_->reducer->EndPass();
 }
 
+Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
+                 double prescale, double postscale) {
+  return allreduce_async(name, tensor, op, prescale, postscale).wait();
+}
+
 Status allreduce(float* data, size_t count, ReduceOp op) {
   return allreduce_async(AutoName("allreduce"), data,
                          static_cast<int64_t>(count), DataType::kFloat32, op)
@@ -253,18 +322,45 @@ Status allreduce(double* data, size_t count, ReduceOp op) {
       .wait();
 }
 
+Status grouped_allreduce(const std::string& name,
+                         const std::vector<Tensor>& tensors, ReduceOp op) {
+  Status first;
+  for (const Handle& h : grouped_allreduce_async(name, tensors, op)) {
+    first.Update(h.wait());
+  }
+  return first;
+}
+
+Status allgather(const std::string& name, const Tensor& tensor, Output* out) {
+  return allgather_async(name, tensor, out).wait();
+}
+
+Status reducescatter(const std::string& name, const Tensor& tensor, Output* out,
+                     ReduceOp op) {
+  return reducescatter_async(name, tensor, out, op).wait();
+}
+
+Status alltoall(const std::string& name, const Tensor& tensor,
+                const std::vector<int64_t>& splits, Output* out) {
+  return alltoall_async(name, tensor, splits, out).wait();
+}
+
+Status broadcast(const std::string& name, const Tensor& tensor, int root) {
+  return broadcast_async(name, tensor, root).wait();
+}
+
 Status broadcast(void* data, size_t bytes, int root) {
   return broadcast_async(AutoName("broadcast"), data,
                          static_cast<int64_t>(bytes), DataType::kUInt8, root)
       .wait();
 }
 
-// A tensor of no elements completes once every rank has named it: the
-// negotiation is the barrier.
-Status barrier() {
-  return allreduce_async(AutoName("barrier"), nullptr, 0, DataType::kUInt8,
-                         ReduceOp::kSum)
-      .wait();
+Status barrier() { return barrier_async(AutoName("barrier")).wait(); }
+
+StatusOr<int> join() {
+  Handle h = join_async();
+  HVD_RETURN_IF_ERROR(h.wait());
+  return static_cast<int>(h.value());
 }
 
 Status shutdown() {

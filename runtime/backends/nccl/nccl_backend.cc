@@ -72,6 +72,64 @@ class NcclBackend final : public Backend {
                                           NcclOp(op), comm_, stream_));
   }
 
+  // NCCL scales on the device as it sums (a pre-multiplied sum), so device
+  // memory never has to come to the host.
+  Status ScaledSum(void* data, size_t count, DataType type,
+                   double factor) override {
+    if (count == 0) return Status::Ok();
+    // The scalar has the element type.
+    alignas(8) unsigned char scalar[8] = {0};
+    switch (type) {
+      case DataType::kUInt8: {
+        uint8_t v = static_cast<uint8_t>(factor);
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kInt8: {
+        int8_t v = static_cast<int8_t>(factor);
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kInt32: {
+        int32_t v = static_cast<int32_t>(factor);
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kInt64: {
+        int64_t v = static_cast<int64_t>(factor);
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kFloat16: {
+        uint16_t v = FloatToHalf(static_cast<float>(factor));
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kBFloat16: {
+        uint16_t v = FloatToBFloat16(static_cast<float>(factor));
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kFloat32: {
+        float v = static_cast<float>(factor);
+        std::memcpy(scalar, &v, sizeof(v));
+        break;
+      }
+      case DataType::kFloat64:
+        std::memcpy(scalar, &factor, sizeof(factor));
+        break;
+    }
+    ncclRedOp_t op;
+    ncclResult_t r = ncclRedOpCreatePreMulSum(&op, scalar, NcclType(type),
+                                              ncclScalarHostImmediate, comm_);
+    if (r != ncclSuccess) return Run("scaled allreduce", r);
+    Status s = Run(
+        "scaled allreduce",
+        ncclAllReduce(data, data, count, NcclType(type), op, comm_, stream_));
+    ncclRedOpDestroy(op, comm_);
+    return s;
+  }
+
   Status Allgatherv(const void* in, void* out,
                     const std::vector<size_t>& bytes) override {
     if (bytes.size() != static_cast<size_t>(size_)) {
@@ -231,6 +289,15 @@ StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& o,
   }
   return std::unique_ptr<Backend>(
       new NcclBackend(comm, stream, o.rank, o.size));
+}
+
+DeviceBackendFactory MakeDeviceBackendFactory(const NcclOptions& options,
+                                              std::shared_ptr<Store> store) {
+  return [options, store](int device) {
+    NcclOptions o = options;
+    o.device = device;
+    return CreateNcclBackend(o, *store);
+  };
 }
 
 }  // namespace hvd::runtime

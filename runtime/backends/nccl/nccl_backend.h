@@ -1,8 +1,9 @@
-// Collectives over NCCL, for buffers in GPU memory. Built only when CUDA
-// and NCCL are found at configure time (HVD_WITH_NCCL); every #if on them
-// lives in this folder.
+// Collectives over NCCL, for buffers in GPU memory. nccl_backend.cc is
+// built when CUDA and NCCL are found at configure time, no_nccl.cc
+// otherwise; nothing outside this folder depends on which.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "common/status.h"
@@ -25,5 +26,14 @@ struct NcclOptions {
 // `device`; calls block until the GPU has finished.
 StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& options,
                                                      Store& store);
+
+// What the engine calls, on first use, to get the backend for CUDA
+// tensors on `device`: CreateNcclBackend on `store` (options.device is
+// replaced); null where libhvd was built
+// without NCCL (no_nccl.cc), so callers need no #if.
+using DeviceBackendFactory =
+    std::function<StatusOr<std::unique_ptr<Backend>>(int device)>;
+DeviceBackendFactory MakeDeviceBackendFactory(const NcclOptions& options,
+                                              std::shared_ptr<Store> store);
 
 }  // namespace hvd::runtime

@@ -55,6 +55,31 @@ enum class DataType {
 // Average is Sum followed by a 1/size postscale, as in Horovod.
 enum class ReduceOp { kAverage, kSum, kMin, kMax, kProduct };
 
+// Where a tensor's memory is: the host, or a CUDA device by index.
+inline constexpr int kCPU = -1;
+
+// A view of memory the caller owns (hvd never frees or keeps it past the
+// operation): row-major with `shape` (empty: a scalar, one element), on
+// `device`. CUDA tensors go to the NCCL backend when libhvd was built with
+// it; they take allreduce (scale factors with Sum and Average only),
+// grouped allreduce and broadcast.
+struct Tensor {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  int device = kCPU;
+
+  int64_t num_elements() const;
+};
+
+// The result of an operation that sizes its own output (allgather,
+// alltoall, reducescatter): host bytes and their shape, filled in when the
+// handle completes.
+struct Output {
+  std::vector<uint8_t> data;
+  std::vector<int64_t> shape;
+};
+
 // The completion of an asynchronous operation. Copyable; all copies see
 // the same result. A default-constructed handle is invalid.
 class Handle {
@@ -65,6 +90,9 @@ class Handle {
   Status wait() const;
   // True once done (never blocks).
   bool poll() const;
+  // What the operation returns once done: join's last rank to join; 0
+  // for the others.
+  int64_t value() const;
 
   struct State;
 
@@ -73,11 +101,19 @@ class Handle {
   std::shared_ptr<State> state_;
 };
 
-// In-place allreduce of `count` elements of `dtype` at `data`, matched
-// across ranks by `name`; the buffer must stay valid and untouched until
-// the handle is done. `prescale` multiplies the input, `postscale` the
-// result. Mismatched dtype, count or op across ranks, and a name already
-// in flight, complete the handle with an error.
+// The asynchronous operations. Each is matched across ranks by `name`
+// (any order per rank); the tensor's memory must stay valid and untouched
+// until the handle is done. Mismatched dtype, shape, op, root or device
+// across ranks, and a name already in flight on this rank, complete the
+// handle with an error naming the tensor and ranks. They never block: a
+// bad argument completes the handle with the error.
+
+// In-place allreduce. `prescale` multiplies every rank's input and
+// `postscale` the result (Average adds a 1/size postscale).
+Handle allreduce_async(const std::string& name, const Tensor& tensor,
+                       ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                       double postscale = 1.0);
+// The same on a flat buffer of `count` elements.
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op = ReduceOp::kAverage,
                        double prescale = 1.0, double postscale = 1.0);
@@ -86,35 +122,53 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
 // they are submitted together and, when every rank groups them alike, run
 // together, fused where they allow. One handle per tensor.
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
+                                            const std::vector<Tensor>& tensors,
+                                            ReduceOp op = ReduceOp::kAverage);
+std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<void*>& data,
                                             const std::vector<int64_t>& counts,
                                             DataType dtype,
                                             ReduceOp op = ReduceOp::kAverage);
 
-// Gathers every rank's `count` elements (counts may differ per rank: the
-// first dimension) into `*out`, in rank order. `data` and `out` must stay
-// valid until the handle is done.
+// Concatenates every rank's tensor along the first dimension, in rank
+// order, into `*out` (host tensors; the first dimension may differ per
+// rank, the others must agree).
+Handle allgather_async(const std::string& name, const Tensor& tensor,
+                       Output* out);
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
-                       DataType dtype, std::vector<uint8_t>* out);
+                       DataType dtype, Output* out);
 
-// Reduces `count` elements over ranks (Average/Sum/Min/Max/Product) and
-// leaves this rank's block in `*out`: the elements split as evenly as
-// possible, the first count % size ranks taking one more.
+// Reduces over ranks and leaves this rank's block of rows in `*out`: the
+// first dimension split as evenly as possible, the first rows % size ranks
+// taking one more.
+Handle reducescatter_async(const std::string& name, const Tensor& tensor,
+                           Output* out, ReduceOp op = ReduceOp::kAverage);
 Handle reducescatter_async(const std::string& name, const void* data,
-                           int64_t count, DataType dtype,
-                           std::vector<uint8_t>* out,
+                           int64_t count, DataType dtype, Output* out,
                            ReduceOp op = ReduceOp::kAverage);
 
-// Sends splits[r] consecutive elements of `data` to rank r and gathers what
-// every rank sends here into `*out`, in rank order. Splits may differ per
-// rank; they must add up to `count`.
+// Sends splits[r] consecutive rows (first-dimension slices) to rank r and
+// gathers what every rank sends here into `*out`, in rank order. Splits may
+// differ per rank; they must add up to the first dimension.
+Handle alltoall_async(const std::string& name, const Tensor& tensor,
+                      const std::vector<int64_t>& splits, Output* out);
 Handle alltoall_async(const std::string& name, const void* data, int64_t count,
                       DataType dtype, const std::vector<int64_t>& splits,
-                      std::vector<uint8_t>* out);
+                      Output* out);
 
-// In-place broadcast of `count` elements from rank `root`.
+// In-place broadcast from rank `root`.
+Handle broadcast_async(const std::string& name, const Tensor& tensor, int root);
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root);
+
+// Done once every rank has reached a barrier of the same name.
+Handle barrier_async(const std::string& name);
+
+// This rank has no more data (its input ran out before the others'):
+// until every rank has joined, the other ranks' allreduces go on with zeros
+// in this rank's place. Done when every rank has joined; value() is the
+// last rank to join. Other operations fail while a rank has joined.
+Handle join_async();
 
 // Compression of gradients on the wire (fp16 halves the bytes).
 enum class Compression { kNone, kFP16 };
@@ -145,16 +199,31 @@ class DistributedGradients {
   std::unique_ptr<Impl> impl_;
 };
 
-// Blocking forms (automatic names: call them in the same order on every
-// rank).
+// Blocking forms: submit, then wait. Those without a name take automatic
+// ones, so every rank must call them in the same order.
+Status allreduce(const std::string& name, const Tensor& tensor,
+                 ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                 double postscale = 1.0);
 Status allreduce(float* data, size_t count, ReduceOp op);
 Status allreduce(double* data, size_t count, ReduceOp op);
+Status grouped_allreduce(const std::string& name,
+                         const std::vector<Tensor>& tensors,
+                         ReduceOp op = ReduceOp::kAverage);
+Status allgather(const std::string& name, const Tensor& tensor, Output* out);
+Status reducescatter(const std::string& name, const Tensor& tensor, Output* out,
+                     ReduceOp op = ReduceOp::kAverage);
+Status alltoall(const std::string& name, const Tensor& tensor,
+                const std::vector<int64_t>& splits, Output* out);
+Status broadcast(const std::string& name, const Tensor& tensor, int root);
 
 // Copies `bytes` bytes of rank `root`'s buffer into every rank's buffer.
 Status broadcast(void* data, size_t bytes, int root);
 
 // Returns once every rank has called barrier().
 Status barrier();
+
+// Blocks until every rank has joined; returns the last rank to join.
+StatusOr<int> join();
 
 // Closes connections. Safe to call when not initialized.
 Status shutdown();

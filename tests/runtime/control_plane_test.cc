@@ -1,0 +1,192 @@
+// The control plane over real TCP: messages of any size (past the socket
+// buffers), strangers without the ticket, dead and silent peers.
+#include "runtime/control_plane.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace hvd::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+// An in-memory store shared by threads.
+class MemoryStore final : public Store {
+ public:
+  Status Set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv_[key] = value;
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  StatusOr<std::vector<std::string>> Wait(const std::vector<std::string>& keys,
+                                          milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    bool ok = cv_.wait_for(lock, timeout, [&] {
+      for (const auto& k : keys)
+        if (!kv_.count(k)) return false;
+      return true;
+    });
+    if (!ok) return Status::DeadlineExceeded("store", "timed out");
+    std::vector<std::string> out;
+    for (const auto& k : keys) out.push_back(kv_[k]);
+    return out;
+  }
+  std::string Get(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kv_[key];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> kv_;
+};
+
+ControlOptions Options(int rank, int size) {
+  ControlOptions o;
+  o.rank = rank;
+  o.size = size;
+  o.connect_timeout = milliseconds(10000);
+  o.op_timeout = milliseconds(2000);
+  return o;
+}
+
+// Builds the mesh of `size` ranks in threads.
+std::vector<std::unique_ptr<ControlPlane>> Mesh(int size, MemoryStore& store) {
+  std::vector<std::unique_ptr<ControlPlane>> planes(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      auto p = CreateTcpControlPlane(Options(r, size), store);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      planes[r] = std::move(*p);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return planes;
+}
+
+TEST(ControlPlaneTest, EveryRankGetsEveryMessageOfAnySize) {
+  for (int size : {2, 3, 4}) {
+    MemoryStore store;
+    auto planes = Mesh(size, store);
+    ASSERT_EQ(planes.size(), static_cast<size_t>(size));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        // Sizes: empty, tiny, and far past the socket buffers (8 MiB).
+        for (size_t bytes : {size_t{0}, size_t{5}, size_t{8} << 20}) {
+          for (int round = 0; round < 3; ++round) {
+            std::string mine(bytes + r, static_cast<char>('a' + r + round));
+            std::vector<std::string> all;
+            Status s = planes[r]->Exchange(mine, &all);
+            ASSERT_TRUE(s.ok()) << s.ToString();
+            ASSERT_EQ(all.size(), static_cast<size_t>(size));
+            for (int q = 0; q < size; ++q) {
+              ASSERT_EQ(all[q], std::string(bytes + q,
+                                            static_cast<char>('a' + q + round)))
+                  << "rank " << r << " from " << q << " bytes " << bytes;
+            }
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
+TEST(ControlPlaneTest, AStrangerWithoutTheTicketCannotPoseAsARank) {
+  MemoryStore store;
+  std::unique_ptr<ControlPlane> zero;
+  std::thread t([&] {
+    auto p = CreateTcpControlPlane(Options(0, 2), store);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    zero = std::move(*p);
+  });
+  // The stranger reads rank 0's address but guesses the ticket.
+  auto addr = store.Wait({"ctl/0"}, milliseconds(5000));
+  ASSERT_TRUE(addr.ok());
+  std::string hostport = (*addr)[0].substr(0, (*addr)[0].find(' '));
+  int port = std::stoi(hostport.substr(hostport.rfind(':') + 1));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  std::string hello(4 + 32, '0');
+  int32_t one = 1;
+  std::memcpy(hello.data(), &one, 4);
+  ASSERT_EQ(write(fd, hello.data(), hello.size()),
+            static_cast<ssize_t>(hello.size()));
+  // The real rank 1 still gets in, and the two exchange.
+  auto p1 = CreateTcpControlPlane(Options(1, 2), store);
+  ASSERT_TRUE(p1.ok()) << p1.status().ToString();
+  t.join();
+  ASSERT_TRUE(zero);
+  std::thread t0([&] {
+    std::vector<std::string> all;
+    ASSERT_TRUE(zero->Exchange("zero", &all).ok());
+    EXPECT_EQ(all[1], "one");
+  });
+  std::vector<std::string> all;
+  ASSERT_TRUE((*p1)->Exchange("one", &all).ok());
+  EXPECT_EQ(all[0], "zero");
+  t0.join();
+  // The stranger got nothing: rank 0 closed it.
+  char c;
+  EXPECT_LE(read(fd, &c, 1), 0);
+  close(fd);
+}
+
+TEST(ControlPlaneTest, DeadPeerAndSilentPeerAreErrorsNamingThem) {
+  MemoryStore store;
+  auto planes = Mesh(3, store);
+  // Rank 2 goes away; rank 1 says nothing.
+  planes[2].reset();
+  std::vector<std::string> all;
+  auto start = std::chrono::steady_clock::now();
+  Status s = planes[0]->Exchange("x", &all);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("rank 2 closed its connection"), std::string::npos)
+      << s.message();
+  // The failure sticks.
+  EXPECT_EQ(planes[0]->Exchange("x", &all).code(), StatusCode::kUnavailable);
+  s = planes[1]->Exchange("y", &all);  // rank 0 sent, rank 2 is gone
+  EXPECT_FALSE(s.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(ControlPlaneTest, SilentPeerTimesOut) {
+  MemoryStore store;
+  auto planes = Mesh(2, store);
+  std::vector<std::string> all;
+  auto start = std::chrono::steady_clock::now();
+  Status s = planes[0]->Exchange("x", &all);  // rank 1 never calls
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("no message from rank(s) 1"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("HOROVOD_GLOO_TIMEOUT_SECONDS"),
+            std::string::npos);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1900));
+}
+
+TEST(ControlPlaneTest, LocalPlaneEchoes) {
+  auto p = CreateLocalControlPlane();
+  std::vector<std::string> all;
+  ASSERT_TRUE(p->Exchange("me", &all).ok());
+  EXPECT_EQ(all, std::vector<std::string>{"me"});
+}
+
+}  // namespace
+}  // namespace hvd::runtime
