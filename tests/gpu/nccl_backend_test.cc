@@ -9,7 +9,9 @@
 
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "runtime/context.h"
 #include "runtime/store.h"
+#include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
 namespace {
@@ -75,6 +77,55 @@ TEST_P(NcclTest, BroadcastAndBarrier) {
     cudaFree(dev);
     for (int32_t v : host) ASSERT_EQ(v, size - 1);
     EXPECT_TRUE(b.Barrier().ok());
+  });
+}
+
+TEST_P(NcclTest, ScaledSumAveragesOnTheDevice) {
+  const int size = GetParam();
+  RunOnGpus(size, [&](Backend& b, int rank) {
+    std::vector<float> host(4097, static_cast<float>(rank + 1));
+    float* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, host.size() * 4), cudaSuccess);
+    cudaMemcpy(dev, host.data(), host.size() * 4, cudaMemcpyHostToDevice);
+    Status s = b.ScaledSum(dev, host.size(), DataType::kFloat32, 1.0 / size);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    cudaMemcpy(host.data(), dev, host.size() * 4, cudaMemcpyDeviceToHost);
+    cudaFree(dev);
+    for (float v : host) ASSERT_FLOAT_EQ(v, (size + 1) / 2.0f);
+  });
+}
+
+// The whole path: a CUDA tensor through the engine lands on NCCL.
+TEST_P(NcclTest, EngineRoutesCudaTensorsToNccl) {
+  const int size = GetParam();
+  RunRanks(size, [&](Context& ctx, int rank) {
+    ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
+    std::vector<float> host(1000, static_cast<float>(rank + 1));
+    float* dev = nullptr;
+    ASSERT_EQ(cudaMalloc(&dev, host.size() * 4), cudaSuccess);
+    cudaMemcpy(dev, host.data(), host.size() * 4, cudaMemcpyHostToDevice);
+    Request r;
+    r.name = "gpu.grad";
+    r.count = static_cast<int64_t>(host.size());
+    r.shape = {10, 100};
+    r.device = rank;
+    r.average = true;
+    Status s = ctx.engine().Enqueue(r, dev)->Wait();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    cudaMemcpy(host.data(), dev, host.size() * 4, cudaMemcpyDeviceToHost);
+    for (float v : host) ASSERT_FLOAT_EQ(v, (size + 1) / 2.0f);
+    // Broadcast from the last rank, and a host tensor alongside.
+    Request bc = r;
+    bc.name = "gpu.bcast";
+    bc.type = OpType::kBroadcast;
+    bc.average = false;
+    bc.root = size - 1;
+    cudaMemcpy(dev, std::vector<float>(1000, rank).data(), 4000,
+               cudaMemcpyHostToDevice);
+    ASSERT_TRUE(ctx.engine().Enqueue(bc, dev)->Wait().ok());
+    cudaMemcpy(host.data(), dev, 4000, cudaMemcpyDeviceToHost);
+    for (float v : host) ASSERT_EQ(v, size - 1);
+    cudaFree(dev);
   });
 }
 
