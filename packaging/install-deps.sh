@@ -23,7 +23,7 @@ packages=(
   nlohmann-json3-dev
   libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # dnnl's CMake config finds OpenCL
   libeigen3-dev
   zlib1g-dev
   openssh-server openssh-client openssl iproute2 procps psmisc

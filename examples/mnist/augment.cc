@@ -1,0 +1,33 @@
+#include "examples/mnist/augment.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "examples/mnist/model.h"
+
+namespace hvd::mnist {
+
+void Augment(const float* in, float* out, const AugmentOptions& o,
+             std::mt19937& gen) {
+  constexpr int n = kImageSide;
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const double theta = u(gen) * o.rotation_degrees * M_PI / 180.0;
+  const double tx = u(gen) * o.shift * n, ty = u(gen) * o.shift * n;
+  const double zx = 1 + u(gen) * o.zoom, zy = 1 + u(gen) * o.zoom;
+  const double c = std::cos(theta), s = std::sin(theta);
+  const double centre = (n - 1) / 2.0;
+  // Output pixel -> input pixel: rotate and zoom about the centre, then
+  // shift (the inverse mapping, as Keras' apply_affine_transform).
+  for (int y = 0; y < n; ++y) {
+    for (int x = 0; x < n; ++x) {
+      double dx = x - centre, dy = y - centre;
+      double sx = (c * dx - s * dy) * zx + centre + tx;
+      double sy = (s * dx + c * dy) * zy + centre + ty;
+      int ix = std::clamp(static_cast<int>(std::lround(sx)), 0, n - 1);
+      int iy = std::clamp(static_cast<int>(std::lround(sy)), 0, n - 1);
+      out[y * n + x] = in[iy * n + ix];
+    }
+  }
+}
+
+}  // namespace hvd::mnist

@@ -1,0 +1,71 @@
+// The Keras MNIST CNN of Horovod's examples, on oneDNN primitives:
+//   Conv2D 32 3x3 ReLU -> Conv2D 64 3x3 ReLU -> MaxPool 2x2 -> Dropout 0.25
+//   -> Flatten -> Dense 128 ReLU -> Dropout 0.5 -> Dense 10 softmax,
+// categorical cross-entropy. Convolutions, pooling and the dense layers are
+// oneDNN primitives (in the memory formats oneDNN picks for this CPU);
+// only softmax, the loss and dropout masks are loops of ours.
+//
+// Parameters live in plain layouts (OIHW, OI) so that the optimizer, the
+// gradient allreduce, broadcasts and checkpoints see the same bytes on
+// every rank whatever CPU each runs on; they are reordered to and from the
+// primitives' formats once per step.
+//
+// Thread-safety: one thread uses a Model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::mnist {
+
+inline constexpr int kImageSide = 28;
+inline constexpr int kClasses = 10;
+
+struct Param {
+  std::string name;           // "conv1/kernel", ...
+  std::vector<int64_t> dims;  // plain layout
+  std::vector<float> value;
+  std::vector<float> grad;  // of the last Backward
+};
+
+struct BatchResult {
+  double loss = 0;  // mean cross-entropy over the batch
+  int correct = 0;  // argmax hits
+};
+
+class Model {
+ public:
+  // Keras' defaults: Glorot-uniform kernels, zero biases, from `seed`.
+  explicit Model(uint64_t seed);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // images: n x 28 x 28 floats in [0, 1]; labels: n digits. With
+  // `training`, dropout is on (masks from the model's own generator) and
+  // the activations are kept for Backward.
+  StatusOr<BatchResult> Forward(const float* images, const uint8_t* labels,
+                                int n, bool training);
+  // Gradients of the mean loss of the last training Forward into grad.
+  Status Backward();
+
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
+
+  struct Net;  // the primitives for one batch size
+
+ private:
+  StatusOr<Net*> NetFor(int n);
+
+  std::vector<Param> params_;
+  std::map<int, std::unique_ptr<Net>> nets_;
+  Net* last_ = nullptr;  // of the last training Forward
+  uint64_t rng_;
+};
+
+}  // namespace hvd::mnist

@@ -1,0 +1,472 @@
+#include "examples/mnist/trainer.h"
+
+#include <omp.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "common/parse.h"
+#include "examples/mnist/adadelta.h"
+#include "examples/mnist/augment.h"
+#include "examples/mnist/idx.h"
+#include "examples/mnist/model.h"
+#include "examples/mnist/progress.h"
+#include "examples/mnist/safetensors.h"
+#include "examples/mnist/schedule.h"
+#include "hvd/hvd.h"
+
+#ifndef HVD_MNIST_DATA_DIR
+#define HVD_MNIST_DATA_DIR "examples/mnist/data"
+#endif
+
+namespace hvd::mnist {
+namespace {
+
+constexpr int kPixels = kImageSide * kImageSide;
+
+struct Images {
+  int count = 0;
+  std::vector<float> pixels;  // count x 784 in [0, 1]
+  std::vector<uint8_t> labels;
+};
+
+StatusOr<Images> Load(const std::string& dir, const std::string& prefix,
+                      int limit) {
+  HVD_ASSIGN_OR_RETURN(Dataset d, ReadIdxPair(dir, prefix));
+  Images out;
+  out.count = limit > 0 ? std::min(limit, d.count) : d.count;
+  out.pixels.resize(static_cast<size_t>(out.count) * kPixels);
+  for (size_t i = 0; i < out.pixels.size(); ++i) {
+    out.pixels[i] = d.pixels[i] / 255.0f;
+  }
+  out.labels.assign(d.labels.begin(), d.labels.begin() + out.count);
+  return out;
+}
+
+// Everything that defines the training state: weights, then the
+// optimizer's slots.
+std::vector<std::pair<std::string, std::vector<float>*>> StateBuffers(
+    Model& model, Adadelta& opt) {
+  std::vector<std::pair<std::string, std::vector<float>*>> out;
+  for (Param& p : model.params()) out.push_back({p.name, &p.value});
+  for (const Adadelta::Slot& s : opt.slots()) out.push_back({s.name, s.data});
+  return out;
+}
+
+// Horovod's BroadcastGlobalVariablesCallback(0): every rank takes rank 0's
+// weights and optimizer state.
+Status BroadcastState(Model& model, Adadelta& opt) {
+  std::vector<hvd::Handle> handles;
+  for (auto& [name, buf] : StateBuffers(model, opt)) {
+    handles.push_back(hvd::broadcast_async(
+        "state/" + name,
+        hvd::Tensor{buf->data(), hvd::DataType::kFloat32,
+                    {static_cast<int64_t>(buf->size())}},
+        0));
+  }
+  Status first;
+  for (auto& h : handles) first.Update(h.wait());
+  return first;
+}
+
+struct Metrics {
+  double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
+};
+
+// Horovod's MetricAverageCallback: the epoch's metrics averaged over ranks.
+Status AverageMetrics(Metrics* m, int epoch) {
+  double v[4] = {m->loss, m->accuracy, m->val_loss, m->val_accuracy};
+  HVD_RETURN_IF_ERROR(hvd::allreduce(
+      "metrics." + std::to_string(epoch),
+      hvd::Tensor{v, hvd::DataType::kFloat64, {4}}, hvd::ReduceOp::kAverage));
+  *m = {v[0], v[1], v[2], v[3]};
+  return Status::Ok();
+}
+
+// Loss and accuracy over `steps` batches starting at image `first`
+// (wrapping around), or over everything when steps is 0.
+StatusOr<std::pair<double, double>> Evaluate(Model& model, const Images& data,
+                                             int batch, int steps, int first) {
+  double loss = 0;
+  int64_t correct = 0, seen = 0;
+  std::vector<float> x(static_cast<size_t>(batch) * kPixels);
+  std::vector<uint8_t> y(batch);
+  const int total = steps > 0 ? steps * batch : data.count;
+  for (int at = 0; at < total; at += batch) {
+    const int n = std::min(batch, total - at);
+    for (int i = 0; i < n; ++i) {
+      int idx = (first + at + i) % data.count;
+      std::copy_n(data.pixels.begin() + static_cast<ptrdiff_t>(idx) * kPixels,
+                  kPixels, x.begin() + static_cast<ptrdiff_t>(i) * kPixels);
+      y[i] = data.labels[idx];
+    }
+    HVD_ASSIGN_OR_RETURN(BatchResult r,
+                         model.Forward(x.data(), y.data(), n, false));
+    loss += r.loss * n;
+    correct += r.correct;
+    seen += n;
+  }
+  return std::make_pair(loss / seen, static_cast<double>(correct) / seen);
+}
+
+std::string Join(const std::string& dir, const std::string& file) {
+  return dir.empty() || dir == "." ? file : dir + "/" + file;
+}
+
+Status SaveCheckpoint(const std::string& path, Model& model, Adadelta& opt,
+                      int epoch, double lr, const Metrics& m,
+                      const std::string& mode) {
+  Checkpoint ckpt;
+  for (const Param& p : model.params()) {
+    ckpt.tensors.push_back({p.name, p.dims, p.value});
+  }
+  for (const Adadelta::Slot& s : opt.slots()) {
+    ckpt.tensors.push_back({s.name, {static_cast<int64_t>(s.data->size())}, *s.data});
+  }
+  char buf[32];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof(buf), "%.9g", v);
+    return std::string(buf);
+  };
+  ckpt.metadata = {{"format", "hvd-mnist-1"},
+                   {"mode", mode},
+                   {"epoch", std::to_string(epoch)},
+                   {"lr", num(lr)},
+                   {"loss", num(m.loss)},
+                   {"accuracy", num(m.accuracy)},
+                   {"val_loss", num(m.val_loss)},
+                   {"val_accuracy", num(m.val_accuracy)}};
+  return WriteSafetensors(path, ckpt);
+}
+
+// Restores weights and optimizer state; returns the epochs done and the lr.
+StatusOr<std::pair<int, double>> Resume(const std::string& path, Model& model,
+                                        Adadelta& opt) {
+  HVD_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadSafetensors(path));
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : ckpt.tensors) by_name[t.name] = &t;
+  for (auto& [name, buf] : StateBuffers(model, opt)) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      return Status::DataLoss(path, "has no tensor '" + name +
+                                        "' (not a checkpoint of this model)");
+    }
+    if (it->second->data.size() != buf->size()) {
+      return Status::DataLoss(path, "tensor '" + name + "' has " +
+                                        std::to_string(it->second->data.size()) +
+                                        " elements, the model " +
+                                        std::to_string(buf->size()));
+    }
+    *buf = it->second->data;
+  }
+  HVD_ASSIGN_OR_RETURN(int64_t epoch,
+                       ParseInt64(ckpt.metadata["epoch"], path + " epoch", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(double lr,
+                       ParseDouble(ckpt.metadata["lr"], path + " lr", 0, 1e9));
+  return std::make_pair(static_cast<int>(epoch), lr);
+}
+
+class Trainer {
+ public:
+  Trainer(const TrainOptions& o, Images train, Images test)
+      : o_(o),
+        rank_(hvd::rank()),
+        size_(hvd::size()),
+        train_(std::move(train)),
+        test_(std::move(test)),
+        model_(o.seed + static_cast<uint64_t>(rank_)),
+        opt_(model_.params()),
+        gen_(static_cast<uint32_t>(o.seed * 1000 + rank_)) {}
+
+  Status Run() {
+    const bool basic = o_.mode == "basic";
+    const int epochs =
+        o_.epochs > 0 ? o_.epochs
+                      : (basic ? (12 + size_ - 1) / size_ : 24);
+    const double scaled_lr = o_.lr * size_;
+    double lr = scaled_lr;
+    int start_epoch = 0;
+    if (!o_.resume.empty()) {
+      HVD_ASSIGN_OR_RETURN(auto resumed, Resume(o_.resume, model_, opt_));
+      start_epoch = resumed.first;
+      lr = resumed.second;
+      if (rank_ == 0) {
+        std::printf("Resumed from %s after epoch %d (lr %g)\n",
+                    o_.resume.c_str(), start_epoch, lr);
+      }
+    }
+    // Basic: the initial state is broadcast before training; advanced:
+    // after the first batch (Horovod's callback). A resumed run starts
+    // from the same file everywhere, and broadcasts anyway.
+    if (basic) HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
+
+    // Advanced: each rank's shard of the training set.
+    std::vector<int> pool(train_.count);
+    std::iota(pool.begin(), pool.end(), 0);
+    if (!basic) {
+      std::vector<int> shard;
+      for (int i = rank_; i < train_.count; i += size_) shard.push_back(i);
+      pool = shard;
+    }
+    const int train_batches = train_.count / o_.batch_size;
+    const int steps = basic ? (train_.count + o_.batch_size - 1) / o_.batch_size
+                            : std::max(1, train_batches / size_);
+    const int test_batches = test_.count / o_.batch_size;
+    const int val_steps = std::max(1, 3 * test_batches / size_);
+    if (rank_ == 0) {
+      std::printf("train_mnist %s: %d ranks, %d train / %d test images, "
+                  "batch %d, %d epochs of %d steps, lr %g, %d thread(s) "
+                  "per rank\n",
+                  o_.mode.c_str(), size_, train_.count, test_.count,
+                  o_.batch_size, epochs, steps, lr, omp_get_max_threads());
+    }
+    ReduceLrOnPlateau plateau(0.5, 10);
+    double best_val_accuracy = -1;
+    std::FILE* csv = nullptr;
+    if (rank_ == 0 && !basic) {
+      std::string path = Join(o_.checkpoint_dir, o_.csv);
+      bool append = start_epoch > 0;
+      csv = std::fopen(path.c_str(), append ? "a" : "w");
+      if (!csv) return Status::Internal(path, "cannot be written");
+      if (!append) std::fprintf(csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
+    }
+    std::vector<float> x(static_cast<size_t>(o_.batch_size) * kPixels);
+    std::vector<uint8_t> y(o_.batch_size);
+    hvd::DistributedGradients grads;
+    size_t cursor = 0;
+    std::vector<int> order = pool;
+    bool broadcast_done = basic;
+    if (!basic) std::shuffle(order.begin(), order.end(), gen_);
+    for (int epoch = start_epoch; epoch < epochs; ++epoch) {
+      if (rank_ == 0) std::printf("Epoch %d/%d\n", epoch + 1, epochs);
+      if (basic) {
+        order = pool;
+        std::shuffle(order.begin(), order.end(), gen_);
+        cursor = 0;
+      }
+      Progress progress(steps, rank_ == 0);
+      double loss_sum = 0;
+      int64_t correct = 0, seen = 0;
+      for (int step = 0; step < steps; ++step) {
+        if (!basic && epoch < o_.warmup_epochs) {
+          lr = WarmupLr(scaled_lr, size_, o_.warmup_epochs, epoch, step, steps);
+        }
+        // The next batch of this rank's order (advanced: cycling through
+        // the shard, reshuffled at each pass, like Keras' generator).
+        int n = basic ? std::min(o_.batch_size,
+                                 train_.count - step * o_.batch_size)
+                      : o_.batch_size;
+        for (int i = 0; i < n; ++i) {
+          if (cursor == order.size()) {
+            std::shuffle(order.begin(), order.end(), gen_);
+            cursor = 0;
+          }
+          int idx = order[cursor++];
+          const float* img =
+              train_.pixels.data() + static_cast<ptrdiff_t>(idx) * kPixels;
+          float* dst = x.data() + static_cast<ptrdiff_t>(i) * kPixels;
+          if (!basic && o_.augment) {
+            Augment(img, dst, AugmentOptions{}, gen_);
+          } else {
+            std::copy_n(img, kPixels, dst);
+          }
+          y[i] = train_.labels[idx];
+        }
+        HVD_ASSIGN_OR_RETURN(BatchResult r,
+                             model_.Forward(x.data(), y.data(), n, true));
+        HVD_RETURN_IF_ERROR(model_.Backward());
+        for (Param& p : model_.params()) {
+          HVD_RETURN_IF_ERROR(grads.add(p.name, p.grad.data(), p.grad.size()));
+        }
+        HVD_ASSIGN_OR_RETURN(bool stepped, grads.end_pass());
+        if (stepped) opt_.Apply(model_.params(), static_cast<float>(lr));
+        if (!broadcast_done) {
+          HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
+          broadcast_done = true;
+        }
+        loss_sum += r.loss * n;
+        correct += r.correct;
+        seen += n;
+        progress.Update(step + 1, loss_sum / seen,
+                        static_cast<double>(correct) / seen);
+      }
+      Metrics m;
+      m.loss = loss_sum / seen;
+      m.accuracy = static_cast<double>(correct) / seen;
+      if (basic) {
+        HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
+        progress.Finish(Metric("loss", m.loss) + " - " +
+                        Metric("accuracy", m.accuracy));
+        if (rank_ == 0) {
+          std::string path = Join(o_.checkpoint_dir,
+                                  "checkpoint-" + std::to_string(epoch + 1) +
+                                      ".safetensors");
+          HVD_RETURN_IF_ERROR(
+              SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
+        }
+        continue;
+      }
+      // Validation: each rank its own stretch of the test set.
+      HVD_ASSIGN_OR_RETURN(auto val,
+                           Evaluate(model_, test_, o_.batch_size, val_steps,
+                                    rank_ * val_steps * o_.batch_size));
+      m.val_loss = val.first;
+      m.val_accuracy = val.second;
+      HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
+      progress.Finish(Metric("loss", m.loss) + " - " +
+                      Metric("accuracy", m.accuracy) + " - " +
+                      Metric("val_loss", m.val_loss) + " - " +
+                      Metric("val_accuracy", m.val_accuracy) + " - " +
+                      Metric("lr", lr));
+      if (rank_ == 0 && epoch + 1 == o_.warmup_epochs) {
+        std::printf("\nEpoch %d: finished gradual learning rate warmup to %g.\n",
+                    epoch + 1, lr);
+      }
+      const double epoch_lr = lr;
+      if (epoch + 1 >= o_.warmup_epochs) {
+        double next = plateau.Update(m.val_loss, lr);
+        if (next != lr && rank_ == 0) {
+          std::printf("\nEpoch %d: ReduceLROnPlateau reducing learning rate "
+                      "to %g.\n",
+                      epoch + 1, next);
+        }
+        lr = next;
+      }
+      if (rank_ == 0) {
+        std::fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.6g\n", epoch, m.loss,
+                     m.accuracy, m.val_loss, m.val_accuracy, epoch_lr);
+        std::fflush(csv);
+        if (m.val_accuracy > best_val_accuracy) {
+          best_val_accuracy = m.val_accuracy;
+          std::string path = Join(o_.checkpoint_dir,
+                                  "checkpoint-" + std::to_string(epoch + 1) +
+                                      ".safetensors");
+          HVD_RETURN_IF_ERROR(
+              SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
+        }
+      }
+    }
+    if (csv) std::fclose(csv);
+    HVD_ASSIGN_OR_RETURN(auto test, Evaluate(model_, test_, o_.batch_size, 0, 0));
+    if (rank_ == 0) {
+      std::printf("Test loss: %.6f\nTest accuracy: %.6f\n", test.first,
+                  test.second);
+      std::fflush(stdout);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const TrainOptions o_;
+  const int rank_, size_;
+  Images train_, test_;
+  Model model_;
+  Adadelta opt_;
+  std::mt19937 gen_;
+};
+
+}  // namespace
+
+std::string TrainUsage() {
+  return "usage: train_mnist [--mode basic|advanced] [--data-dir DIR]\n"
+         "  [--batch-size N] [--epochs N] [--lr X] [--warmup-epochs N]\n"
+         "  [--threads N] [--log-dir DIR] [--checkpoint-dir DIR]\n"
+         "  [--resume FILE] [--seed N] [--train-limit N] [--test-limit N]\n"
+         "  [--no-augment]\n"
+         "Horovod's Keras MNIST examples (basic: keras_mnist.py; advanced,\n"
+         "the default: keras_mnist_advanced.py). Run under horovodrun.\n";
+}
+
+StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
+                                      bool* help) {
+  TrainOptions o;
+  *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size()) {
+        return Status::InvalidArgument(a, "needs a value");
+      }
+      return args[++i];
+    };
+    auto int_flag = [&](int* out, int64_t min, int64_t max) -> Status {
+      HVD_ASSIGN_OR_RETURN(std::string v, value());
+      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, a, min, max));
+      *out = static_cast<int>(n);
+      return Status::Ok();
+    };
+    if (a == "--help" || a == "-h") {
+      *help = true;
+    } else if (a == "--mode") {
+      HVD_ASSIGN_OR_RETURN(o.mode, value());
+      if (o.mode != "basic" && o.mode != "advanced") {
+        return Status::InvalidArgument("--mode", "must be basic or advanced, not '" +
+                                                     o.mode + "'");
+      }
+    } else if (a == "--data-dir") {
+      HVD_ASSIGN_OR_RETURN(o.data_dir, value());
+    } else if (a == "--batch-size") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.batch_size, 1, 65536));
+    } else if (a == "--epochs") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.epochs, 1, 100000));
+    } else if (a == "--lr") {
+      HVD_ASSIGN_OR_RETURN(std::string v, value());
+      HVD_ASSIGN_OR_RETURN(o.lr, ParseDouble(v, a, 1e-12, 1e6));
+    } else if (a == "--warmup-epochs") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.warmup_epochs, 0, 100000));
+    } else if (a == "--threads") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.threads, 1, 1024));
+    } else if (a == "--log-dir") {
+      HVD_ASSIGN_OR_RETURN(o.log_dir, value());
+    } else if (a == "--checkpoint-dir") {
+      HVD_ASSIGN_OR_RETURN(o.checkpoint_dir, value());
+    } else if (a == "--resume") {
+      HVD_ASSIGN_OR_RETURN(o.resume, value());
+    } else if (a == "--seed") {
+      int seed = 0;
+      HVD_RETURN_IF_ERROR(int_flag(&seed, 0, 1 << 30));
+      o.seed = static_cast<uint64_t>(seed);
+    } else if (a == "--train-limit") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.train_limit, 1, 1 << 30));
+    } else if (a == "--test-limit") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.test_limit, 1, 1 << 30));
+    } else if (a == "--no-augment") {
+      o.augment = false;
+    } else {
+      return Status::InvalidArgument(a, "is not a flag of train_mnist (see --help)");
+    }
+  }
+  if (o.data_dir.empty()) o.data_dir = HVD_MNIST_DATA_DIR;
+  return o;
+}
+
+Status Train(const TrainOptions& o) {
+  int threads = o.threads;
+  if (threads == 0) {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    threads = std::max(1, cores / std::max(1, hvd::local_size()));
+  }
+  omp_set_num_threads(threads);
+  HVD_ASSIGN_OR_RETURN(Images train, Load(o.data_dir, "train", o.train_limit));
+  HVD_ASSIGN_OR_RETURN(Images test, Load(o.data_dir, "t10k", o.test_limit));
+  if (train.count < o.batch_size * hvd::size() && o.mode == "advanced") {
+    return Status::InvalidArgument(
+        "--batch-size", "leaves no full batch per rank: " +
+                            std::to_string(train.count) + " training images for " +
+                            std::to_string(hvd::size()) + " ranks");
+  }
+  if (o.checkpoint_dir != "." && hvd::rank() == 0) {
+    ::mkdir(o.checkpoint_dir.c_str(), 0755);
+  }
+  Trainer trainer(o, std::move(train), std::move(test));
+  return trainer.Run();
+}
+
+}  // namespace hvd::mnist
