@@ -38,10 +38,10 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
   if (data.size() < 4) return Status::DataLoss(path, "is too short for IDX");
   uint32_t m = BigEndian(data.data());
   if (m != magic) {
-    return Status::DataLoss(path, "has magic number " + std::to_string(m) +
-                                      ", expected " + std::to_string(magic) +
-                                      (magic == 2051 ? " (IDX images)"
-                                                     : " (IDX labels)"));
+    return Status::DataLoss(
+        path, "has magic number " + std::to_string(m) + ", expected " +
+                  std::to_string(magic) +
+                  (magic == 2051 ? " (IDX images)" : " (IDX labels)"));
   }
   const size_t ndims = m & 0xff;
   if (data.size() < 4 + 4 * ndims) {
@@ -55,10 +55,10 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
   }
   const size_t header = 4 + 4 * ndims;
   if (data.size() - header != expected) {
-    return Status::DataLoss(
-        path, "holds " + std::to_string(data.size() - header) +
-                  " bytes of data but its header promises " +
-                  std::to_string(expected));
+    return Status::DataLoss(path,
+                            "holds " + std::to_string(data.size() - header) +
+                                " bytes of data but its header promises " +
+                                std::to_string(expected));
   }
   data.erase(data.begin(), data.begin() + static_cast<ptrdiff_t>(header));
   return data;
@@ -83,17 +83,15 @@ StatusOr<Dataset> ReadIdxPair(const std::string& dir,
   }
   if (ldims.size() != 1 || ldims[0] != idims[0]) {
     return Status::DataLoss(
-        labels_path, "holds " +
-                         std::to_string(ldims.empty() ? 0 : ldims[0]) +
+        labels_path, "holds " + std::to_string(ldims.empty() ? 0 : ldims[0]) +
                          " labels for " + std::to_string(idims[0]) +
                          " images in " + images_path);
   }
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] > 9) {
-      return Status::DataLoss(labels_path,
-                              "label " + std::to_string(labels[i]) +
-                                  " at index " + std::to_string(i) +
-                                  " is not a digit 0-9");
+      return Status::DataLoss(
+          labels_path, "label " + std::to_string(labels[i]) + " at index " +
+                           std::to_string(i) + " is not a digit 0-9");
     }
   }
   Dataset d;

@@ -21,7 +21,8 @@ struct Dataset {
 // Reads PREFIX-images-idx3-ubyte[.gz] and PREFIX-labels-idx1-ubyte[.gz]
 // from `dir` (prefix "train" or "t10k"), checking magic numbers, counts
 // and sizes.
-StatusOr<Dataset> ReadIdxPair(const std::string& dir, const std::string& prefix);
+StatusOr<Dataset> ReadIdxPair(const std::string& dir,
+                              const std::string& prefix);
 
 // One IDX file, decompressed when gzip: `magic` and its dimensions.
 StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,

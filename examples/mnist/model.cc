@@ -41,7 +41,8 @@ inline uint64_t Next(uint64_t& s) {
 // Everything oneDNN needs for one batch size: primitive descriptors,
 // primitives and the activations kept between Forward and Backward.
 struct Model::Net {
-  explicit Net(int batch) : n(batch), eng(dn::engine::kind::cpu, 0), strm(eng) {}
+  explicit Net(int batch)
+      : n(batch), eng(dn::engine::kind::cpu, 0), strm(eng) {}
 
   int n;
   dn::engine eng;
@@ -175,8 +176,8 @@ StatusOr<Model::Net*> Model::NetFor(int n) {
     // dense2: plain logits.
     t.d2_pd = dn::inner_product_forward::primitive_desc(
         dn::inner_product_forward::desc(
-            dn::prop_kind::forward_training, t.drop2.get_desc(),
-            Any({10, 128}), Plain({10}, Tag::x), Plain({n, 10}, Tag::nc)),
+            dn::prop_kind::forward_training, t.drop2.get_desc(), Any({10, 128}),
+            Plain({10}, Tag::x), Plain({n, 10}, Tag::nc)),
         t.eng);
     t.w4 = t.Make(t.d2_pd.weights_desc());
     t.b4 = t.Make(t.d2_pd.bias_desc());
@@ -194,8 +195,8 @@ StatusOr<Model::Net*> Model::NetFor(int n) {
             t.dlogits.get_desc()),
         t.eng, t.d2_pd);
     t.d2_bd_pd = dn::inner_product_backward_data::primitive_desc(
-        dn::inner_product_backward_data::desc(
-            t.h.get_desc(), Any({10, 128}), t.dlogits.get_desc()),
+        dn::inner_product_backward_data::desc(t.h.get_desc(), Any({10, 128}),
+                                              t.dlogits.get_desc()),
         t.eng, t.d2_pd);
     t.dw4 = t.Make(t.d2_bw_pd.diff_weights_desc());
     t.db4 = t.Make(t.d2_bw_pd.diff_bias_desc());
@@ -245,14 +246,13 @@ StatusOr<Model::Net*> Model::NetFor(int n) {
     nets_[n] = std::move(net);
     return raw;
   } catch (const dn::error& e) {
-    return Status::Internal("oneDNN", std::string("building the network: ") +
-                                          e.what());
+    return Status::Internal("oneDNN",
+                            std::string("building the network: ") + e.what());
   }
 }
 
-StatusOr<BatchResult> Model::Forward(const float* images,
-                                     const uint8_t* labels, int n,
-                                     bool training) {
+StatusOr<BatchResult> Model::Forward(const float* images, const uint8_t* labels,
+                                     int n, bool training) {
   if (n <= 0) return Status::InvalidArgument("batch", "is empty");
   HVD_ASSIGN_OR_RETURN(Net * net, NetFor(n));
   Net& t = *net;
@@ -273,20 +273,19 @@ StatusOr<BatchResult> Model::Forward(const float* images,
     std::memcpy(t.x.get_data_handle(), images,
                 static_cast<size_t>(n) * kImageSide * kImageSide * 4);
     t.x_c1 = t.Ensure(t.x, t.c1_pd.src_desc(), t.s1);
-    dn::convolution_forward(t.c1_pd).execute(
-        t.strm, {{DNNL_ARG_SRC, t.x_c1},
-                 {DNNL_ARG_WEIGHTS, t.w1},
-                 {DNNL_ARG_BIAS, t.b1},
-                 {DNNL_ARG_DST, t.y1}});
+    dn::convolution_forward(t.c1_pd).execute(t.strm, {{DNNL_ARG_SRC, t.x_c1},
+                                                      {DNNL_ARG_WEIGHTS, t.w1},
+                                                      {DNNL_ARG_BIAS, t.b1},
+                                                      {DNNL_ARG_DST, t.y1}});
     t.y1_c2 = t.Ensure(t.y1, t.c2_pd.src_desc(), t.s2);
-    dn::convolution_forward(t.c2_pd).execute(
-        t.strm, {{DNNL_ARG_SRC, t.y1_c2},
-                 {DNNL_ARG_WEIGHTS, t.w2},
-                 {DNNL_ARG_BIAS, t.b2},
-                 {DNNL_ARG_DST, t.y2}});
-    dn::pooling_forward(t.pool_pd).execute(
-        t.strm,
-        {{DNNL_ARG_SRC, t.y2}, {DNNL_ARG_DST, t.p}, {DNNL_ARG_WORKSPACE, t.ws}});
+    dn::convolution_forward(t.c2_pd).execute(t.strm, {{DNNL_ARG_SRC, t.y1_c2},
+                                                      {DNNL_ARG_WEIGHTS, t.w2},
+                                                      {DNNL_ARG_BIAS, t.b2},
+                                                      {DNNL_ARG_DST, t.y2}});
+    dn::pooling_forward(t.pool_pd).execute(t.strm,
+                                           {{DNNL_ARG_SRC, t.y2},
+                                            {DNNL_ARG_DST, t.p},
+                                            {DNNL_ARG_WORKSPACE, t.ws}});
     t.strm.wait();
     // Dropout 0.25 (Keras scales what it keeps by 1 / (1 - rate)).
     auto dropout = [&](const dn::memory& in, const dn::memory& out,
@@ -294,7 +293,8 @@ StatusOr<BatchResult> Model::Forward(const float* images,
       const float* a = static_cast<const float*>(in.get_data_handle());
       float* b = static_cast<float*>(out.get_data_handle());
       const size_t count = mask.size();
-      if (!training) {
+      if (!training || !dropout_) {
+        std::fill(mask.begin(), mask.end(), 1.0f);
         std::memcpy(b, a, count * 4);
         return;
       }
@@ -307,18 +307,18 @@ StatusOr<BatchResult> Model::Forward(const float* images,
       }
     };
     dropout(t.p, t.drop1, t.mask1, 0.25f);
-    dn::inner_product_forward(t.d1_pd).execute(
-        t.strm, {{DNNL_ARG_SRC, t.drop1},
-                 {DNNL_ARG_WEIGHTS, t.w3},
-                 {DNNL_ARG_BIAS, t.b3},
-                 {DNNL_ARG_DST, t.h}});
+    dn::inner_product_forward(t.d1_pd).execute(t.strm,
+                                               {{DNNL_ARG_SRC, t.drop1},
+                                                {DNNL_ARG_WEIGHTS, t.w3},
+                                                {DNNL_ARG_BIAS, t.b3},
+                                                {DNNL_ARG_DST, t.h}});
     t.strm.wait();
     dropout(t.h, t.drop2, t.mask2, 0.5f);
-    dn::inner_product_forward(t.d2_pd).execute(
-        t.strm, {{DNNL_ARG_SRC, t.drop2},
-                 {DNNL_ARG_WEIGHTS, t.w4},
-                 {DNNL_ARG_BIAS, t.b4},
-                 {DNNL_ARG_DST, t.logits}});
+    dn::inner_product_forward(t.d2_pd).execute(t.strm,
+                                               {{DNNL_ARG_SRC, t.drop2},
+                                                {DNNL_ARG_WEIGHTS, t.w4},
+                                                {DNNL_ARG_BIAS, t.b4},
+                                                {DNNL_ARG_DST, t.logits}});
     t.strm.wait();
   } catch (const dn::error& e) {
     return Status::Internal("oneDNN", std::string("forward: ") + e.what());
@@ -377,10 +377,10 @@ Status Model::Backward() {
                           {DNNL_ARG_DIFF_WEIGHTS, t.dw4},
                           {DNNL_ARG_DIFF_BIAS, t.db4}});
     dn::inner_product_backward_data(t.d2_bd_pd)
-        .execute(t.strm,
-                 {{DNNL_ARG_DIFF_DST, t.dlogits},
-                  {DNNL_ARG_WEIGHTS, t.Ensure(t.w4, t.d2_bd_pd.weights_desc(), t.s3)},
-                  {DNNL_ARG_DIFF_SRC, t.dh}});
+        .execute(t.strm, {{DNNL_ARG_DIFF_DST, t.dlogits},
+                          {DNNL_ARG_WEIGHTS,
+                           t.Ensure(t.w4, t.d2_bd_pd.weights_desc(), t.s3)},
+                          {DNNL_ARG_DIFF_SRC, t.dh}});
     to_plain(t.dw4, kDense2W, Tag::oi);
     to_plain(t.db4, kDense2B, Tag::x);
     t.strm.wait();
@@ -400,10 +400,10 @@ Status Model::Backward() {
                           {DNNL_ARG_DIFF_WEIGHTS, t.dw3},
                           {DNNL_ARG_DIFF_BIAS, t.db3}});
     dn::inner_product_backward_data(t.d1_bd_pd)
-        .execute(t.strm,
-                 {{DNNL_ARG_DIFF_DST, t.dh},
-                  {DNNL_ARG_WEIGHTS, t.Ensure(t.w3, t.d1_bd_pd.weights_desc(), t.s4)},
-                  {DNNL_ARG_DIFF_SRC, t.dp}});
+        .execute(t.strm, {{DNNL_ARG_DIFF_DST, t.dh},
+                          {DNNL_ARG_WEIGHTS,
+                           t.Ensure(t.w3, t.d1_bd_pd.weights_desc(), t.s4)},
+                          {DNNL_ARG_DIFF_SRC, t.dp}});
     to_plain(t.dw3, kDense1W, Tag::oihw);
     to_plain(t.db3, kDense1B, Tag::x);
     t.strm.wait();
@@ -422,16 +422,18 @@ Status Model::Backward() {
             t.y2.get_desc().get_size() / 4);
     // conv2.
     dn::convolution_backward_weights(t.c2_bw_pd)
-        .execute(t.strm,
-                 {{DNNL_ARG_SRC, t.Ensure(t.y1_c2, t.c2_bw_pd.src_desc(), t.s5)},
-                  {DNNL_ARG_DIFF_DST, t.Ensure(t.dy2, t.c2_bw_pd.diff_dst_desc(), t.s6)},
-                  {DNNL_ARG_DIFF_WEIGHTS, t.dw2},
-                  {DNNL_ARG_DIFF_BIAS, t.db2}});
+        .execute(t.strm, {{DNNL_ARG_SRC,
+                           t.Ensure(t.y1_c2, t.c2_bw_pd.src_desc(), t.s5)},
+                          {DNNL_ARG_DIFF_DST,
+                           t.Ensure(t.dy2, t.c2_bw_pd.diff_dst_desc(), t.s6)},
+                          {DNNL_ARG_DIFF_WEIGHTS, t.dw2},
+                          {DNNL_ARG_DIFF_BIAS, t.db2}});
     dn::convolution_backward_data(t.c2_bd_pd)
-        .execute(t.strm,
-                 {{DNNL_ARG_DIFF_DST, t.Ensure(t.dy2, t.c2_bd_pd.diff_dst_desc(), t.s7)},
-                  {DNNL_ARG_WEIGHTS, t.Ensure(t.w2, t.c2_bd_pd.weights_desc(), t.s8)},
-                  {DNNL_ARG_DIFF_SRC, t.dy1}});
+        .execute(t.strm, {{DNNL_ARG_DIFF_DST,
+                           t.Ensure(t.dy2, t.c2_bd_pd.diff_dst_desc(), t.s7)},
+                          {DNNL_ARG_WEIGHTS,
+                           t.Ensure(t.w2, t.c2_bd_pd.weights_desc(), t.s8)},
+                          {DNNL_ARG_DIFF_SRC, t.dy1}});
     to_plain(t.dw2, kConv2W, Tag::oihw);
     to_plain(t.db2, kConv2B, Tag::x);
     t.strm.wait();
@@ -442,7 +444,8 @@ Status Model::Backward() {
     dn::convolution_backward_weights(t.c1_bw_pd)
         .execute(t.strm,
                  {{DNNL_ARG_SRC, t.Ensure(t.x_c1, t.c1_bw_pd.src_desc(), t.s9)},
-                  {DNNL_ARG_DIFF_DST, t.Ensure(t.dy1, t.c1_bw_pd.diff_dst_desc(), t.s10)},
+                  {DNNL_ARG_DIFF_DST,
+                   t.Ensure(t.dy1, t.c1_bw_pd.diff_dst_desc(), t.s10)},
                   {DNNL_ARG_DIFF_WEIGHTS, t.dw1},
                   {DNNL_ARG_DIFF_BIAS, t.db1}});
     to_plain(t.dw1, kConv1W, Tag::oihw);

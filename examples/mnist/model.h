@@ -54,6 +54,10 @@ class Model {
   // Gradients of the mean loss of the last training Forward into grad.
   Status Backward();
 
+  // Dropout on in training forwards (the default); off makes a training
+  // forward deterministic (gradient checks).
+  void set_dropout(bool on) { dropout_ = on; }
+
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
 
@@ -66,6 +70,7 @@ class Model {
   std::map<int, std::unique_ptr<Net>> nets_;
   Net* last_ = nullptr;  // of the last training Forward
   uint64_t rng_;
+  bool dropout_ = true;
 };
 
 }  // namespace hvd::mnist

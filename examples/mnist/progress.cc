@@ -34,15 +34,14 @@ std::string Metric(const char* name, double v) {
 void Progress::Update(int done, double loss, double accuracy) {
   if (!enabled_) return;
   // Off a terminal, a line per tenth of the epoch is plenty.
-  if (!tty_ && done * 10 / steps_ == last_printed_ * 10 / steps_ &&
-      done != 1) {
+  if (!tty_ && done * 10 / steps_ == last_printed_ * 10 / steps_ && done != 1) {
     return;
   }
   if (done == steps_) return;  // Finish prints the last one
   last_printed_ = done;
-  double elapsed = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start_)
-                       .count();
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
   double eta = elapsed / done * (steps_ - done);
   std::fprintf(out_, "%s%d/%d %s - ETA: %.0fs - %s - %s%s", tty_ ? "\r" : "",
                done, steps_, Bar(done).c_str(), eta,
@@ -53,9 +52,9 @@ void Progress::Update(int done, double loss, double accuracy) {
 
 void Progress::Finish(const std::string& metrics) {
   if (!enabled_) return;
-  double elapsed = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start_)
-                       .count();
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
   std::fprintf(out_, "%s%d/%d %s - %.0fs %.0fms/step - %s\n", tty_ ? "\r" : "",
                steps_, steps_, Bar(steps_).c_str(), elapsed,
                elapsed * 1000 / std::max(steps_, 1), metrics.c_str());

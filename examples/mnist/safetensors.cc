@@ -18,7 +18,8 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& path) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      return Status::Internal(path, std::string("write: ") + std::strerror(errno));
+      return Status::Internal(path,
+                              std::string("write: ") + std::strerror(errno));
     }
     p += w;
     n -= static_cast<size_t>(w);
@@ -48,11 +49,13 @@ Status WriteSafetensors(const std::string& path, const Checkpoint& ckpt) {
   const uint64_t len = text.size();
   std::string dir = ".";
   size_t slash = path.rfind('/');
-  if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+  if (slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return Status::Internal(tmp, std::string("cannot create: ") + std::strerror(errno));
+    return Status::Internal(
+        tmp, std::string("cannot create: ") + std::strerror(errno));
   }
   Status s = WriteAll(fd, &len, 8, tmp);  // little-endian host
   if (s.ok()) s = WriteAll(fd, text.data(), text.size(), tmp);
@@ -101,7 +104,8 @@ StatusOr<Checkpoint> ReadSafetensors(const std::string& path) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) return bad("__metadata__ is not an object");
       for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) return bad("metadata '" + m.key() + "' is not a string");
+        if (!m->is_string())
+          return bad("metadata '" + m.key() + "' is not a string");
         ckpt.metadata[m.key()] = m->get<std::string>();
       }
       continue;
@@ -109,7 +113,8 @@ StatusOr<Checkpoint> ReadSafetensors(const std::string& path) {
     const nlohmann::json& t = *it;
     if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") ||
         !t.contains("data_offsets")) {
-      return bad("tensor '" + it.key() + "' lacks dtype, shape or data_offsets");
+      return bad("tensor '" + it.key() +
+                 "' lacks dtype, shape or data_offsets");
     }
     if (t["dtype"] != "F32") {
       return bad("tensor '" + it.key() + "' is " + t["dtype"].dump() +
@@ -119,7 +124,8 @@ StatusOr<Checkpoint> ReadSafetensors(const std::string& path) {
     nt.name = it.key();
     size_t elems = 1;
     for (const auto& d : t["shape"]) {
-      if (!d.is_number_unsigned()) return bad("tensor '" + it.key() + "' has a bad shape");
+      if (!d.is_number_unsigned())
+        return bad("tensor '" + it.key() + "' has a bad shape");
       nt.shape.push_back(d.get<int64_t>());
       elems *= d.get<size_t>();
     }
@@ -130,10 +136,12 @@ StatusOr<Checkpoint> ReadSafetensors(const std::string& path) {
     }
     size_t begin = off[0].get<size_t>(), end = off[1].get<size_t>();
     if (begin > end || end > data_size || end - begin != elems * 4) {
-      return bad("tensor '" + it.key() + "' lies outside the data or has the wrong size");
+      return bad("tensor '" + it.key() +
+                 "' lies outside the data or has the wrong size");
     }
     nt.data.resize(elems);
-    if (elems) std::memcpy(nt.data.data(), bytes.data() + data_start + begin, elems * 4);
+    if (elems)
+      std::memcpy(nt.data.data(), bytes.data() + data_start + begin, elems * 4);
     ckpt.tensors.push_back(std::move(nt));
   }
   return ckpt;

@@ -65,11 +65,12 @@ std::vector<std::pair<std::string, std::vector<float>*>> StateBuffers(
 Status BroadcastState(Model& model, Adadelta& opt) {
   std::vector<hvd::Handle> handles;
   for (auto& [name, buf] : StateBuffers(model, opt)) {
-    handles.push_back(hvd::broadcast_async(
-        "state/" + name,
-        hvd::Tensor{buf->data(), hvd::DataType::kFloat32,
-                    {static_cast<int64_t>(buf->size())}},
-        0));
+    handles.push_back(
+        hvd::broadcast_async("state/" + name,
+                             hvd::Tensor{buf->data(),
+                                         hvd::DataType::kFloat32,
+                                         {static_cast<int64_t>(buf->size())}},
+                             0));
   }
   Status first;
   for (auto& h : handles) first.Update(h.wait());
@@ -128,7 +129,8 @@ Status SaveCheckpoint(const std::string& path, Model& model, Adadelta& opt,
     ckpt.tensors.push_back({p.name, p.dims, p.value});
   }
   for (const Adadelta::Slot& s : opt.slots()) {
-    ckpt.tensors.push_back({s.name, {static_cast<int64_t>(s.data->size())}, *s.data});
+    ckpt.tensors.push_back(
+        {s.name, {static_cast<int64_t>(s.data->size())}, *s.data});
   }
   char buf[32];
   auto num = [&](double v) {
@@ -159,15 +161,15 @@ StatusOr<std::pair<int, double>> Resume(const std::string& path, Model& model,
                                         "' (not a checkpoint of this model)");
     }
     if (it->second->data.size() != buf->size()) {
-      return Status::DataLoss(path, "tensor '" + name + "' has " +
-                                        std::to_string(it->second->data.size()) +
-                                        " elements, the model " +
-                                        std::to_string(buf->size()));
+      return Status::DataLoss(
+          path, "tensor '" + name + "' has " +
+                    std::to_string(it->second->data.size()) +
+                    " elements, the model " + std::to_string(buf->size()));
     }
     *buf = it->second->data;
   }
-  HVD_ASSIGN_OR_RETURN(int64_t epoch,
-                       ParseInt64(ckpt.metadata["epoch"], path + " epoch", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(int64_t epoch, ParseInt64(ckpt.metadata["epoch"],
+                                                 path + " epoch", 0, 1 << 20));
   HVD_ASSIGN_OR_RETURN(double lr,
                        ParseDouble(ckpt.metadata["lr"], path + " lr", 0, 1e9));
   return std::make_pair(static_cast<int>(epoch), lr);
@@ -188,8 +190,7 @@ class Trainer {
   Status Run() {
     const bool basic = o_.mode == "basic";
     const int epochs =
-        o_.epochs > 0 ? o_.epochs
-                      : (basic ? (12 + size_ - 1) / size_ : 24);
+        o_.epochs > 0 ? o_.epochs : (basic ? (12 + size_ - 1) / size_ : 24);
     const double scaled_lr = o_.lr * size_;
     double lr = scaled_lr;
     int start_epoch = 0;
@@ -221,11 +222,12 @@ class Trainer {
     const int test_batches = test_.count / o_.batch_size;
     const int val_steps = std::max(1, 3 * test_batches / size_);
     if (rank_ == 0) {
-      std::printf("train_mnist %s: %d ranks, %d train / %d test images, "
-                  "batch %d, %d epochs of %d steps, lr %g, %d thread(s) "
-                  "per rank\n",
-                  o_.mode.c_str(), size_, train_.count, test_.count,
-                  o_.batch_size, epochs, steps, lr, omp_get_max_threads());
+      std::printf(
+          "train_mnist %s: %d ranks, %d train / %d test images, "
+          "batch %d, %d epochs of %d steps, lr %g, %d thread(s) "
+          "per rank\n",
+          o_.mode.c_str(), size_, train_.count, test_.count, o_.batch_size,
+          epochs, steps, lr, omp_get_max_threads());
     }
     ReduceLrOnPlateau plateau(0.5, 10);
     double best_val_accuracy = -1;
@@ -235,7 +237,8 @@ class Trainer {
       bool append = start_epoch > 0;
       csv = std::fopen(path.c_str(), append ? "a" : "w");
       if (!csv) return Status::Internal(path, "cannot be written");
-      if (!append) std::fprintf(csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
+      if (!append)
+        std::fprintf(csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
     }
     std::vector<float> x(static_cast<size_t>(o_.batch_size) * kPixels);
     std::vector<uint8_t> y(o_.batch_size);
@@ -260,9 +263,9 @@ class Trainer {
         }
         // The next batch of this rank's order (advanced: cycling through
         // the shard, reshuffled at each pass, like Keras' generator).
-        int n = basic ? std::min(o_.batch_size,
-                                 train_.count - step * o_.batch_size)
-                      : o_.batch_size;
+        int n =
+            basic ? std::min(o_.batch_size, train_.count - step * o_.batch_size)
+                  : o_.batch_size;
         for (int i = 0; i < n; ++i) {
           if (cursor == order.size()) {
             std::shuffle(order.begin(), order.end(), gen_);
@@ -305,9 +308,9 @@ class Trainer {
         progress.Finish(Metric("loss", m.loss) + " - " +
                         Metric("accuracy", m.accuracy));
         if (rank_ == 0) {
-          std::string path = Join(o_.checkpoint_dir,
-                                  "checkpoint-" + std::to_string(epoch + 1) +
-                                      ".safetensors");
+          std::string path =
+              Join(o_.checkpoint_dir,
+                   "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
           HVD_RETURN_IF_ERROR(
               SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
         }
@@ -320,22 +323,23 @@ class Trainer {
       m.val_loss = val.first;
       m.val_accuracy = val.second;
       HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
-      progress.Finish(Metric("loss", m.loss) + " - " +
-                      Metric("accuracy", m.accuracy) + " - " +
-                      Metric("val_loss", m.val_loss) + " - " +
-                      Metric("val_accuracy", m.val_accuracy) + " - " +
-                      Metric("lr", lr));
+      progress.Finish(
+          Metric("loss", m.loss) + " - " + Metric("accuracy", m.accuracy) +
+          " - " + Metric("val_loss", m.val_loss) + " - " +
+          Metric("val_accuracy", m.val_accuracy) + " - " + Metric("lr", lr));
       if (rank_ == 0 && epoch + 1 == o_.warmup_epochs) {
-        std::printf("\nEpoch %d: finished gradual learning rate warmup to %g.\n",
-                    epoch + 1, lr);
+        std::printf(
+            "\nEpoch %d: finished gradual learning rate warmup to %g.\n",
+            epoch + 1, lr);
       }
       const double epoch_lr = lr;
       if (epoch + 1 >= o_.warmup_epochs) {
         double next = plateau.Update(m.val_loss, lr);
         if (next != lr && rank_ == 0) {
-          std::printf("\nEpoch %d: ReduceLROnPlateau reducing learning rate "
-                      "to %g.\n",
-                      epoch + 1, next);
+          std::printf(
+              "\nEpoch %d: ReduceLROnPlateau reducing learning rate "
+              "to %g.\n",
+              epoch + 1, next);
         }
         lr = next;
       }
@@ -345,16 +349,17 @@ class Trainer {
         std::fflush(csv);
         if (m.val_accuracy > best_val_accuracy) {
           best_val_accuracy = m.val_accuracy;
-          std::string path = Join(o_.checkpoint_dir,
-                                  "checkpoint-" + std::to_string(epoch + 1) +
-                                      ".safetensors");
+          std::string path =
+              Join(o_.checkpoint_dir,
+                   "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
           HVD_RETURN_IF_ERROR(
               SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
         }
       }
     }
     if (csv) std::fclose(csv);
-    HVD_ASSIGN_OR_RETURN(auto test, Evaluate(model_, test_, o_.batch_size, 0, 0));
+    HVD_ASSIGN_OR_RETURN(auto test,
+                         Evaluate(model_, test_, o_.batch_size, 0, 0));
     if (rank_ == 0) {
       std::printf("Test loss: %.6f\nTest accuracy: %.6f\n", test.first,
                   test.second);
@@ -407,8 +412,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
     } else if (a == "--mode") {
       HVD_ASSIGN_OR_RETURN(o.mode, value());
       if (o.mode != "basic" && o.mode != "advanced") {
-        return Status::InvalidArgument("--mode", "must be basic or advanced, not '" +
-                                                     o.mode + "'");
+        return Status::InvalidArgument(
+            "--mode", "must be basic or advanced, not '" + o.mode + "'");
       }
     } else if (a == "--data-dir") {
       HVD_ASSIGN_OR_RETURN(o.data_dir, value());
@@ -440,7 +445,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
     } else if (a == "--no-augment") {
       o.augment = false;
     } else {
-      return Status::InvalidArgument(a, "is not a flag of train_mnist (see --help)");
+      return Status::InvalidArgument(
+          a, "is not a flag of train_mnist (see --help)");
     }
   }
   if (o.data_dir.empty()) o.data_dir = HVD_MNIST_DATA_DIR;
@@ -458,9 +464,9 @@ Status Train(const TrainOptions& o) {
   HVD_ASSIGN_OR_RETURN(Images test, Load(o.data_dir, "t10k", o.test_limit));
   if (train.count < o.batch_size * hvd::size() && o.mode == "advanced") {
     return Status::InvalidArgument(
-        "--batch-size", "leaves no full batch per rank: " +
-                            std::to_string(train.count) + " training images for " +
-                            std::to_string(hvd::size()) + " ranks");
+        "--batch-size",
+        "leaves no full batch per rank: " + std::to_string(train.count) +
+            " training images for " + std::to_string(hvd::size()) + " ranks");
   }
   if (o.checkpoint_dir != "." && hvd::rank() == 0) {
     ::mkdir(o.checkpoint_dir.c_str(), 0755);

@@ -1,0 +1,227 @@
+// The pieces of train_mnist on their own: the IDX reader on the bundled
+// digits and on broken files, safetensors read back by a parser of the
+// test's own, the model's gradients against finite differences, Adadelta
+// and the learning-rate schedules.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "examples/mnist/adadelta.h"
+#include "examples/mnist/idx.h"
+#include "examples/mnist/model.h"
+#include "examples/mnist/safetensors.h"
+#include "examples/mnist/schedule.h"
+#include "tests/util/temp_dir.h"
+
+namespace hvd::mnist {
+namespace {
+
+std::string Gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  std::string out;
+  char buf[4096];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  gzclose(f);
+  return out;
+}
+
+TEST(IdxTest, ReadsTheBundledDigits) {
+  auto train = ReadIdxPair(HVD_MNIST_DATA, "train");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->count, 8000);
+  EXPECT_EQ(train->pixels.size(), 8000u * 28 * 28);
+  auto test = ReadIdxPair(HVD_MNIST_DATA, "t10k");
+  ASSERT_TRUE(test.ok());
+  EXPECT_EQ(test->count, 2000);
+  // Every digit appears; pixels use the grey range.
+  std::vector<int> per(10);
+  for (uint8_t l : test->labels) per[l]++;
+  for (int c : per) EXPECT_GT(c, 100);
+  EXPECT_EQ(*std::max_element(test->pixels.begin(), test->pixels.end()), 255);
+}
+
+TEST(IdxTest, RawFilesReadLikeGzipOnesAndBrokenOnesNameTheFile) {
+  testing::TempDir dir;
+  std::string images =
+      Gunzip(std::string(HVD_MNIST_DATA) + "/t10k-images-idx3-ubyte.gz");
+  std::string labels =
+      Gunzip(std::string(HVD_MNIST_DATA) + "/t10k-labels-idx1-ubyte.gz");
+  dir.Write("t10k-images-idx3-ubyte", images);
+  dir.Write("t10k-labels-idx1-ubyte", labels);
+  auto raw = ReadIdxPair(dir.path(), "t10k");
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  auto gz = ReadIdxPair(HVD_MNIST_DATA, "t10k");
+  EXPECT_EQ(raw->pixels, gz->pixels);
+  EXPECT_EQ(raw->labels, gz->labels);
+  // Truncated images.
+  dir.Write("t10k-images-idx3-ubyte", images.substr(0, images.size() - 7));
+  auto bad = ReadIdxPair(dir.path(), "t10k");
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(bad.status().ToString().find("t10k-images-idx3-ubyte"),
+            std::string::npos);
+  EXPECT_NE(bad.status().ToString().find("header promises"), std::string::npos);
+  // Labels where images belong: the magic number says so.
+  dir.Write("t10k-images-idx3-ubyte", labels);
+  bad = ReadIdxPair(dir.path(), "t10k");
+  EXPECT_NE(bad.status().ToString().find("magic number 2049, expected 2051"),
+            std::string::npos)
+      << bad.status().ToString();
+  // Fewer labels than images.
+  dir.Write("t10k-images-idx3-ubyte", images);
+  std::string fewer = labels.substr(0, labels.size() - 1);
+  fewer[7] =
+      static_cast<char>(static_cast<uint8_t>(fewer[7]) - 1);  // count - 1
+  dir.Write("t10k-labels-idx1-ubyte", fewer);
+  bad = ReadIdxPair(dir.path(), "t10k");
+  EXPECT_NE(bad.status().ToString().find("1999 labels for 2000 images"),
+            std::string::npos)
+      << bad.status().ToString();
+  // Missing.
+  EXPECT_EQ(ReadIdxPair(dir.path() + "/nowhere", "t10k").status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST(SafetensorsTest, WritesWhatAnIndependentReaderReads) {
+  testing::TempDir dir;
+  Checkpoint c;
+  c.tensors.push_back({"w", {2, 3}, {1, 2, 3, 4, 5, 6}});
+  c.tensors.push_back({"b", {3}, {-1, 0.5f, 7}});
+  c.metadata = {{"epoch", "4"}, {"lr", "0.5"}};
+  std::string path = dir.path() + "/ckpt.safetensors";
+  ASSERT_TRUE(WriteSafetensors(path, c).ok());
+  // The test's own reading of the format.
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i) len = len << 8 | static_cast<uint8_t>(bytes[i]);
+  ASSERT_EQ((8 + len) % 8, 0u) << "data is 8-byte aligned";
+  auto header = nlohmann::json::parse(bytes.substr(8, len));
+  EXPECT_EQ(header["__metadata__"]["epoch"], "4");
+  EXPECT_EQ(header["w"]["dtype"], "F32");
+  EXPECT_EQ(header["w"]["shape"], nlohmann::json({2, 3}));
+  size_t begin = header["b"]["data_offsets"][0],
+         end = header["b"]["data_offsets"][1];
+  ASSERT_EQ(end - begin, 12u);
+  float b1;
+  std::memcpy(&b1, bytes.data() + 8 + len + begin + 4, 4);
+  EXPECT_EQ(b1, 0.5f);
+  EXPECT_EQ(bytes.size(), 8 + len + 36);
+  // Our reader agrees, and no temporary file is left behind.
+  auto back = ReadSafetensors(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->metadata.at("lr"), "0.5");
+  ASSERT_EQ(back->tensors.size(), 2u);
+  EXPECT_TRUE(testing::Shell("test $(ls " + dir.path() + " | wc -l) -eq 1"));
+  // A torn file is refused with its name.
+  dir.Write("torn.safetensors", bytes.substr(0, bytes.size() - 5));
+  auto torn = ReadSafetensors(dir.path() + "/torn.safetensors");
+  EXPECT_EQ(torn.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(torn.status().ToString().find("torn.safetensors"),
+            std::string::npos);
+}
+
+TEST(ModelTest, GradientsMatchFiniteDifferences) {
+  Model model(7);
+  model.set_dropout(false);
+  // Zero biases put every background pixel's pre-activation exactly on
+  // ReLU's kink, where finite differences are one-sided: move them off.
+  for (Param& p : model.params()) {
+    if (p.dims.size() == 1) {
+      for (size_t i = 0; i < p.value.size(); ++i)
+        p.value[i] = 0.01f * (1 + i % 7);
+    }
+  }
+  auto data = ReadIdxPair(HVD_MNIST_DATA, "t10k");
+  ASSERT_TRUE(data.ok());
+  const int n = 8;
+  std::vector<float> x(n * 784);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = data->pixels[i] / 255.0f;
+  const uint8_t* y = data->labels.data();
+  ASSERT_TRUE(model.Forward(x.data(), y, n, true).ok());
+  ASSERT_TRUE(model.Backward().ok());
+  std::vector<Param> analytic = model.params();
+  int checked = 0;
+  for (size_t k = 0; k < model.params().size(); ++k) {
+    Param& p = model.params()[k];
+    // The entries with the largest gradients: well above float noise.
+    std::vector<size_t> idx(p.value.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(
+        idx.begin(), idx.begin() + 3, idx.end(), [&](size_t a, size_t b) {
+          return std::abs(analytic[k].grad[a]) > std::abs(analytic[k].grad[b]);
+        });
+    for (int j = 0; j < 3; ++j) {
+      size_t i = idx[j];
+      // Large enough that float32 rounding of the loss stays small.
+      const float eps = std::max(1e-3f, 1e-2f * std::abs(p.value[i]));
+      float saved = p.value[i];
+      p.value[i] = saved + eps;
+      double up = model.Forward(x.data(), y, n, true)->loss;
+      p.value[i] = saved - eps;
+      double down = model.Forward(x.data(), y, n, true)->loss;
+      p.value[i] = saved;
+      double numeric = (up - down) / (2 * eps);
+      double g = analytic[k].grad[i];
+      EXPECT_NEAR(numeric, g, 0.1 * std::abs(g) + 1e-3)
+          << p.name << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 24);
+}
+
+TEST(ModelTest, KerasInitialisation) {
+  Model m(1);
+  const auto& p = m.params();
+  ASSERT_EQ(p.size(), 8u);
+  EXPECT_EQ(p[0].dims, (std::vector<int64_t>{32, 1, 3, 3}));
+  EXPECT_EQ(p[4].dims, (std::vector<int64_t>{128, 64, 12, 12}));
+  // Glorot uniform limits; biases start at zero.
+  const double dense1 = std::sqrt(6.0 / (9216 + 128));
+  float hi = *std::max_element(p[4].value.begin(), p[4].value.end());
+  EXPECT_LE(hi, dense1);
+  EXPECT_GT(hi, 0.95 * dense1);
+  for (float b : p[5].value) EXPECT_EQ(b, 0.0f);
+}
+
+TEST(AdadeltaTest, OneStepFollowsKerasFormula) {
+  std::vector<Param> params(1);
+  params[0].value = {1.0f};
+  params[0].grad = {0.5f};
+  Adadelta opt(params);
+  opt.Apply(params, 1.0f);
+  double ag = 0.05 * 0.25;
+  double update = 0.5 * std::sqrt(1e-7) / std::sqrt(ag + 1e-7);
+  EXPECT_NEAR(params[0].value[0], 1.0 - update, 1e-6);
+  auto slots = opt.slots();
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_NEAR((*slots[0].data)[0], ag, 1e-8);
+  EXPECT_NEAR((*slots[1].data)[0], 0.05 * update * update, 1e-12);
+}
+
+TEST(ScheduleTest, WarmupRisesFromLrOverSizeToLr) {
+  // Size 4, lr 4.0 (scaled), warm-up 5 epochs of 10 steps.
+  EXPECT_NEAR(WarmupLr(4.0, 4, 5, 0, -1, 10), 1.0, 1e-12);  // before any batch
+  EXPECT_NEAR(WarmupLr(4.0, 4, 5, 4, 9, 10), 4.0, 1e-12);   // end of warm-up
+  EXPECT_NEAR(WarmupLr(4.0, 4, 5, 2, 4, 10), 1.0 * (2.5 * 3 / 5 + 1), 1e-12);
+  ReduceLrOnPlateau plateau(0.5, 2);
+  double lr = 1.0;
+  lr = plateau.Update(1.0, lr);  // best
+  lr = plateau.Update(1.0, lr);  // 1 without improvement
+  EXPECT_EQ(lr, 1.0);
+  lr = plateau.Update(0.99995, lr);  // below min_delta: still no improvement
+  EXPECT_EQ(lr, 0.5);
+  lr = plateau.Update(0.5, lr);  // improves
+  EXPECT_EQ(lr, 0.5);
+}
+
+}  // namespace
+}  // namespace hvd::mnist

@@ -1,0 +1,152 @@
+// train_mnist under horovodrun -np 2, short runs: both modes must beat an
+// accuracy bound, and every file they write is read back by the test's own
+// parsers (safetensors header and data, the CSV log); --resume continues a
+// run; bad flags and data are one-line errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "tests/util/subprocess.h"
+#include "tests/util/temp_dir.h"
+
+namespace hvd::testing {
+namespace {
+
+using std::chrono::seconds;
+constexpr auto kTimeout = std::chrono::milliseconds(400000);
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+double TestAccuracy(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(
+          out, m, std::regex(R"(\[0\]<stdout>:Test accuracy: ([0-9.]+))"))) {
+    return -1;
+  }
+  return std::stod(m[1]);
+}
+
+// The header of a safetensors file, checked against the model's layers.
+nlohmann::json SafetensorsHeader(const std::string& path) {
+  std::string bytes = Slurp(path);
+  EXPECT_GE(bytes.size(), 8u) << path;
+  if (bytes.size() < 8) return {};
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i) len = len << 8 | static_cast<uint8_t>(bytes[i]);
+  auto header = nlohmann::json::parse(bytes.substr(8, len));
+  size_t data = bytes.size() - 8 - len, covered = 0;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    size_t elems = 1;
+    for (auto d : (*it)["shape"]) elems *= d.get<size_t>();
+    size_t b = (*it)["data_offsets"][0], e = (*it)["data_offsets"][1];
+    EXPECT_EQ(e - b, elems * 4) << it.key();
+    EXPECT_LE(e, data) << it.key();
+    covered += e - b;
+  }
+  EXPECT_EQ(covered, data) << "every data byte belongs to a tensor";
+  return header;
+}
+
+std::vector<std::string> Train(const TempDir& dir,
+                               std::vector<std::string> flags) {
+  std::vector<std::string> argv = {
+      HVD_HOROVODRUN,     "-np",     "2", HVD_TRAIN_MNIST,
+      "--checkpoint-dir", dir.path()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
+TEST(TrainMnistTest, BasicModeLearnsAndCheckpointsEveryEpoch) {
+  TempDir dir;
+  Result r =
+      RunCommand(Train(dir, {"--mode", "basic", "--epochs", "2",
+                             "--train-limit", "3000", "--test-limit", "1000"}),
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_GE(TestAccuracy(r.out), 0.85) << r.out;
+  EXPECT_NE(r.out.find("[0]<stdout>:Epoch 2/2"), std::string::npos);
+  EXPECT_EQ(r.out.find("[1]<stdout>:Epoch"), std::string::npos)
+      << "rank 0 only";
+  EXPECT_NE(r.out.find("Test loss: "), std::string::npos);
+  for (int e : {1, 2}) {
+    auto h = SafetensorsHeader(dir.path() + "/checkpoint-" + std::to_string(e) +
+                               ".safetensors");
+    EXPECT_EQ(h["__metadata__"]["epoch"], std::to_string(e));
+    EXPECT_EQ(h["__metadata__"]["mode"], "basic");
+    EXPECT_EQ(h["conv2/kernel"]["shape"], nlohmann::json({64, 32, 3, 3}));
+    EXPECT_EQ(h["dense1/kernel"]["shape"], nlohmann::json({128, 64, 12, 12}));
+    EXPECT_TRUE(h.contains("optimizer/dense2/bias/accum_var"));
+  }
+}
+
+TEST(TrainMnistTest, AdvancedModeCallbacksCsvBestCheckpointAndResume) {
+  TempDir dir;
+  Result r =
+      RunCommand(Train(dir, {"--epochs", "2", "--warmup-epochs", "1",
+                             "--train-limit", "4096", "--test-limit", "512"}),
+                 kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_GE(TestAccuracy(r.out), 0.75) << r.out;
+  EXPECT_NE(r.out.find("finished gradual learning rate warmup to 2."),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("val_accuracy: "), std::string::npos);
+  // The CSV log: header and one row per epoch, lr as the warm-up left it.
+  std::vector<std::string> rows =
+      Lines(Slurp(dir.path() + "/training_log.csv"));
+  ASSERT_EQ(rows.size(), 3u) << Slurp(dir.path() + "/training_log.csv");
+  EXPECT_EQ(rows[0], "epoch,loss,accuracy,val_loss,val_accuracy,lr");
+  std::vector<double> row;
+  std::stringstream cells(rows[2]);
+  for (std::string c; std::getline(cells, c, ',');) row.push_back(std::stod(c));
+  ASSERT_EQ(row.size(), 6u);
+  EXPECT_EQ(row[0], 1);
+  EXPECT_GT(row[4], 0.5);          // val_accuracy
+  EXPECT_NEAR(row[5], 2.0, 1e-6);  // lr 1.0 x 2 ranks
+  // Best-only checkpoints: epoch 1 always, epoch 2 only if it improved.
+  auto h1 = SafetensorsHeader(dir.path() + "/checkpoint-1.safetensors");
+  EXPECT_EQ(h1["__metadata__"]["mode"], "advanced");
+  // --resume continues after epoch 1 for one more epoch.
+  Result again = RunCommand(
+      Train(dir, {"--epochs", "2", "--warmup-epochs", "1", "--train-limit",
+                  "4096", "--test-limit", "512", "--resume",
+                  dir.path() + "/checkpoint-1.safetensors"}),
+      kTimeout);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("Resumed from"), std::string::npos);
+  EXPECT_EQ(again.out.find("Epoch 1/2"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("Epoch 2/2"), std::string::npos);
+  EXPECT_GE(TestAccuracy(again.out), 0.75);
+  EXPECT_EQ(Lines(Slurp(dir.path() + "/training_log.csv")).size(), 4u);
+}
+
+TEST(TrainMnistTest, BadFlagsAndDataAreOneLineErrors) {
+  Result r = RunCommand({HVD_TRAIN_MNIST, "--mode", "fancy"}, seconds(30));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("--mode"), std::string::npos);
+  TempDir dir;
+  r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", HVD_TRAIN_MNIST, "--data-dir", dir.path()},
+      seconds(60));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("train-images-idx3-ubyte"), std::string::npos) << r.err;
+  dir.Write("bad.safetensors", "not a checkpoint at all");
+  r = RunCommand({HVD_HOROVODRUN, "-np", "1", HVD_TRAIN_MNIST, "--resume",
+                  dir.path() + "/bad.safetensors", "--train-limit", "256"},
+                 seconds(60));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("bad.safetensors"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace hvd::testing
