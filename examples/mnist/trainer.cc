@@ -20,6 +20,7 @@
 #include "examples/mnist/progress.h"
 #include "examples/mnist/safetensors.h"
 #include "examples/mnist/schedule.h"
+#include "examples/mnist/tensorboard.h"
 #include "hvd/hvd.h"
 
 #ifndef HVD_MNIST_DATA_DIR
@@ -240,6 +241,13 @@ class Trainer {
       if (!append)
         std::fprintf(csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
     }
+    // TensorBoard on rank 0, as Keras' callback lays it out.
+    std::unique_ptr<EventWriter> tb_train, tb_val;
+    if (rank_ == 0 && !basic && !o_.log_dir.empty()) {
+      HVD_ASSIGN_OR_RETURN(tb_train, EventWriter::Open(o_.log_dir + "/train"));
+      HVD_ASSIGN_OR_RETURN(tb_val,
+                           EventWriter::Open(o_.log_dir + "/validation"));
+    }
     std::vector<float> x(static_cast<size_t>(o_.batch_size) * kPixels);
     std::vector<uint8_t> y(o_.batch_size);
     hvd::DistributedGradients grads;
@@ -347,6 +355,19 @@ class Trainer {
         std::fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.6g\n", epoch, m.loss,
                      m.accuracy, m.val_loss, m.val_accuracy, epoch_lr);
         std::fflush(csv);
+        if (tb_train) {
+          HVD_RETURN_IF_ERROR(tb_train->Scalar("epoch_loss", epoch, m.loss));
+          HVD_RETURN_IF_ERROR(
+              tb_train->Scalar("epoch_accuracy", epoch, m.accuracy));
+          HVD_RETURN_IF_ERROR(
+              tb_train->Scalar("epoch_learning_rate", epoch, epoch_lr));
+          for (const Param& p : model_.params()) {
+            HVD_RETURN_IF_ERROR(tb_train->Histogram(p.name, epoch, p.value));
+          }
+          HVD_RETURN_IF_ERROR(tb_val->Scalar("epoch_loss", epoch, m.val_loss));
+          HVD_RETURN_IF_ERROR(
+              tb_val->Scalar("epoch_accuracy", epoch, m.val_accuracy));
+        }
         if (m.val_accuracy > best_val_accuracy) {
           best_val_accuracy = m.val_accuracy;
           std::string path =

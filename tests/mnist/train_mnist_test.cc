@@ -4,7 +4,9 @@
 // run; bad flags and data are one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -56,6 +58,107 @@ nlohmann::json SafetensorsHeader(const std::string& path) {
   return header;
 }
 
+// TFRecords of tensorflow.Event, read with the test's own CRC-32C and
+// protobuf walk: the tags of every summary value, and which carried a
+// histogram. Fails the test on a bad CRC or a truncated record.
+uint32_t Crc32cBitwise(const std::string& s) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : s) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k)
+      crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+  }
+  return ~crc;
+}
+uint32_t Masked(const std::string& s) {
+  uint32_t c = Crc32cBitwise(s);
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+struct Field {
+  int number;
+  int wire;
+  uint64_t varint;
+  std::string bytes;
+};
+std::vector<Field> Fields(const std::string& msg) {
+  std::vector<Field> out;
+  size_t at = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (int shift = 0; at < msg.size(); shift += 7) {
+      uint8_t b = msg[at++];
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) break;
+    }
+    return v;
+  };
+  while (at < msg.size()) {
+    uint64_t key = varint();
+    Field f{static_cast<int>(key >> 3), static_cast<int>(key & 7), 0, {}};
+    if (f.wire == 0) f.varint = varint();
+    if (f.wire == 1) {
+      f.bytes = msg.substr(at, 8);
+      at += 8;
+    }
+    if (f.wire == 5) {
+      f.bytes = msg.substr(at, 4);
+      at += 4;
+    }
+    if (f.wire == 2) {
+      size_t n = varint();
+      f.bytes = msg.substr(at, n);
+      at += n;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+struct Events {
+  std::string file_version;
+  std::map<std::string, int> scalars, histograms;  // tag -> count
+};
+Events ReadEvents(const std::string& dir) {
+  Events ev;
+  std::string files =
+      RunCommand({"/bin/sh", "-c", "ls " + dir}, std::chrono::seconds(5)).out;
+  std::vector<std::string> names = Lines(files);
+  EXPECT_EQ(names.size(), 1u) << dir;
+  if (names.empty()) return ev;
+  EXPECT_EQ(names[0].rfind("events.out.tfevents.", 0), 0u) << names[0];
+  std::string data = Slurp(dir + "/" + names[0]);
+  size_t at = 0;
+  while (at < data.size()) {
+    EXPECT_GE(data.size() - at, 12u);
+    if (data.size() - at < 12) break;
+    std::string len_bytes = data.substr(at, 8);
+    uint64_t len;
+    uint32_t crc;
+    std::memcpy(&len, len_bytes.data(), 8);
+    std::memcpy(&crc, data.data() + at + 8, 4);
+    EXPECT_EQ(crc, Masked(len_bytes));
+    std::string event = data.substr(at + 12, len);
+    std::memcpy(&crc, data.data() + at + 12 + len, 4);
+    EXPECT_EQ(crc, Masked(event));
+    at += 12 + len + 4;
+    for (const Field& f : Fields(event)) {
+      if (f.number == 3) ev.file_version = f.bytes;
+      if (f.number != 5) continue;
+      for (const Field& value : Fields(f.bytes)) {  // Summary.value
+        std::string tag;
+        bool histo = false, scalar = false;
+        for (const Field& v : Fields(value.bytes)) {
+          if (v.number == 1) tag = v.bytes;
+          if (v.number == 2 && v.wire == 5) scalar = true;
+          if (v.number == 5) histo = true;
+        }
+        if (scalar) ev.scalars[tag]++;
+        if (histo) ev.histograms[tag]++;
+      }
+    }
+  }
+  return ev;
+}
+
 std::vector<std::string> Train(const TempDir& dir,
                                std::vector<std::string> flags) {
   std::vector<std::string> argv = {
@@ -90,10 +193,10 @@ TEST(TrainMnistTest, BasicModeLearnsAndCheckpointsEveryEpoch) {
 
 TEST(TrainMnistTest, AdvancedModeCallbacksCsvBestCheckpointAndResume) {
   TempDir dir;
-  Result r =
-      RunCommand(Train(dir, {"--epochs", "2", "--warmup-epochs", "1",
-                             "--train-limit", "4096", "--test-limit", "512"}),
-                 kTimeout);
+  Result r = RunCommand(Train(dir, {"--epochs", "2", "--warmup-epochs", "1",
+                                    "--train-limit", "4096", "--test-limit",
+                                    "512", "--log-dir", dir.path() + "/logs"}),
+                        kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_GE(TestAccuracy(r.out), 0.75) << r.out;
   EXPECT_NE(r.out.find("finished gradual learning rate warmup to 2."),
@@ -112,6 +215,18 @@ TEST(TrainMnistTest, AdvancedModeCallbacksCsvBestCheckpointAndResume) {
   EXPECT_EQ(row[0], 1);
   EXPECT_GT(row[4], 0.5);          // val_accuracy
   EXPECT_NEAR(row[5], 2.0, 1e-6);  // lr 1.0 x 2 ranks
+  // TensorBoard: scalars per epoch in train/ and validation/, weight
+  // histograms in train/.
+  Events train = ReadEvents(dir.path() + "/logs/train");
+  EXPECT_EQ(train.file_version, "brain.Event:2");
+  EXPECT_EQ(train.scalars["epoch_loss"], 2);
+  EXPECT_EQ(train.scalars["epoch_accuracy"], 2);
+  EXPECT_EQ(train.scalars["epoch_learning_rate"], 2);
+  EXPECT_EQ(train.histograms["conv1/kernel"], 2);
+  EXPECT_EQ(train.histograms["dense2/bias"], 2);
+  Events val = ReadEvents(dir.path() + "/logs/validation");
+  EXPECT_EQ(val.scalars["epoch_loss"], 2);
+  EXPECT_EQ(val.scalars["epoch_accuracy"], 2);
   // Best-only checkpoints: epoch 1 always, epoch 2 only if it improved.
   auto h1 = SafetensorsHeader(dir.path() + "/checkpoint-1.safetensors");
   EXPECT_EQ(h1["__metadata__"]["mode"], "advanced");
