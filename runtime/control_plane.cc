@@ -28,10 +28,16 @@ constexpr size_t kTicketBytes = 16;
 
 class LocalControlPlane final : public ControlPlane {
  public:
-  Status Exchange(const std::string& mine,
-                  std::vector<std::string>* all) override {
+  Status Exchange(const std::string& mine, std::vector<std::string>* all,
+                  bool) override {
     all->assign(1, mine);
     return Status::Ok();
+  }
+  void Wait(int wake_fd, std::chrono::milliseconds timeout,
+            bool* peer) override {
+    *peer = false;
+    pollfd p{wake_fd, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(timeout.count()));
   }
 };
 
@@ -168,9 +174,26 @@ class TcpControlPlane final : public ControlPlane {
     pfds_.resize(n);
   }
 
-  Status Exchange(const std::string& mine,
-                  std::vector<std::string>* all) override {
+  void Wait(int wake_fd, std::chrono::milliseconds timeout,
+            bool* peer) override {
+    *peer = false;
+    std::vector<pollfd> fds{{wake_fd, POLLIN, 0}};
+    for (int p = 0; p < options_.size; ++p) {
+      if (p != options_.rank) fds.push_back({peers_[p].get(), POLLIN, 0});
+    }
+    if (!broken_.ok()) return;
+    int ready =
+        ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+    if (ready <= 0) return;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents) *peer = true;
+    }
+  }
+
+  Status Exchange(const std::string& mine, std::vector<std::string>* all,
+                  bool urgent) override {
     if (!broken_.ok()) return broken_;
+    spin_ = urgent ? options_.spin : std::chrono::microseconds(0);
     Status s = Run(mine, all);
     if (!s.ok()) broken_ = s;
     return s;
@@ -193,7 +216,7 @@ class TcpControlPlane final : public ControlPlane {
     }
     const size_t total_out = 4 + mine.size();
     auto deadline = Clock::now() + options_.op_timeout;
-    auto spin_until = Clock::now() + options_.spin;
+    auto spin_until = Clock::now() + spin_;
     while (sends > 0 || recvs > 0) {
       bool progress = false;
       for (int p = 0; p < n; ++p) {
@@ -262,7 +285,7 @@ class TcpControlPlane final : public ControlPlane {
       }
       if (sends == 0 && recvs == 0) break;
       if (progress) {
-        spin_until = Clock::now() + options_.spin;
+        spin_until = Clock::now() + spin_;
         continue;
       }
       auto now = Clock::now();
@@ -280,7 +303,7 @@ class TcpControlPlane final : public ControlPlane {
       if (ready < 0 && errno != EINTR) {
         return Status::Internal(Where(), Errno("poll"));
       }
-      spin_until = Clock::now() + options_.spin;
+      spin_until = Clock::now() + spin_;
     }
     all->resize(n);
     for (int p = 0; p < n; ++p) {
@@ -322,6 +345,7 @@ class TcpControlPlane final : public ControlPlane {
   }
 
   const ControlOptions options_;
+  std::chrono::microseconds spin_{0};  // this exchange's
   std::vector<Fd> peers_;
   Status broken_;
   std::vector<std::string> in_;

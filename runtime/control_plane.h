@@ -28,8 +28,18 @@ class ControlPlane {
   // rank's message in rank order (this rank's included). Messages may
   // differ in size. A dead peer or one silent for the timeout is an error
   // naming it; after an error every later call fails the same way.
+  // `urgent`: spin before sleeping (this rank has work waiting on the
+  // answer); an idle heartbeat sleeps at once, leaving the CPU to the
+  // training.
   virtual Status Exchange(const std::string& mine,
-                          std::vector<std::string>* all) = 0;
+                          std::vector<std::string>* all,
+                          bool urgent = true) = 0;
+
+  // Sleeps until `wake_fd` (the engine's own wake-up) is readable, a peer
+  // has started the next exchange (its message is waiting, or it hung
+  // up), or `timeout` passes. Sets *peer when a peer is the reason.
+  virtual void Wait(int wake_fd, std::chrono::milliseconds timeout,
+                    bool* peer) = 0;
 };
 
 struct ControlOptions {

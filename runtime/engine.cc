@@ -1,5 +1,8 @@
 #include "runtime/engine.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -250,11 +253,22 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
     : options_(options),
       backend_(backend),
       control_(control),
+      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       cache_(options.cache_capacity),
       joined_(static_cast<size_t>(options.size), false),
       thread_([this] { Loop(); }) {}
 
-Engine::~Engine() { Shutdown(); }
+Engine::~Engine() {
+  Shutdown();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+namespace {
+void Wake(int fd) {
+  uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof(one));
+}
+}  // namespace
 
 Status Engine::Validate(const Request& request, void* data, Output* out) const {
   std::string who = "tensor '" + request.name + "'";
@@ -375,7 +389,7 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
   if (!refuse.ok()) {
     done->Set(refuse);
   } else {
-    cv_.notify_one();
+    Wake(wake_fd_);
   }
   return done;
 }
@@ -398,7 +412,7 @@ std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
   for (size_t i = 0; i < done.size(); ++i) {
     if (!refuse[i].ok()) done[i]->Set(refuse[i]);
   }
-  cv_.notify_one();
+  Wake(wake_fd_);
   return done;
 }
 
@@ -407,7 +421,7 @@ void Engine::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_one();
+  Wake(wake_fd_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -425,22 +439,36 @@ void Engine::FailAll(const Status& s) {
 void Engine::Loop() {
   for (;;) {
     uint8_t stop;
+    bool go;
     {
-      // The cycle time bounds the wait: an idle engine still exchanges a
-      // heartbeat every cycle (stop reasons and stalls travel in it), and a
-      // new request starts the cycle at once. Not waiting for "more" keeps
-      // a lone small allreduce at one exchange; a burst (a backward pass)
-      // still goes out together, because what arrives during an exchange
-      // is sent with the next one.
-      std::unique_lock<std::mutex> lock(mu_);
-      auto deadline = std::chrono::steady_clock::now() + options_.cycle_time;
-      cv_.wait_until(lock, deadline,
-                     [this] { return stop_ || !fresh_.empty(); });
+      std::lock_guard<std::mutex> lock(mu_);
+      go = stop_ || !fresh_.empty();
+    }
+    bool peer = false;
+    if (!go) {
+      // Sleep until something is new here or a peer starts a cycle; wake
+      // every cycle time (at most 100 ms) for the stall inspector.
+      auto wait = std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(100),
+          std::max<std::chrono::milliseconds>(
+              std::chrono::milliseconds(1),
+              std::chrono::duration_cast<std::chrono::milliseconds>(
+                  options_.cycle_time)));
+      control_->Wait(wake_fd_, wait, &peer);
+      uint64_t drained;
+      while (::read(wake_fd_, &drained, sizeof(drained)) > 0) {
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      go = stop_ || !fresh_.empty() || peer;
       stop = stop_ ? kShutdown : kRunning;
     }
     if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
       stop = kStalled;
+      go = true;
     }
+    if (!go) continue;
     uint8_t everyone = kRunning;
     Status s = RunCycle(stop, &everyone);
     if (!s.ok()) {
@@ -603,7 +631,13 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   }
   const size_t n = static_cast<size_t>(options_.size);
   std::vector<std::string>& all = cycle_messages_;
-  HVD_RETURN_IF_ERROR(control_->Exchange(BuildMessage(stop, uncached), &all));
+  bool urgent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    urgent = !pending_.empty();
+  }
+  HVD_RETURN_IF_ERROR(
+      control_->Exchange(BuildMessage(stop, uncached), &all, urgent));
   std::vector<CycleMessage> msgs(n);
   for (size_t r = 0; r < n; ++r) {
     if (!ParseCycleMessage(all[r], &msgs[r]) || msgs[r].stop > 2) {

@@ -2,9 +2,11 @@
 // asynchronous requests into few large collectives.
 //
 // Protocol (every cycle, on every rank, in lockstep):
-//   1. Wait up to the cycle time for new requests; a new request starts the
-//      cycle at once (the exchange itself waits for the slower ranks, and
-//      whatever arrives meanwhile goes out together in the next cycle).
+//   1. Sleep until this rank has something new (a request, a shutdown) or
+//      a peer has started a cycle; either starts the cycle at once, and
+//      the exchange itself waits for the slower ranks. Whatever arrives
+//      meanwhile goes out together in the next cycle. An idle job
+//      exchanges nothing: no heartbeat steals the CPU from training.
 //   2. Negotiate: one exchange on the control plane gives every rank every
 //      rank's message: a stop reason, the bits of its pending tensors that
 //      the response cache knows, its other new requests in full (name and
@@ -67,7 +69,9 @@ struct EngineOptions {
   int rank = 0;
   int size = 1;
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
-  std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+  // HOROVOD_CYCLE_TIME (ms): how often an idle engine wakes for its own
+  // housekeeping (the stall inspector); cycles themselves start on demand.
+  std::chrono::microseconds cycle_time{1000};
   // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
   size_t cache_capacity = 1024;
   // Stall inspector (rank 0): warn about tensors some ranks submitted and
@@ -202,8 +206,8 @@ class Engine {
   std::unique_ptr<Backend> device_backend_;  // engine thread, on first use
   int backend_device_ = -1;                  // its CUDA device
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Request> fresh_;              // guarded by mu_: not yet sent
+  int wake_fd_ = -1;            // eventfd: Enqueue and Shutdown wake the engine
+  std::vector<Request> fresh_;  // guarded by mu_: not yet sent
   std::map<std::string, Pending> pending_;  // guarded by mu_
   bool stop_ = false;                       // guarded by mu_
   Status failed_;                           // guarded by mu_

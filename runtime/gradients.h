@@ -30,7 +30,10 @@ class GradientReducer {
   GradientReducer(Engine* engine, GradientOptions options);
 
   // Adds this pass's gradient `name` (count floats at `grad`). On the last
-  // pass of a step, `grad` is where the averaged result is written.
+  // pass of a step, `grad` is where the averaged result is written, and
+  // its allreduce starts at once: call Add as each gradient is ready (in
+  // the backward pass) and the exchange overlaps the rest of the pass.
+  // `grad` must then stay untouched until EndPass.
   Status Add(const std::string& name, float* grad, size_t count);
 
   // Ends a backward pass. True when this pass completed a step: every
@@ -42,8 +45,13 @@ class GradientReducer {
   struct Slot {
     std::vector<float> sum;
     float* out = nullptr;
-    std::vector<uint16_t> wire;  // fp16 copy while in flight
+    std::vector<uint16_t> wire;        // fp16 copy while in flight
+    std::shared_ptr<Completion> done;  // submitted this step
+    bool in_place = false;             // allreduced in `out` itself
+    size_t count = 0;
   };
+  // Starts the slot's allreduce.
+  void Submit(const std::string& name, Slot& slot);
   Engine* engine_;
   GradientOptions options_;
   int passes_ = 0;

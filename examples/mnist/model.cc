@@ -351,7 +351,7 @@ StatusOr<BatchResult> Model::Forward(const float* images, const uint8_t* labels,
   return result;
 }
 
-Status Model::Backward() {
+Status Model::Backward(const std::function<void(int)>& ready) {
   if (!last_) {
     return Status::FailedPrecondition("backward", "needs a training forward");
   }
@@ -369,6 +369,8 @@ Status Model::Backward() {
       Dims d(params_[k].dims.begin(), params_[k].dims.end());
       dn::memory dst(Plain(d, tag), t.eng, params_[k].grad.data());
       t.Reorder(m, dst);
+      t.strm.wait();
+      if (ready) ready(k);
     };
     // dense2.
     dn::inner_product_backward_weights(t.d2_bw_pd)

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,7 +53,9 @@ class Model {
   StatusOr<BatchResult> Forward(const float* images, const uint8_t* labels,
                                 int n, bool training);
   // Gradients of the mean loss of the last training Forward into grad.
-  Status Backward();
+  // `ready(k)` is called as soon as params()[k].grad is final (last layer
+  // first), so its exchange can overlap the rest of the pass.
+  Status Backward(const std::function<void(int)>& ready = nullptr);
 
   // Dropout on in training forwards (the default); off makes a training
   // forward deterministic (gradient checks).

@@ -292,10 +292,13 @@ class Trainer {
         }
         HVD_ASSIGN_OR_RETURN(BatchResult r,
                              model_.Forward(x.data(), y.data(), n, true));
-        HVD_RETURN_IF_ERROR(model_.Backward());
-        for (Param& p : model_.params()) {
-          HVD_RETURN_IF_ERROR(grads.add(p.name, p.grad.data(), p.grad.size()));
-        }
+        // Each gradient goes to libhvd as soon as it is final.
+        Status added;
+        HVD_RETURN_IF_ERROR(model_.Backward([&](int k) {
+          Param& p = model_.params()[k];
+          added.Update(grads.add(p.name, p.grad.data(), p.grad.size()));
+        }));
+        HVD_RETURN_IF_ERROR(added);
         HVD_ASSIGN_OR_RETURN(bool stepped, grads.end_pass());
         if (stepped) opt_.Apply(model_.params(), static_cast<float>(lr));
         if (!broadcast_done) {
