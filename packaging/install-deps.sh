@@ -26,6 +26,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # dnnl's CMake config finds OpenCL
   libeigen3-dev
   zlib1g-dev
+  dataset-fashion-mnist  # train_mnist reads it unchanged (a test checks)
   openssh-server openssh-client openssl iproute2 procps psmisc
   systemd
   hyperfine time

@@ -39,10 +39,37 @@ struct BatchResult {
   int correct = 0;  // argmax hits
 };
 
+// The arithmetic of a batch on one device: oneDNN on the CPU
+// (model_dnnl.cc), cuDNN and cuBLAS on a GPU (model_cudnn.cc). Parameters
+// and gradients stay on the host in their plain layouts.
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  // The n x 10 logits (host) of `images`; with `training` the activations
+  // are kept for Backward, and dropout applies when `dropout`.
+  virtual Status Forward(const std::vector<Param>& params, const float* images,
+                         int n, bool training, bool dropout, float* logits) = 0;
+  // From the logits' gradient (host) to every parameter's grad, calling
+  // ready(k) as each is final.
+  virtual Status Backward(std::vector<Param>& params, const float* dlogits,
+                          const std::function<void(int)>& ready) = 0;
+  virtual std::string Describe() const = 0;
+};
+
+std::unique_ptr<Compute> MakeDnnlCompute(uint64_t seed);
+// FailedPrecondition with the reason where this build has no cuDNN or the
+// device is not there.
+StatusOr<std::unique_ptr<Compute>> MakeCudnnCompute(int device, uint64_t seed);
+// GPUs visible to this process (0 without CUDA).
+int VisibleGpus();
+
 class Model {
  public:
-  // Keras' defaults: Glorot-uniform kernels, zero biases, from `seed`.
+  // Keras' defaults: Glorot-uniform kernels, zero biases, from `seed`; on
+  // the CPU.
   explicit Model(uint64_t seed);
+  // device -1: the CPU; else that CUDA device.
+  static StatusOr<std::unique_ptr<Model>> Create(uint64_t seed, int device);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -60,19 +87,21 @@ class Model {
   // Dropout on in training forwards (the default); off makes a training
   // forward deterministic (gradient checks).
   void set_dropout(bool on) { dropout_ = on; }
+  std::string Describe() const;
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
 
-  struct Net;  // the primitives for one batch size
-
  private:
-  StatusOr<Net*> NetFor(int n);
+  Model() = default;
+  void Init(uint64_t seed);
 
   std::vector<Param> params_;
-  std::map<int, std::unique_ptr<Net>> nets_;
-  Net* last_ = nullptr;  // of the last training Forward
-  uint64_t rng_;
+  std::unique_ptr<Compute> compute_;
+  std::vector<float> logits_, probs_;
+  std::vector<uint8_t> labels_;
+  int last_n_ = 0;
+  bool have_last_ = false;
   bool dropout_ = true;
 };
 

@@ -178,13 +178,15 @@ StatusOr<std::pair<int, double>> Resume(const std::string& path, Model& model,
 
 class Trainer {
  public:
-  Trainer(const TrainOptions& o, Images train, Images test)
+  Trainer(const TrainOptions& o, Images train, Images test,
+          std::unique_ptr<Model> model)
       : o_(o),
         rank_(hvd::rank()),
         size_(hvd::size()),
         train_(std::move(train)),
         test_(std::move(test)),
-        model_(o.seed + static_cast<uint64_t>(rank_)),
+        model_ptr_(std::move(model)),
+        model_(*model_ptr_),
         opt_(model_.params()),
         gen_(static_cast<uint32_t>(o.seed * 1000 + rank_)) {}
 
@@ -225,10 +227,10 @@ class Trainer {
     if (rank_ == 0) {
       std::printf(
           "train_mnist %s: %d ranks, %d train / %d test images, "
-          "batch %d, %d epochs of %d steps, lr %g, %d thread(s) "
+          "batch %d, %d epochs of %d steps, lr %g, %s, %d thread(s) "
           "per rank\n",
           o_.mode.c_str(), size_, train_.count, test_.count, o_.batch_size,
-          epochs, steps, lr, omp_get_max_threads());
+          epochs, steps, lr, model_.Describe().c_str(), omp_get_max_threads());
     }
     ReduceLrOnPlateau plateau(0.5, 10);
     double best_val_accuracy = -1;
@@ -396,7 +398,8 @@ class Trainer {
   const TrainOptions o_;
   const int rank_, size_;
   Images train_, test_;
-  Model model_;
+  std::unique_ptr<Model> model_ptr_;
+  Model& model_;
   Adadelta opt_;
   std::mt19937 gen_;
 };
@@ -408,7 +411,7 @@ std::string TrainUsage() {
          "  [--batch-size N] [--epochs N] [--lr X] [--warmup-epochs N]\n"
          "  [--threads N] [--log-dir DIR] [--checkpoint-dir DIR]\n"
          "  [--resume FILE] [--seed N] [--train-limit N] [--test-limit N]\n"
-         "  [--no-augment]\n"
+         "  [--device auto|cpu|gpu] [--no-augment]\n"
          "Horovod's Keras MNIST examples (basic: keras_mnist.py; advanced,\n"
          "the default: keras_mnist_advanced.py). Run under horovodrun.\n";
 }
@@ -466,6 +469,12 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
       HVD_RETURN_IF_ERROR(int_flag(&o.train_limit, 1, 1 << 30));
     } else if (a == "--test-limit") {
       HVD_RETURN_IF_ERROR(int_flag(&o.test_limit, 1, 1 << 30));
+    } else if (a == "--device") {
+      HVD_ASSIGN_OR_RETURN(o.device, value());
+      if (o.device != "auto" && o.device != "cpu" && o.device != "gpu") {
+        return Status::InvalidArgument(
+            "--device", "must be auto, cpu or gpu, not '" + o.device + "'");
+      }
     } else if (a == "--no-augment") {
       o.augment = false;
     } else {
@@ -495,7 +504,22 @@ Status Train(const TrainOptions& o) {
   if (o.checkpoint_dir != "." && hvd::rank() == 0) {
     ::mkdir(o.checkpoint_dir.c_str(), 0755);
   }
-  Trainer trainer(o, std::move(train), std::move(test));
+  // The rank's GPU when one is visible (auto), else the CPU.
+  int device = -1;
+  const int gpus = VisibleGpus();
+  if (o.device == "gpu" || (o.device == "auto" && gpus > 0)) {
+    if (gpus == 0) {
+      return Status::FailedPrecondition(
+          "--device gpu",
+          "no GPU is visible to this process (or this "
+          "train_mnist was built without CUDA and cuDNN)");
+    }
+    device = (hvd::gpu() >= 0 ? hvd::gpu() : hvd::local_rank()) % gpus;
+  }
+  HVD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Model> model,
+      Model::Create(o.seed + static_cast<uint64_t>(hvd::rank()), device));
+  Trainer trainer(o, std::move(train), std::move(test), std::move(model));
   return trainer.Run();
 }
 

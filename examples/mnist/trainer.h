@@ -30,6 +30,8 @@ struct TrainOptions {
   // For short runs (tests, benchmarks): use only the first N images.
   int train_limit = 0, test_limit = 0;
   bool augment = true;
+  // auto: the rank's GPU (cuDNN) when one is visible, else the CPU.
+  std::string device = "auto";
 };
 
 // Strict: unknown flags and bad values are errors naming the flag. `help`

@@ -9,4 +9,10 @@ if [[ ! -x $build/tests/gpu/gpu_test ]]; then
   exit 2
 fi
 command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "run_gpu_checks.sh: nvidia-smi not found"
-exec "$build/tests/gpu/gpu_test"
+"$build/tests/gpu/gpu_test"
+if [[ -x $build/tests/gpu/mnist_gpu_test ]]; then
+  "$build/tests/gpu/mnist_gpu_test"
+  # The demo on the GPU: a short run must learn.
+  "$build/launcher/horovodrun" -np 1 "$build/examples/mnist/train_mnist" \
+    --device gpu --mode basic --epochs 1 --checkpoint-dir "${TMPDIR:-/tmp}"
+fi

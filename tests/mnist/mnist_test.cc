@@ -89,6 +89,20 @@ TEST(IdxTest, RawFilesReadLikeGzipOnesAndBrokenOnesNameTheFile) {
             StatusCode::kNotFound);
 }
 
+TEST(IdxTest, ReadsFashionMnistUnchanged) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!testing::Shell("test -r " + dir + "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install "
+                    "dataset-fashion-mnist; packaging/install-deps.sh does)";
+  }
+  auto train = ReadIdxPair(dir, "train");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->count, 60000);
+  auto test = ReadIdxPair(dir, "t10k");
+  ASSERT_TRUE(test.ok()) << test.status().ToString();
+  EXPECT_EQ(test->count, 10000);
+}
+
 TEST(SafetensorsTest, WritesWhatAnIndependentReaderReads) {
   testing::TempDir dir;
   Checkpoint c;
