@@ -23,9 +23,15 @@ void Augment(const float* in, float* out, const AugmentOptions& o,
       double dx = x - centre, dy = y - centre;
       double sx = (c * dx - s * dy) * zx + centre + tx;
       double sy = (s * dx + c * dy) * zy + centre + ty;
-      int ix = std::clamp(static_cast<int>(std::lround(sx)), 0, n - 1);
-      int iy = std::clamp(static_cast<int>(std::lround(sy)), 0, n - 1);
-      out[y * n + x] = in[iy * n + ix];
+      // Bilinear, with "nearest" filling: coordinates clamp to the edge.
+      sx = std::clamp(sx, 0.0, n - 1.0);
+      sy = std::clamp(sy, 0.0, n - 1.0);
+      int x0 = static_cast<int>(sx), y0 = static_cast<int>(sy);
+      int x1 = std::min(x0 + 1, n - 1), y1 = std::min(y0 + 1, n - 1);
+      float fx = static_cast<float>(sx - x0), fy = static_cast<float>(sy - y0);
+      float top = in[y0 * n + x0] * (1 - fx) + in[y0 * n + x1] * fx;
+      float bottom = in[y1 * n + x0] * (1 - fx) + in[y1 * n + x1] * fx;
+      out[y * n + x] = top * (1 - fy) + bottom * fy;
     }
   }
 }

@@ -1,7 +1,7 @@
 // Keras ImageDataGenerator's augmentation of the advanced example, on 28x28
 // grey images: a random rotation within +-rotation degrees, shifts within
 // +-shift of the width and height, and a zoom in [1 - zoom, 1 + zoom] per
-// axis, sampled with the nearest pixel and "nearest" filling outside.
+// axis, sampled bilinearly (Keras' order 1) with "nearest" filling outside.
 #pragma once
 
 #include <cstdint>

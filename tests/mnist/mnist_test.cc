@@ -11,9 +11,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <random>
 #include <sstream>
 
 #include "examples/mnist/adadelta.h"
+#include "examples/mnist/augment.h"
 #include "examples/mnist/idx.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/safetensors.h"
@@ -204,6 +206,28 @@ TEST(ModelTest, KerasInitialisation) {
   EXPECT_LE(hi, dense1);
   EXPECT_GT(hi, 0.95 * dense1);
   for (float b : p[5].value) EXPECT_EQ(b, 0.0f);
+}
+
+TEST(AugmentTest, IdentityWithoutRangesAndInkKeptWithThem) {
+  auto data = ReadIdxPair(HVD_MNIST_DATA, "t10k");
+  ASSERT_TRUE(data.ok());
+  std::vector<float> in(784), out(784);
+  for (int i = 0; i < 784; ++i) in[i] = data->pixels[i] / 255.0f;
+  std::mt19937 gen(1);
+  Augment(in.data(), out.data(), AugmentOptions{0, 0, 0}, gen);
+  EXPECT_EQ(in, out);
+  double ink = 0;
+  for (float v : in) ink += v;
+  bool changed = false;
+  for (int k = 0; k < 20; ++k) {
+    Augment(in.data(), out.data(), AugmentOptions{}, gen);
+    double after = 0;
+    for (float v : out) after += v;
+    // +-10 % zoom per axis changes the ink by at most about a fifth.
+    EXPECT_NEAR(after, ink, 0.3 * ink);
+    changed |= out != in;
+  }
+  EXPECT_TRUE(changed);
 }
 
 TEST(AdadeltaTest, OneStepFollowsKerasFormula) {
