@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Allreduce on this machine, 2 ranks: libhvd's engine, raw Gloo in the same
-# process layout, and OpenMPI's MPI_Allreduce; plus the fusion step (64
-# tensors of 16 KiB) through the engine vs 64 sequential Gloo calls.
+# Allreduce on this machine, 2 ranks: libhvd's engine (shared memory between
+# the ranks of a host, the default; and with HOROVOD_SHM_DISABLE=1, Gloo over
+# TCP as hvd_tcp), raw Gloo in the same process layout, and OpenMPI's
+# MPI_Allreduce; plus the fusion step (64 tensors of 16 KiB) through the
+# engine vs 64 sequential Gloo calls.
 #   BUILD_DIR=build bench/run_allreduce.sh
 # busbw = bytes / time * 2(n-1)/n.
 set -euo pipefail
@@ -15,7 +17,10 @@ done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$run" -np $np "$prog" --mode engine | sed -n 's/^\[0\]<stdout>://p' >> "$out"
-"$run" -np $np "$prog" --mode gloo | sed -n 's/^\[0\]<stdout>://p' >> "$out"
+# The engine with shared memory off: Gloo over TCP loopback, as across hosts.
+HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode engine |
+  sed -n 's/^\[0\]<stdout>:RESULT engine/RESULT engine_tcp/p' >> "$out"
+HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode gloo | sed -n 's/^\[0\]<stdout>://p' >> "$out"
 mpi_prog="$build/bench/mpi_allreduce_bench"
 if command -v mpirun >/dev/null && [[ -x $mpi_prog ]]; then
   mpi=(mpirun -np $np)
@@ -28,7 +33,7 @@ awk -v n=$np '
   $1 == "RESULT" && $3 == "fusion" { fusion[$2] = $4; next }
   $1 == "RESULT" { t[$2, $3] = $4; modes[$2] = 1; sizes[$3] = 1 }
   END {
-    name["engine"] = "hvd"; name["gloo"] = "gloo"; name["mpi"] = "mpi"
+    name["engine"] = "hvd"; name["engine_tcp"] = "hvd_tcp"; name["gloo"] = "gloo"; name["mpi"] = "mpi"
     for (m in modes) {
       for (s in sizes) if ((m, s) in t)
         printf "%s %9d B  %10.1f us  %7.3f GB/s busbw\n", name[m], s, t[m, s] * 1e6,

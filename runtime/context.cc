@@ -8,6 +8,7 @@
 #include "rendezvous/client.h"
 #include "runtime/backends/gloo/gloo_backend.h"
 #include "runtime/backends/nccl/nccl_backend.h"
+#include "runtime/backends/shm/shm_backend.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
 
@@ -127,6 +128,21 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
+  const bool all_local = ctx->assignment_.local_size == ctx->assignment_.size;
+  if (all_local && config.shm) {
+    // One host: collectives through shared memory, not TCP loopback.
+    ShmOptions shm;
+    shm.rank = ctx->assignment_.local_rank;
+    shm.size = ctx->assignment_.local_size;
+    shm.group = config.host;
+    shm.job_id = config.job_id;
+    shm.slot_bytes = config.shm_slot_bytes;
+    shm.connect_timeout = config.start_timeout;
+    shm.op_timeout = config.gloo_timeout;
+    std::unique_ptr<Store> shm_store =
+        MakeRendezvousStore(ctx->client_.get(), "shm/");
+    HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateShmBackend(shm, *shm_store));
+  }
   GlooOptions gloo;
   gloo.rank = ctx->assignment_.rank;
   gloo.size = ctx->assignment_.size;
@@ -136,7 +152,9 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   gloo.op_timeout = config.gloo_timeout;
   std::unique_ptr<Store> store =
       MakeRendezvousStore(ctx->client_.get(), "gloo/");
-  HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+  if (!ctx->backend_) {
+    HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+  }
   ControlOptions control;
   control.rank = gloo.rank;
   control.size = gloo.size;

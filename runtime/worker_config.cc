@@ -32,6 +32,10 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   HVD_ASSIGN_OR_RETURN(int64_t cache,
                        EnvInt64("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20));
   c.cache_capacity = static_cast<size_t>(cache);
+  if (auto off = GetEnv("HOROVOD_SHM_DISABLE"); off && !off->empty()) {
+    HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));
+    c.shm = !disabled;
+  }
   if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
   if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
     HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,

@@ -44,6 +44,9 @@ struct WorkerConfig {
   std::chrono::milliseconds stall_warning{60000};
   std::chrono::milliseconds stall_shutdown{0};
   std::function<void(const std::string&)> on_stall_warning;  // tests only
+  // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE).
+  bool shm = true;
+  size_t shm_slot_bytes = 1u << 20;   // chunk size of its collectives
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
   // What the launcher planned (HOROVOD_*), if it said.

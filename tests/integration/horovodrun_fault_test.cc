@@ -139,5 +139,36 @@ TEST(HorovodrunTest, KilledRankMakesTheOthersFailFastNotHang) {
   EXPECT_NE(r.err.find("exited or crashed"), std::string::npos) << r.err;
 }
 
+std::set<std::string> ShmSegments() {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator("/dev/shm")) {
+    std::string n = e.path().filename();
+    if (n.rfind("hvd-", 0) == 0) names.insert(n);
+  }
+  return names;
+}
+
+TEST(HorovodrunTest, SharedMemoryLeavesNothingInDevShmEvenAfterSigkill) {
+  const std::set<std::string> before = ShmSegments();
+  TempDir dir;
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--pid-dir",
+                dir.path(), "--sleep", "60"});
+  // Both ranks have written their pids after init: the segment is mapped
+  // by both, and its name must already be gone.
+  auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (ReadPids(dir.path()).size() < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  auto pids = ReadPids(dir.path());
+  ASSERT_EQ(pids.size(), 2u) << p.StderrSoFar();
+  EXPECT_EQ(ShmSegments(), before) << "a segment name outlived the setup";
+  ASSERT_EQ(::kill(pids[1], SIGKILL), 0);
+  Result r = p.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  ExpectAllGone(pids);
+  EXPECT_EQ(ShmSegments(), before);
+}
+
 }  // namespace
 }  // namespace hvd::testing

@@ -3,9 +3,12 @@
 // with its own context, over a real rendezvous and real Gloo TCP).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
+#include <string>
 #include <thread>
+#include <tuple>
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
@@ -18,11 +21,27 @@ using std::chrono::milliseconds;
 
 double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 
-class BackendMatrixTest : public ::testing::TestWithParam<int> {};
+// Which backend the ranks get: Gloo over TCP, shared memory (the default
+// for ranks of one host), or shared memory with slots so small that every
+// collective runs in many chunks.
+const char* g_backend = "shm";
+
+void RunRanksOn(int size, const std::function<void(Context&, int)>& body) {
+  RunRanks(size, body, [](WorkerConfig& c) {
+    c.shm = std::string(g_backend) != "gloo";
+    if (std::string(g_backend) == "shm-small") c.shm_slot_bytes = 4096;
+  });
+}
+
+class BackendMatrixTest
+    : public ::testing::TestWithParam<std::tuple<int, const char*>> {
+ protected:
+  void SetUp() override { g_backend = std::get<1>(GetParam()); }
+};
 
 TEST_P(BackendMatrixTest, AllreduceEveryTypeOpAndSize) {
-  const int size = GetParam();
-  RunRanks(size, [&](Context& ctx, int rank) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
     for (DataType t : kAllDataTypes) {
       for (ReduceOp op : kAllReduceOps) {
         for (size_t n : {size_t{0}, size_t{1}, size_t{17}, size_t{4099}}) {
@@ -52,8 +71,8 @@ TEST_P(BackendMatrixTest, AllreduceEveryTypeOpAndSize) {
 }
 
 TEST_P(BackendMatrixTest, AllgathervWithDifferentSizesPerRank) {
-  const int size = GetParam();
-  RunRanks(size, [&](Context& ctx, int rank) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
     std::vector<size_t> bytes(size);
     for (int r = 0; r < size; ++r) bytes[r] = (r * 37) % 101;  // rank 0: 0
     std::vector<uint8_t> in(bytes[rank]);
@@ -74,8 +93,8 @@ TEST_P(BackendMatrixTest, AllgathervWithDifferentSizesPerRank) {
 }
 
 TEST_P(BackendMatrixTest, AlltoallvWithSplits) {
-  const int size = GetParam();
-  RunRanks(size, [&](Context& ctx, int rank) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
     // Rank s sends (s + d) % 3 + 1 bytes of value s*16+d to rank d.
     auto len = [](int s, int d) {
       return static_cast<size_t>((s + d) % 3 + 1);
@@ -102,8 +121,8 @@ TEST_P(BackendMatrixTest, AlltoallvWithSplits) {
 }
 
 TEST_P(BackendMatrixTest, ReducescatterUnevenBlocks) {
-  const int size = GetParam();
-  RunRanks(size, [&](Context& ctx, int rank) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
     std::vector<size_t> counts(size);
     for (int r = 0; r < size; ++r) counts[r] = r + 2;
     size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
@@ -125,8 +144,59 @@ TEST_P(BackendMatrixTest, ReducescatterUnevenBlocks) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, BackendMatrixTest,
-                         ::testing::Values(1, 2, 3, 4));
+TEST_P(BackendMatrixTest, BroadcastFromEveryRootAnySize) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
+    for (int root = 0; root < size; ++root) {
+      for (size_t n : {size_t{0}, size_t{1}, size_t{5000}, size_t{100000}}) {
+        std::vector<uint8_t> buf(n);
+        for (size_t i = 0; i < n; ++i)
+          buf[i] = static_cast<uint8_t>(rank * 31 + i);
+        ASSERT_TRUE(ctx.backend().Broadcast(buf.data(), n, root).ok());
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(buf[i], static_cast<uint8_t>(root * 31 + i)) << n;
+        }
+      }
+      ASSERT_TRUE(ctx.backend().Barrier().ok());
+    }
+  });
+}
+
+TEST(ShmBackendTest, AbsentPeerIsAnErrorNamingItNotAHang) {
+  auto start = std::chrono::steady_clock::now();
+  RunRanks(
+      2,
+      [&](Context& ctx, int rank) {
+        if (rank == 1) {
+          // Arrives too late: rank 0 gives up first.
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          return;
+        }
+        std::vector<float> x(10, 1.0f);
+        Status s = ctx.backend().Allreduce(x.data(), x.size(),
+                                           DataType::kFloat32, ReduceOp::kSum);
+        EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+        EXPECT_NE(s.ToString().find("local rank 1 did not arrive"),
+                  std::string::npos)
+            << s.ToString();
+        // The failure sticks.
+        EXPECT_FALSE(ctx.backend().Barrier().ok());
+      },
+      [](WorkerConfig& c) {
+        c.gloo_timeout = std::chrono::milliseconds(1000);
+      });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizesAndBackends, BackendMatrixTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values("gloo", "shm", "shm-small")),
+    [](const auto& info) {
+      std::string b = std::get<1>(info.param);
+      std::replace(b.begin(), b.end(), '-', '_');
+      return "np" + std::to_string(std::get<0>(info.param)) + "_" + b;
+    });
 
 }  // namespace
 }  // namespace hvd::runtime

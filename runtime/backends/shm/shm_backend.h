@@ -1,0 +1,45 @@
+// Collectives through shared memory, for ranks on one host: what makes a
+// single-host job (and, later, the local stage of a hierarchical one) move
+// data at memory speed instead of through TCP loopback.
+//
+// One segment per host group: local rank 0 creates it (mode 0600) under a
+// random name it publishes in the rendezvous store; the others map it, and
+// the last one to map unlinks the name, so once a job runs nothing of it is
+// left in /dev/shm whatever happens to its processes. The segment holds a
+// header of per-rank sequence counters (the barrier) and two sets of data
+// slots used alternately, so consecutive phases overlap without extra
+// barriers.
+//
+// Allreduce: every rank copies a chunk into its slot; after a barrier each
+// rank reduces its share of the chunk over all slots in rank order (the
+// same bits everywhere) into a shared result; after a second barrier every
+// rank copies the result out. Allgather, broadcast and alltoall are one
+// barrier per chunk. Waits spin briefly, then yield; a peer that dies or
+// stalls past the timeout is an error naming its local rank.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/backend.h"
+#include "runtime/store.h"
+
+namespace hvd::runtime {
+
+struct ShmOptions {
+  int rank = 0;  // local rank
+  int size = 1;  // local size
+  // Names the segment's key in the store (the host) and the segment.
+  std::string group = "host";
+  std::string job_id;
+  size_t slot_bytes = 1u << 20;
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds op_timeout{30000};
+};
+
+StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
+                                                    Store& store);
+
+}  // namespace hvd::runtime
