@@ -1,15 +1,18 @@
 #include "runtime/backends/shm/shm_backend.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -26,7 +29,10 @@ constexpr int kMaxRanks = 256;
 constexpr size_t kAlign = 64;
 
 struct alignas(kAlign) RankState {
-  std::atomic<uint64_t> seq{0};  // barriers passed
+  // Barriers passed (a 32-bit futex word; compared modulo 2^32), and how
+  // many peers sleep on it.
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> waiters{0};
   std::atomic<int32_t> pid{0};
   // alltoall: data left after this round, per data set (a fast rank's next
   // round must not overwrite what a slow one has still to read).
@@ -244,47 +250,63 @@ class ShmBackend final : public Backend {
   }
   uint8_t* Out(int set) const { return In(set, o_.size); }
 
+  // Arrive, then wait for every peer: a short spin (in a collective the
+  // peers are usually microseconds away), then a futex sleep on the peer's
+  // counter, so a rank waiting for one still computing its backward pass
+  // leaves the CPU to it.
   Status Barrier(const char* what) {
-    const uint64_t target = ++passed_;
-    header_->ranks[o_.rank].seq.store(target, std::memory_order_release);
+    const uint32_t target = ++passed_;
+    RankState& self = header_->ranks[o_.rank];
+    self.seq.store(target, std::memory_order_release);
+    if (self.waiters.load(std::memory_order_seq_cst) > 0) {
+      Futex(&self.seq, FUTEX_WAKE, INT32_MAX, nullptr);
+    }
     const auto start = Clock::now();
-    auto next_check = start + std::chrono::milliseconds(100);
     for (int q = 0; q < o_.size; ++q) {
+      RankState& peer = header_->ranks[q];
+      auto reached = [&](uint32_t v) {
+        return static_cast<int32_t>(v - target) >= 0;
+      };
       int spins = 0;
-      while (header_->ranks[q].seq.load(std::memory_order_acquire) < target) {
-        // Spin for a moment (the peer is usually microseconds away), then
-        // give the core away.
-        if (++spins < 2000) {
+      for (;;) {
+        uint32_t v = peer.seq.load(std::memory_order_acquire);
+        if (reached(v)) break;
+        if (++spins < 200) {
 #if defined(__x86_64__)
           __builtin_ia32_pause();
 #endif
           continue;
         }
-        if (spins < 20000) {
-          sched_yield();
-          continue;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        peer.waiters.fetch_add(1, std::memory_order_seq_cst);
+        timespec slice{0, 100 * 1000 * 1000};  // 100 ms, then checks
+        Futex(&peer.seq, FUTEX_WAIT, v, &slice);
+        peer.waiters.fetch_sub(1, std::memory_order_seq_cst);
+        if (reached(peer.seq.load(std::memory_order_acquire))) break;
         auto now = Clock::now();
-        if (now >= next_check) {
-          next_check = now + std::chrono::milliseconds(100);
-          int32_t pid = header_->ranks[q].pid.load();
-          if (pid > 0 && Dead(pid)) {
-            return Status::Unavailable(
-                what, "local rank " + std::to_string(q) + " (pid " +
-                          std::to_string(pid) + ") exited");
-          }
-          if (now - start >= o_.op_timeout) {
-            return Status::DeadlineExceeded(
-                what, "local rank " + std::to_string(q) +
-                          " did not arrive within " +
-                          std::to_string(o_.op_timeout.count() / 1000) +
-                          " s (HOROVOD_GLOO_TIMEOUT_SECONDS)");
-          }
+        if (now - start < std::chrono::milliseconds(100)) continue;
+        int32_t pid = peer.pid.load();
+        if (pid > 0 && Dead(pid)) {
+          return Status::Unavailable(what, "local rank " + std::to_string(q) +
+                                               " (pid " + std::to_string(pid) +
+                                               ") exited");
+        }
+        if (now - start >= o_.op_timeout) {
+          return Status::DeadlineExceeded(
+              what, "local rank " + std::to_string(q) +
+                        " did not arrive within " +
+                        std::to_string(o_.op_timeout.count() / 1000) +
+                        " s (HOROVOD_GLOO_TIMEOUT_SECONDS)");
         }
       }
     }
     return Status::Ok();
+  }
+
+  // The futex is shared between processes (no FUTEX_PRIVATE_FLAG).
+  static long Futex(std::atomic<uint32_t>* word, int op, uint32_t val,
+                    const timespec* timeout) {
+    return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, val,
+                     timeout, nullptr, 0);
   }
 
   const ShmOptions o_;
@@ -292,7 +314,7 @@ class ShmBackend final : public Backend {
   size_t bytes_;
   Header* header_;
   uint8_t* data_;
-  uint64_t passed_ = 0;
+  uint32_t passed_ = 0;
   uint64_t set_counter_ = 0;
   Status broken_;
   std::vector<uint8_t> scratch_;
