@@ -24,20 +24,10 @@
 
 #include "common/status.h"
 #include "runtime/backend.h"
+#include "runtime/backends/shm/shm_segment.h"
 #include "runtime/store.h"
 
 namespace hvd::runtime {
-
-struct ShmOptions {
-  int rank = 0;  // local rank
-  int size = 1;  // local size
-  // Names the segment's key in the store (the host) and the segment.
-  std::string group = "host";
-  std::string job_id;
-  size_t slot_bytes = 1u << 20;
-  std::chrono::milliseconds connect_timeout{30000};
-  std::chrono::milliseconds op_timeout{30000};
-};
 
 StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
                                                     Store& store);

@@ -1,0 +1,86 @@
+// A shared-memory segment for the ranks of one host, and the barrier over
+// its per-rank counters. Local rank 0 creates it (mode 0600) under a random
+// name it publishes in the rendezvous store; the others map it, and the
+// last to map unlinks the name, so once a job runs nothing of it is left in
+// /dev/shm whatever happens to its processes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/store.h"
+
+namespace hvd::runtime {
+
+inline constexpr int kShmMaxRanks = 256;
+inline constexpr size_t kShmAlign = 64;
+
+struct alignas(kShmAlign) ShmRankState {
+  // Barriers passed (a 32-bit futex word, compared modulo 2^32), and how
+  // many peers sleep on it.
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> waiters{0};
+  std::atomic<int32_t> pid{0};
+  // Per data set, so a fast rank's next round cannot overwrite what a slow
+  // one still has to read: alltoall's "data left", the control plane's
+  // message length.
+  std::atomic<uint32_t> more[2] = {0, 0};
+  std::atomic<uint64_t> length[2] = {0, 0};
+  // Control plane: exchanges started, and the bell (futex) peers ring to
+  // wake this rank's idle engine.
+  std::atomic<uint32_t> started{0};
+  std::atomic<uint32_t> bell{0};
+  std::atomic<uint32_t> bell_waiters{0};
+};
+
+struct ShmOptions {
+  int rank = 0;  // local rank
+  int size = 1;  // local size
+  // Names the segment's key in the store (the host) and the segment.
+  std::string group = "host";
+  std::string job_id;
+  size_t slot_bytes = 1u << 20;
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds op_timeout{30000};
+};
+
+class ShmSegment {
+ public:
+  // Creates or maps the segment `purpose` ("data", "control") with
+  // `data_bytes` after the header.
+  static StatusOr<std::unique_ptr<ShmSegment>> Map(const ShmOptions& options,
+                                                   Store& store,
+                                                   const std::string& purpose,
+                                                   size_t data_bytes);
+  ~ShmSegment();
+
+  ShmRankState& state(int rank);
+  uint8_t* data() const { return data_; }
+  int rank() const { return o_.rank; }
+  int size() const { return o_.size; }
+
+  // Arrive, then wait for every peer: a short spin, then a futex sleep; a
+  // peer that died or stays away past the timeout is an error naming it.
+  Status Barrier(const char* what);
+  // True when `rank`'s process is gone (or a zombie).
+  bool PeerDead(int rank);
+
+  static long Futex(std::atomic<uint32_t>* word, int op, uint32_t val,
+                    const timespec* timeout);
+
+ private:
+  ShmSegment() = default;
+  ShmOptions o_;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  uint8_t* data_ = nullptr;
+  uint32_t passed_ = 0;
+};
+
+size_t ShmRoundUp(size_t n);
+
+}  // namespace hvd::runtime
