@@ -164,8 +164,21 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   control.op_timeout = gloo.op_timeout;
   std::unique_ptr<Store> control_store =
       MakeRendezvousStore(ctx->client_.get(), "control/");
-  HVD_ASSIGN_OR_RETURN(ctx->control_,
-                       CreateTcpControlPlane(control, *control_store));
+  if (all_local && config.shm) {
+    ShmOptions shm;
+    shm.rank = ctx->assignment_.local_rank;
+    shm.size = ctx->assignment_.local_size;
+    shm.group = config.host;
+    shm.job_id = config.job_id;
+    shm.slot_bytes = 256u << 10;
+    shm.connect_timeout = config.start_timeout;
+    shm.op_timeout = config.gloo_timeout;
+    HVD_ASSIGN_OR_RETURN(ctx->control_,
+                         CreateShmControlPlane(shm, *control_store));
+  } else {
+    HVD_ASSIGN_OR_RETURN(ctx->control_,
+                         CreateTcpControlPlane(control, *control_store));
+  }
   return ctx;
 }
 

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,28 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxMessage = 1u << 30;
 constexpr size_t kTicketBytes = 16;
 
+// The wake-up of an idle engine: an eventfd, level-triggered.
+class WakeFd {
+ public:
+  WakeFd() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~WakeFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+  void Notify() {
+    uint64_t one = 1;
+    (void)!::write(fd_, &one, sizeof(one));
+  }
+  void Drain() {
+    uint64_t v;
+    while (::read(fd_, &v, sizeof(v)) > 0) {
+    }
+  }
+
+ private:
+  int fd_;
+};
+
 class LocalControlPlane final : public ControlPlane {
  public:
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
@@ -33,12 +56,16 @@ class LocalControlPlane final : public ControlPlane {
     all->assign(1, mine);
     return Status::Ok();
   }
-  void Wait(int wake_fd, std::chrono::milliseconds timeout,
-            bool* peer) override {
+  void Wait(std::chrono::milliseconds timeout, bool* peer) override {
     *peer = false;
-    pollfd p{wake_fd, POLLIN, 0};
+    pollfd p{wake_.fd(), POLLIN, 0};
     ::poll(&p, 1, static_cast<int>(timeout.count()));
+    wake_.Drain();
   }
+  void Notify() override { wake_.Notify(); }
+
+ private:
+  WakeFd wake_;
 };
 
 std::string Errno(const char* what) {
@@ -174,10 +201,15 @@ class TcpControlPlane final : public ControlPlane {
     pfds_.resize(n);
   }
 
-  void Wait(int wake_fd, std::chrono::milliseconds timeout,
-            bool* peer) override {
+  void Notify() override { wake_.Notify(); }
+
+  void Wait(std::chrono::milliseconds timeout, bool* peer) override {
     *peer = false;
-    std::vector<pollfd> fds{{wake_fd, POLLIN, 0}};
+    struct Drain {
+      WakeFd& w;
+      ~Drain() { w.Drain(); }
+    } drain{wake_};
+    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
     for (int p = 0; p < options_.size; ++p) {
       if (p != options_.rank) fds.push_back({peers_[p].get(), POLLIN, 0});
     }
@@ -345,6 +377,7 @@ class TcpControlPlane final : public ControlPlane {
   }
 
   const ControlOptions options_;
+  WakeFd wake_;
   std::chrono::microseconds spin_{0};  // this exchange's
   std::vector<Fd> peers_;
   Status broken_;

@@ -8,7 +8,8 @@
 // writes straight to a full mesh of TCP sockets and reads the answers
 // itself, spinning briefly before it sleeps in poll(2).
 //
-// Thread-safety: one thread (the engine's) calls Exchange.
+// Thread-safety: one thread (the engine's) calls Exchange and Wait; any
+// thread may call Notify.
 #pragma once
 
 #include <chrono>
@@ -35,11 +36,13 @@ class ControlPlane {
                           std::vector<std::string>* all,
                           bool urgent = true) = 0;
 
-  // Sleeps until `wake_fd` (the engine's own wake-up) is readable, a peer
-  // has started the next exchange (its message is waiting, or it hung
-  // up), or `timeout` passes. Sets *peer when a peer is the reason.
-  virtual void Wait(int wake_fd, std::chrono::milliseconds timeout,
-                    bool* peer) = 0;
+  // Sleeps until Notify() was called (since the last Wait), a peer has
+  // started the next exchange (or hung up, or died), or `timeout` passes.
+  // Sets *peer when a peer is the reason.
+  virtual void Wait(std::chrono::milliseconds timeout, bool* peer) = 0;
+  // Wakes this rank's Wait (any thread; level-triggered: a Notify before
+  // the Wait is not lost).
+  virtual void Notify() = 0;
 };
 
 struct ControlOptions {

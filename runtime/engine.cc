@@ -1,8 +1,5 @@
 #include "runtime/engine.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -253,22 +250,11 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
     : options_(options),
       backend_(backend),
       control_(control),
-      wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       cache_(options.cache_capacity),
       joined_(static_cast<size_t>(options.size), false),
       thread_([this] { Loop(); }) {}
 
-Engine::~Engine() {
-  Shutdown();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
-
-namespace {
-void Wake(int fd) {
-  uint64_t one = 1;
-  (void)!::write(fd, &one, sizeof(one));
-}
-}  // namespace
+Engine::~Engine() { Shutdown(); }
 
 Status Engine::Validate(const Request& request, void* data, Output* out) const {
   std::string who = "tensor '" + request.name + "'";
@@ -389,7 +375,7 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
   if (!refuse.ok()) {
     done->Set(refuse);
   } else {
-    Wake(wake_fd_);
+    control_->Notify();
   }
   return done;
 }
@@ -412,7 +398,7 @@ std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
   for (size_t i = 0; i < done.size(); ++i) {
     if (!refuse[i].ok()) done[i]->Set(refuse[i]);
   }
-  Wake(wake_fd_);
+  control_->Notify();
   return done;
 }
 
@@ -421,7 +407,7 @@ void Engine::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  Wake(wake_fd_);
+  control_->Notify();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -454,10 +440,7 @@ void Engine::Loop() {
               std::chrono::milliseconds(1),
               std::chrono::duration_cast<std::chrono::milliseconds>(
                   options_.cycle_time)));
-      control_->Wait(wake_fd_, wait, &peer);
-      uint64_t drained;
-      while (::read(wake_fd_, &drained, sizeof(drained)) > 0) {
-      }
+      control_->Wait(wait, &peer);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -206,8 +206,7 @@ class Engine {
   std::unique_ptr<Backend> device_backend_;  // engine thread, on first use
   int backend_device_ = -1;                  // its CUDA device
   std::mutex mu_;
-  int wake_fd_ = -1;            // eventfd: Enqueue and Shutdown wake the engine
-  std::vector<Request> fresh_;  // guarded by mu_: not yet sent
+  std::vector<Request> fresh_;              // guarded by mu_: not yet sent
   std::map<std::string, Pending> pending_;  // guarded by mu_
   bool stop_ = false;                       // guarded by mu_
   Status failed_;                           // guarded by mu_

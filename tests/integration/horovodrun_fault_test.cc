@@ -119,13 +119,19 @@ TEST(HorovodrunTest, LauncherKilledTakesItsWorkersWithIt) {
   ExpectAllGone(ReadPids(dir.path()));
 }
 
-TEST(HorovodrunTest, KilledRankMakesTheOthersFailFastNotHang) {
+// Over shared memory (one host, the default) and over TCP (as between
+// hosts).
+class KilledRankTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KilledRankTest, MakesTheOthersFailFastNotHang) {
+  const bool shm = GetParam();
   // The survivors ignore SIGTERM, so only their own collectives can end
   // them before the SIGKILL at the end of the grace period.
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--stream", "100000"},
-      kTimeout);
+      kTimeout, {shm ? "HOROVOD_SHM_DISABLE=0" : "HOROVOD_SHM_DISABLE=1"});
   EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_LT(r.took, seconds(4)) << "failed fast, before the grace period";
   EXPECT_NE(r.err.find("rank 1 on host localhost was killed by signal 9"),
             std::string::npos)
       << r.err;
@@ -134,10 +140,17 @@ TEST(HorovodrunTest, KilledRankMakesTheOthersFailFastNotHang) {
     EXPECT_NE(r.err.find(line), std::string::npos) << rank << ":\n" << r.err;
   }
   // The survivors' error names the dead rank.
-  EXPECT_NE(r.err.find("rank 0: control plane: rank 1"), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("exited or crashed"), std::string::npos) << r.err;
+  const std::string named =
+      shm ? "local rank 0: control plane: control exchange: local rank 1 (pid "
+          : "rank 0: control plane: rank 1 closed its connection (it exited "
+            "or crashed)";
+  EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(SharedMemoryAndTcp, KilledRankTest,
+                         ::testing::Values(true, false), [](const auto& info) {
+                           return info.param ? "shm" : "tcp";
+                         });
 
 std::set<std::string> ShmSegments() {
   std::set<std::string> names;

@@ -25,11 +25,17 @@
 #include "common/status.h"
 #include "runtime/backend.h"
 #include "runtime/backends/shm/shm_segment.h"
+#include "runtime/control_plane.h"
 #include "runtime/store.h"
 
 namespace hvd::runtime {
 
 StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
                                                     Store& store);
+
+// The engine's control plane through a segment of its own (slot_bytes per
+// rank and round; longer messages take several rounds).
+StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(
+    const ShmOptions& options, Store& store);
 
 }  // namespace hvd::runtime
