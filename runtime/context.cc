@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "rendezvous/client.h"
 #include "runtime/backends/gloo/gloo_backend.h"
+#include "runtime/backends/hierarchical/hierarchical_backend.h"
 #include "runtime/backends/nccl/nccl_backend.h"
 #include "runtime/backends/shm/shm_backend.h"
 #include "runtime/store.h"
@@ -154,6 +155,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
       MakeRendezvousStore(ctx->client_.get(), "gloo/");
   if (!ctx->backend_) {
     HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+    HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
   }
   ControlOptions control;
   control.rank = gloo.rank;
@@ -180,6 +182,71 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
                          CreateTcpControlPlane(control, *control_store));
   }
   return ctx;
+}
+
+Status Context::MaybeHierarchical(const WorkerConfig& config) {
+  if (!config.hierarchical_allreduce && !config.hierarchical_allgather) {
+    return Status::Ok();
+  }
+  const rendezvous::Assignment& a = assignment_;
+  // Every rank must come to the same decision: they compare local sizes.
+  std::vector<int32_t> sizes(a.size);
+  int32_t mine = a.local_size;
+  HVD_RETURN_IF_ERROR(backend_->Allgatherv(
+      &mine, sizes.data(), std::vector<size_t>(a.size, sizeof(int32_t))));
+  std::string why;
+  if (std::any_of(sizes.begin(), sizes.end(),
+                  [&](int32_t s) { return s != sizes[0]; })) {
+    why = "hosts hold different numbers of ranks";
+  } else if (sizes[0] == 1) {
+    why = "every host holds one rank";
+  }
+  if (!why.empty()) {
+    if (a.rank == 0) {
+      HVD_LOG(Warning) << "hierarchical collectives off: " << why
+                       << "; using the flat ring over all ranks";
+    }
+    return Status::Ok();
+  }
+  ShmOptions shm;
+  shm.rank = a.local_rank;
+  shm.size = a.local_size;
+  shm.group = config.host;
+  shm.job_id = config.job_id;
+  shm.slot_bytes = config.shm_slot_bytes;
+  shm.connect_timeout = config.start_timeout;
+  shm.op_timeout = config.gloo_timeout;
+  std::unique_ptr<Store> shm_store =
+      MakeRendezvousStore(client_.get(), "hshm/");
+  HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> local,
+                       CreateShmBackend(shm, *shm_store));
+  // The cross communicator: the ranks with this local rank, one per host.
+  GlooOptions cross;
+  cross.rank = a.cross_rank;
+  cross.size = a.cross_size;
+  cross.iface = config.gloo_iface;
+  cross.hostname = config.gloo_addr;
+  cross.connect_timeout = config.start_timeout;
+  cross.op_timeout = config.gloo_timeout;
+  std::unique_ptr<Store> cross_store = MakeRendezvousStore(
+      client_.get(), "gloo-cross-" + std::to_string(a.local_rank) + "/");
+  HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,
+                       CreateGlooBackend(cross, *cross_store));
+  HierarchicalOptions h;
+  h.allreduce = config.hierarchical_allreduce;
+  h.allgather = config.hierarchical_allgather;
+  h.local_rank = a.local_rank;
+  h.local_size = a.local_size;
+  h.cross_rank = a.cross_rank;
+  if (a.rank == 0) {
+    HVD_LOG(Info) << "hierarchical" << (h.allreduce ? " allreduce" : "")
+                  << (h.allgather ? " allgather" : "") << ": " << a.local_size
+                  << " ranks per host over shared memory, " << a.cross_size
+                  << " hosts over Gloo";
+  }
+  backend_ = MakeHierarchicalBackend(h, std::move(backend_), std::move(local),
+                                     std::move(cross_backend));
+  return Status::Ok();
 }
 
 Status Context::Allreduce(void* data, size_t count, DataType type,

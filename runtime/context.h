@@ -42,6 +42,9 @@ class Context {
 
  private:
   Context() = default;
+  // Wraps the flat backend in the hierarchical one when asked and when
+  // every host holds the same number of ranks (else logs why not).
+  Status MaybeHierarchical(const WorkerConfig& config);
 
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;

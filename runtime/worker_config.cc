@@ -36,6 +36,14 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
     HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));
     c.shm = !disabled;
   }
+  for (auto [name, field] :
+       {std::pair{"HOROVOD_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce},
+        std::pair{"HOROVOD_HIERARCHICAL_ALLGATHER",
+                  &c.hierarchical_allgather}}) {
+    if (auto v = GetEnv(name); v && !v->empty()) {
+      HVD_ASSIGN_OR_RETURN(*field, ParseBool(*v, name));
+    }
+  }
   if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
   if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
     HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,

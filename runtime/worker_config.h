@@ -46,6 +46,10 @@ struct WorkerConfig {
   std::function<void(const std::string&)> on_stall_warning;  // tests only
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE).
   bool shm = true;
+  // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
+  // several hosts).
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
   size_t shm_slot_bytes = 1u << 20;   // chunk size of its collectives
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES

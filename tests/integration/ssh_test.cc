@@ -209,5 +209,47 @@ TEST(SshNetnsTest, JobAcrossThreeHosts) {
   ExpectHello(r, 5);
 }
 
+// Two hosts of two ranks: hierarchical allreduce and allgather (shared
+// memory on each host, Gloo between them) give exact results; with a third
+// host of one rank the hosts differ, and the job falls back to the flat
+// ring with a logged reason, still exact.
+TEST(SshNetnsTest, HierarchicalCollectivesAreExactAcrossHosts) {
+  TestNetwork net(2);
+  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
+  TempDir dir, home;
+  SshHost a(dir, "a", net.address(0), net.ns(0));
+  SshHost b(dir, "b", net.address(1), net.ns(1));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  std::filesystem::copy_file(a.user_key() + ".pub",
+                             dir.path() + "/b/authorized_keys",
+                             std::filesystem::copy_options::overwrite_existing);
+  for (bool uneven : {false, true}) {
+    std::string hosts = net.address(0) + ":2," + net.address(1) + ":2";
+    if (uneven) hosts = "localhost:1," + hosts;
+    Result r = Horovodrun(
+        home, {"-i", a.user_key(), "-np", uneven ? "5" : "4", "-H", hosts,
+               "--hierarchical-allreduce", "--hierarchical-allgather",
+               "--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (int rank = 0; rank < (uneven ? 5 : 4); ++rank) {
+      EXPECT_NE(r.out.find("[" + std::to_string(rank) + "]<stdout>:exact ok"),
+                std::string::npos)
+          << r.out << r.err;
+    }
+    if (uneven) {
+      EXPECT_NE(r.err.find("hierarchical collectives off: hosts hold "
+                           "different numbers of ranks"),
+                std::string::npos)
+          << r.err;
+    } else {
+      EXPECT_NE(r.err.find("hierarchical allreduce allgather: 2 ranks per "
+                           "host over shared memory, 2 hosts over Gloo"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hvd::testing

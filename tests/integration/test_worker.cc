@@ -51,7 +51,7 @@ std::string ReadFile(const std::string& path) {
 
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
-  bool gradients = false;
+  bool gradients = false, exact = false;
   int stream = 0;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
       check_token = true;
     else if (a == "--gradients")
       gradients = true;
+    else if (a == "--exact")
+      exact = true;
     else if (a == "--stream")
       stream = std::stoi(next());
     else {
@@ -103,6 +105,52 @@ int main(int argc, char** argv) {
       return 4;
     }
     std::printf("token hidden\n");
+  }
+  if (exact) {
+    // Allreduce and allgather results every rank can check exactly (small
+    // integers in floats), in sizes that go through the backend.
+    const int size = hvd::size();
+    for (size_t n : {size_t{100003}, size_t{600000}}) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i)
+        x[i] = static_cast<float>((rank + 1) * (i % 5 + 1));
+      hvd::Status s = hvd::allreduce(x.data(), n, hvd::ReduceOp::kSum);
+      if (!s.ok()) {
+        std::fprintf(stderr, "exact: %s\n", s.ToString().c_str());
+        return 9;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (x[i] != static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1))) {
+          std::fprintf(stderr, "exact: allreduce element %zu is %g\n", i, x[i]);
+          return 9;
+        }
+      }
+    }
+    std::vector<int32_t> mine((rank + 1) * 1000, rank);
+    hvd::Output out;
+    hvd::Status s =
+        hvd::allgather("exact.gather",
+                       hvd::Tensor{mine.data(),
+                                   hvd::DataType::kInt32,
+                                   {static_cast<int64_t>(mine.size())}},
+                       &out);
+    if (!s.ok()) {
+      std::fprintf(stderr, "exact: %s\n", s.ToString().c_str());
+      return 9;
+    }
+    const int32_t* got = reinterpret_cast<const int32_t*>(out.data.data());
+    size_t at = 0;
+    for (int q = 0; q < size; ++q) {
+      for (int i = 0; i < (q + 1) * 1000; ++i, ++at) {
+        if (got[at] != q) {
+          std::fprintf(stderr, "exact: allgather element %zu is %d\n", at,
+                       got[at]);
+          return 9;
+        }
+      }
+    }
+    std::printf("exact ok\n");
+    return hvd::shutdown().ok() ? 0 : 9;
   }
   if (stream > 0) {
     // The launcher's SIGTERM must not be what ends this rank: its own
