@@ -97,6 +97,17 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   ctx->engine_options_.stall_warning = config.stall_warning;
   ctx->engine_options_.stall_shutdown = config.stall_shutdown;
   ctx->engine_options_.on_stall_warning = config.on_stall_warning;
+  if (config.autotune) {
+    TuneOptions t;
+    t.warmup_samples = config.autotune_warmup_samples;
+    t.steps_per_sample = config.autotune_steps_per_sample;
+    t.max_samples = config.autotune_max_samples;
+    t.noise = config.autotune_noise;
+    t.fixed_fusion = config.fusion_given;
+    t.fixed_cycle = config.cycle_given;
+    ctx->engine_options_.autotune = t;
+    ctx->engine_options_.autotune_log = config.autotune_log;
+  }
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {

@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "common/logging.h"
@@ -102,6 +103,7 @@ void PutBytes(std::string& out, std::string_view bytes) {
 
 // Splits a cycle message: [stop][cache bits][requests][eager tensors].
 struct CycleMessage {
+  std::optional<Knobs> knobs;
   uint8_t stop = 0;
   std::string_view bits;
   std::string requests;  // Engine::Encode's format
@@ -143,6 +145,14 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
       return false;
     }
     m->eager.emplace_back(name, data);
+  }
+  uint8_t has = 0;
+  if (!TakeValue(in, &has)) return false;
+  if (has) {
+    Knobs k;
+    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms))
+      return false;
+    m->knobs = k;
   }
   return in.empty();
 }
@@ -248,13 +258,37 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
 
 Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
     : options_(options),
+      fusion_threshold_(options.fusion_threshold_bytes),
+      cycle_time_(options.cycle_time),
+      tuner_(options.autotune && options.rank == 0
+                 ? std::make_unique<Autotuner>(
+                       *options.autotune,
+                       Knobs{options.fusion_threshold_bytes / 1048576.0,
+                             options.cycle_time.count() / 1000.0})
+                 : nullptr),
       backend_(backend),
       control_(control),
       cache_(options.cache_capacity),
       joined_(static_cast<size_t>(options.size), false),
       thread_([this] { Loop(); }) {}
 
-Engine::~Engine() { Shutdown(); }
+Engine::~Engine() {
+  Shutdown();
+  WriteAutotuneLog();
+}
+
+void Engine::WriteAutotuneLog() {
+  if (!tuner_ || options_.autotune_log.empty()) return;
+  std::FILE* f = std::fopen(options_.autotune_log.c_str(), "w");
+  if (!f) {
+    HVD_LOG(Error) << "autotune log " << options_.autotune_log
+                   << " cannot be written";
+    return;
+  }
+  for (const std::string& row : tuner_->log())
+    std::fprintf(f, "%s\n", row.c_str());
+  std::fclose(f);
+}
 
 Status Engine::Validate(const Request& request, void* data, Output* out) const {
   std::string who = "tensor '" + request.name + "'";
@@ -439,7 +473,7 @@ void Engine::Loop() {
           std::max<std::chrono::milliseconds>(
               std::chrono::milliseconds(1),
               std::chrono::duration_cast<std::chrono::milliseconds>(
-                  options_.cycle_time)));
+                  cycle_time_)));
       control_->Wait(wait, &peer);
     }
     {
@@ -588,6 +622,13 @@ std::string Engine::BuildMessage(uint8_t stop,
   }
   PutValue<uint32_t>(msg, neager);
   msg += eager;
+  // Rank 0's autotuned values, which every rank applies after this cycle.
+  PutValue<uint8_t>(msg, outgoing_knobs_ ? 1 : 0);
+  if (outgoing_knobs_) {
+    PutValue<double>(msg, outgoing_knobs_->fusion_mb);
+    PutValue<double>(msg, outgoing_knobs_->cycle_ms);
+    outgoing_knobs_.reset();
+  }
   return msg;
 }
 
@@ -748,7 +789,25 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     }
   }
   if (tl && tl->mark_cycles() && !ready.empty()) tl->MarkCycle();
+  cycle_bytes_ = 0;
   HVD_RETURN_IF_ERROR(Execute(ready));
+  if (msgs[0].knobs) {
+    fusion_threshold_ = static_cast<size_t>(msgs[0].knobs->fusion_mb * 1048576);
+    cycle_time_ = std::chrono::microseconds(
+        static_cast<int64_t>(msgs[0].knobs->cycle_ms * 1000));
+  }
+  if (tuner_ && !tuner_->done() && cycle_bytes_ > 0) {
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+    outgoing_knobs_ = tuner_->Step(cycle_bytes_, secs);
+    if (tuner_->done()) {
+      HVD_LOG(Info) << "autotune done: fusion threshold "
+                    << tuner_->current().fusion_mb << " MB, cycle time "
+                    << tuner_->current().cycle_ms << " ms";
+      WriteAutotuneLog();
+    }
+  }
   if (std::all_of(joined_.begin(), joined_.end(), [](bool b) { return b; })) {
     // Everyone has joined: every rank's join completes, and the job may go
     // on (or join again).

@@ -47,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -55,6 +56,7 @@
 
 #include "common/status.h"
 #include "hvd/hvd.h"
+#include "runtime/autotune.h"
 #include "runtime/backend.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
@@ -94,6 +96,10 @@ struct EngineOptions {
   // in its negotiation message, up to this many bytes in all per cycle.
   size_t eager_tensor_bytes = 16u << 10;
   size_t eager_cycle_bytes = 64u << 10;
+  // --autotune (rank 0 tunes; every rank applies), and where rank 0
+  // writes its CSV log ("" for none).
+  std::optional<TuneOptions> autotune;
+  std::string autotune_log;
 };
 
 // The completion of one request.
@@ -201,6 +207,13 @@ class Engine {
   void Remember(const Request& r);
 
   const EngineOptions options_;
+  // Tunable (engine thread): start from the options, autotune moves them.
+  size_t fusion_threshold_;
+  std::chrono::microseconds cycle_time_;
+  std::unique_ptr<Autotuner> tuner_;  // rank 0 with --autotune
+  std::optional<Knobs> outgoing_knobs_;
+  uint64_t cycle_bytes_ = 0;  // allreduced this cycle
+  void WriteAutotuneLog();
   Backend* backend_;
   ControlPlane* control_;
   std::unique_ptr<Backend> device_backend_;  // engine thread, on first use

@@ -168,9 +168,8 @@ Status Engine::Execute(
       continue;
     }
     size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-    bool fits = group.empty() ||
-                (Fusable(group.back()->request, r) &&
-                 group_bytes + nbytes <= options_.fusion_threshold_bytes);
+    bool fits = group.empty() || (Fusable(group.back()->request, r) &&
+                                  group_bytes + nbytes <= fusion_threshold_);
     if (!fits) HVD_RETURN_IF_ERROR(flush());
     group.push_back(p);
     group_bytes += nbytes;
@@ -212,6 +211,7 @@ bool Engine::TryEager(Pending* p) {
     end();
     return Status::Ok();
   });
+  cycle_bytes_ += bytes;
   Finish({p});
   return true;
 }
@@ -372,6 +372,11 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
     return Status::Ok();
   });
   if (!status.ok()) return status;  // FailAll completes everyone
+  if (r0.type == OpType::kAllreduce) {
+    for (Pending* p : group) {
+      cycle_bytes_ += static_cast<uint64_t>(p->request.count) * esize;
+    }
+  }
   Finish(group);
   return Status::Ok();
 }

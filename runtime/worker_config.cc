@@ -44,6 +44,46 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
       HVD_ASSIGN_OR_RETURN(*field, ParseBool(*v, name));
     }
   }
+  if (auto v = GetEnv("HOROVOD_AUTOTUNE"); v && !v->empty()) {
+    HVD_ASSIGN_OR_RETURN(c.autotune, ParseBool(*v, "HOROVOD_AUTOTUNE"));
+  }
+  if (auto v = GetEnv("HOROVOD_AUTOTUNE_LOG")) c.autotune_log = *v;
+  HVD_ASSIGN_OR_RETURN(
+      int64_t warm, EnvInt64("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", 3, 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(
+      int64_t steps,
+      EnvInt64("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", 10, 1, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(
+      int64_t most,
+      EnvInt64("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 20, 1, 1 << 20));
+  c.autotune_warmup_samples = static_cast<int>(warm);
+  c.autotune_steps_per_sample = static_cast<int>(steps);
+  c.autotune_max_samples = static_cast<int>(most);
+  if (auto v = GetEnv("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
+      v && !v->empty()) {
+    HVD_ASSIGN_OR_RETURN(
+        c.autotune_noise,
+        ParseDouble(*v, "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", 0, 1));
+  }
+  c.fusion_given = GetEnv("HOROVOD_FUSION_THRESHOLD").has_value();
+  // Where autotune starts without pinning the values (bench/run_autotune.sh
+  // starts it from a poor point): "FUSION_MB,CYCLE_MS".
+  if (auto v = GetEnv("HVD_AUTOTUNE_START"); v && !v->empty()) {
+    size_t comma = v->find(',');
+    if (comma == std::string::npos) {
+      return Status::InvalidArgument("HVD_AUTOTUNE_START",
+                                     "must be FUSION_MB,CYCLE_MS");
+    }
+    HVD_ASSIGN_OR_RETURN(
+        double mb,
+        ParseDouble(v->substr(0, comma), "HVD_AUTOTUNE_START", 0, 1 << 20));
+    HVD_ASSIGN_OR_RETURN(
+        double ms,
+        ParseDouble(v->substr(comma + 1), "HVD_AUTOTUNE_START", 0.001, 1e6));
+    c.fusion_threshold_bytes = static_cast<size_t>(mb * 1048576);
+    c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+  }
+  c.cycle_given = GetEnv("HOROVOD_CYCLE_TIME").has_value();
   if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
   if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
     HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,

@@ -50,7 +50,15 @@ struct WorkerConfig {
   // several hosts).
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
-  size_t shm_slot_bytes = 1u << 20;   // chunk size of its collectives
+  size_t shm_slot_bytes = 1u << 20;  // chunk size of its collectives
+  // HOROVOD_AUTOTUNE and its settings (HOROVOD_AUTOTUNE_*); fusion
+  // threshold and cycle time given explicitly stay fixed.
+  bool autotune = false;
+  std::string autotune_log;
+  int autotune_warmup_samples = 3, autotune_steps_per_sample = 10,
+      autotune_max_samples = 20;
+  double autotune_noise = 0.8;
+  bool fusion_given = false, cycle_given = false;
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
   // What the launcher planned (HOROVOD_*), if it said.

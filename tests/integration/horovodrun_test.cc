@@ -190,5 +190,30 @@ TEST(HorovodrunTest, HelpAndVersion) {
   EXPECT_NE(version.out.find("hvd"), std::string::npos);
 }
 
+TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
+  TempDir dir;
+  const std::string log = dir.path() + "/autotune.csv";
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", "--autotune", "--autotune-log-file", log,
+       "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "2",
+       "--autotune-bayes-opt-max-samples", "6", "--cycle-time-ms", "2",
+       HVD_AUTOTUNE_BENCH, "--steps", "80"},
+      std::chrono::seconds(120));
+  // The program checks every result while the values change under it.
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(log);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(f, line);) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 1) << log;
+  EXPECT_EQ(rows[0],
+            "sample,phase,fusion_threshold_mb,cycle_time_ms,bytes_per_second");
+  EXPECT_NE(rows[1].find(",warmup,"), std::string::npos);
+  EXPECT_NE(rows.back().find(",best,"), std::string::npos);
+  // The cycle time was given: it stays fixed in every sample.
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_NE(rows[i].find(",2.000,"), std::string::npos) << rows[i];
+  }
+}
+
 }  // namespace
 }  // namespace hvd::testing

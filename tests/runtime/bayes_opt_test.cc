@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "runtime/autotune.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -61,6 +63,62 @@ TEST(BayesianOptimizerTest, FindsTheOptimumOfKnownFunctionsWithinTheBudget) {
     opt.AddSample(p, std::exp(-50 * (p[0] - 0.7) * (p[0] - 0.7)) + noise(gen));
   }
   EXPECT_NEAR(opt.Best().first[0], 0.7, 0.08);
+}
+
+}  // namespace
+}  // namespace hvd::runtime
+
+namespace hvd::runtime {
+namespace {
+
+// The autotuner over a fake engine whose speed depends on the knobs: it
+// warms up, samples, ends on the best, logs every sample, and leaves a
+// value the user gave alone.
+TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
+  auto speed = [](const Knobs& k) {  // bytes per second, best near (24, 5)
+    double a = (k.fusion_mb - 24) / 64, b = (k.cycle_ms - 5) / 100;
+    return 1e9 * (1.0 - a * a - b * b);
+  };
+  TuneOptions o;
+  o.warmup_samples = 2;
+  o.steps_per_sample = 4;
+  o.max_samples = 20;
+  o.noise = 0.01;
+  Autotuner t(o, Knobs{1, 50});
+  Knobs k{1, 50};
+  double now = 0;
+  int switches = 0;
+  while (!t.done()) {
+    now += 1e6 / speed(k);  // a cycle of 1 MB at this speed
+    if (auto next = t.Step(1000000, now)) {
+      k = *next;
+      ++switches;
+      ASSERT_GE(k.fusion_mb, 0);
+      ASSERT_LE(k.fusion_mb, 64);
+      ASSERT_GE(k.cycle_ms, 1);
+      ASSERT_LE(k.cycle_ms, 100);
+    }
+    ASSERT_LT(now, 1e6) << "never finished";
+  }
+  EXPECT_EQ(switches, 20);  // one per sample after the warm-up
+  EXPECT_GT(speed(k), 0.97e9) << k.fusion_mb << " MB, " << k.cycle_ms << " ms";
+  const auto& log = t.log();
+  ASSERT_EQ(log.size(), 1u + 2 + 20 + 1);
+  EXPECT_EQ(log[0],
+            "sample,phase,fusion_threshold_mb,cycle_time_ms,bytes_per_second");
+  EXPECT_NE(log[1].find(",warmup,"), std::string::npos);
+  EXPECT_NE(log.back().find(",best,"), std::string::npos);
+
+  TuneOptions pinned = o;
+  pinned.fixed_fusion = true;
+  Autotuner p(pinned, Knobs{8, 50});
+  now = 0;
+  while (!p.done()) {
+    now += 0.001;
+    if (auto next = p.Step(1000, now)) {
+      EXPECT_EQ(next->fusion_mb, 8);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+// --autotune: rank 0 scores the bytes the engine reduces per second over
+// `steps_per_sample` working cycles, throws away the first
+// `warmup_samples`, and searches the fusion threshold (0-64 MB) and the
+// cycle time (1-100 ms) by Bayesian optimisation (bayes_opt.h) for
+// `max_samples` samples; then it keeps the best. Values the user gave
+// explicitly stay fixed. Pure logic: the engine feeds it bytes and times
+// and ships the chosen values to every rank in its next negotiation
+// message, so all ranks switch in the same cycle.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/bayes_opt.h"
+
+namespace hvd::runtime {
+
+struct TuneOptions {
+  int warmup_samples = 3;
+  int steps_per_sample = 10;
+  int max_samples = 20;
+  double noise = 0.8;
+  bool fixed_fusion = false, fixed_cycle = false;
+};
+
+struct Knobs {
+  double fusion_mb = 128;
+  double cycle_ms = 1;
+  bool operator==(const Knobs&) const = default;
+};
+
+class Autotuner {
+ public:
+  Autotuner(TuneOptions options, Knobs start);
+  // One cycle that reduced `bytes`, ending at `seconds` (any clock). The
+  // knobs to switch to when a sample ends, else nothing.
+  std::optional<Knobs> Step(uint64_t bytes, double seconds);
+  bool done() const { return done_; }
+  // CSV: a header, a row per sample, and the chosen values last.
+  const std::vector<std::string>& log() const { return log_; }
+  const Knobs& current() const { return current_; }
+
+ private:
+  void Row(const char* phase, const Knobs& k, double score);
+
+  TuneOptions o_;
+  Knobs current_;
+  BayesianOptimizer opt_;
+  int samples_ = 0;  // finished, warm-up included
+  int steps_ = 0;
+  uint64_t bytes_ = 0;
+  double start_ = -1;
+  bool done_ = false;
+  std::vector<std::string> log_;
+};
+
+}  // namespace hvd::runtime
