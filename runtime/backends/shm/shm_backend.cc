@@ -166,14 +166,38 @@ class ShmBackend final : public Backend {
       total += counts[r];
     }
     const size_t esize = DataTypeSize(type);
-    scratch_.assign(static_cast<const uint8_t*>(in),
-                    static_cast<const uint8_t*>(in) + total * esize);
-    HVD_RETURN_IF_ERROR(Allreduce(scratch_.data(), total, type, op));
-    if (counts[o_.rank]) {
-      std::memcpy(out, scratch_.data() + offset * esize,
-                  counts[o_.rank] * esize);
+    if (o_.size == 1) {
+      if (total) std::memcpy(out, in, total * esize);
+      return Status::Ok();
     }
-    return Status::Ok();
+    if (total == 0) return Status::Ok();
+    // A true reduce-scatter: per chunk, every rank copies its input in,
+    // then reduces only the part of its own block that falls in the chunk,
+    // straight into `out` (one barrier per chunk; the alternating sets keep
+    // the next chunk from overwriting what a slow rank still reads).
+    return Run("reducescatter", [&]() -> Status {
+      const size_t per_chunk = o_.slot_bytes / esize;
+      const uint8_t* src = static_cast<const uint8_t*>(in);
+      uint8_t* dst = static_cast<uint8_t*>(out);
+      const size_t lo_mine = offset, hi_mine = offset + counts[o_.rank];
+      for (size_t off = 0; off < total; off += per_chunk) {
+        const size_t c = std::min(per_chunk, total - off);
+        const int set = NextSet();
+        std::memcpy(In(set, o_.rank), src + off * esize, c * esize);
+        HVD_RETURN_IF_ERROR(seg_->Barrier("reducescatter"));
+        const size_t lo = std::max(lo_mine, off),
+                     hi = std::min(hi_mine, off + c);
+        if (hi > lo) {
+          uint8_t* acc = dst + (lo - lo_mine) * esize;
+          const size_t at = (lo - off) * esize;
+          std::memcpy(acc, In(set, 0) + at, (hi - lo) * esize);
+          for (int q = 1; q < o_.size; ++q) {
+            ReduceBuffers(type, op, acc, acc, In(set, q) + at, hi - lo);
+          }
+        }
+      }
+      return Status::Ok();
+    });
   }
 
   Status Barrier() override {
@@ -208,7 +232,6 @@ class ShmBackend final : public Backend {
   uint8_t* data_;
   uint64_t set_counter_ = 0;
   Status broken_;
-  std::vector<uint8_t> scratch_;
 };
 
 }  // namespace
