@@ -150,13 +150,19 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Map(
       return Status::Internal(where,
                               "shm_open " + name + ": " + std::strerror(errno));
     }
-    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      int e = errno;
+    // Reserve the pages now: a tmpfs that is too small fails here with a
+    // message, instead of killing a rank with SIGBUS at its first write.
+    int reserve = ::ftruncate(fd, static_cast<off_t>(bytes)) != 0
+                      ? errno
+                      : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (reserve != 0) {
+      int e = reserve;
       ::close(fd);
       ::shm_unlink(name.c_str());
       return Status::ResourceExhausted(
           where, "cannot size the segment to " + std::to_string(bytes) +
-                     " bytes: " + std::strerror(e) + " (is /dev/shm full?)");
+                     " bytes: " + std::strerror(e) +
+                     " (is /dev/shm full? HOROVOD_SHM_DISABLE=1 avoids it)");
     }
   } else {
     HVD_ASSIGN_OR_RETURN(std::vector<std::string> got,
