@@ -28,7 +28,16 @@ class EnvGuard {
                                           "HOROVOD_START_TIMEOUT",
                                           "HOROVOD_GLOO_TIMEOUT_SECONDS",
                                           "HOROVOD_GLOO_IFACE",
-                                          "HVD_GLOO_ADDR"};
+                                          "HVD_GLOO_ADDR",
+                                          "HOROVOD_SHM_DISABLE",
+                                          "HOROVOD_HIERARCHICAL_ALLREDUCE",
+                                          "HOROVOD_HIERARCHICAL_ALLGATHER",
+                                          "HOROVOD_AUTOTUNE",
+                                          "HOROVOD_AUTOTUNE_LOG",
+                                          "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+                                          "HOROVOD_FUSION_THRESHOLD",
+                                          "HOROVOD_CYCLE_TIME",
+                                          "HVD_AUTOTUNE_START"};
 };
 
 TEST(WorkerConfigTest, NoLauncherMeansStandalone) {
@@ -88,6 +97,41 @@ TEST(WorkerConfigTest, AssignmentMismatchIsCaught) {
   EXPECT_TRUE(CheckAssignment(c, {1, 2, 1, 2, 0, 1, -1}).ok());
   Status s = CheckAssignment(c, {0, 2, 0, 2, 0, 1, -1});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
+  EnvGuard g;
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->shm);
+  EXPECT_FALSE(c->hierarchical_allreduce);
+  EXPECT_FALSE(c->autotune);
+  setenv("HOROVOD_SHM_DISABLE", "1", 1);
+  setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1", 1);
+  setenv("HOROVOD_AUTOTUNE", "1", 1);
+  setenv("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "7", 1);
+  setenv("HOROVOD_CYCLE_TIME", "5", 1);
+  setenv("HVD_AUTOTUNE_START", "2,40", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->shm);
+  EXPECT_TRUE(c->hierarchical_allreduce);
+  EXPECT_FALSE(c->hierarchical_allgather);
+  EXPECT_TRUE(c->autotune);
+  EXPECT_EQ(c->autotune_steps_per_sample, 7);
+  EXPECT_TRUE(c->cycle_given);
+  EXPECT_FALSE(c->fusion_given);
+  EXPECT_EQ(c->fusion_threshold_bytes, 2u << 20);  // the start, not pinned
+  // Bad values name the variable.
+  setenv("HOROVOD_SHM_DISABLE", "banana", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().ToString().find("HOROVOD_SHM_DISABLE"), std::string::npos);
+  unsetenv("HOROVOD_SHM_DISABLE");
+  setenv("HVD_AUTOTUNE_START", "fast", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().ToString().find("HVD_AUTOTUNE_START"), std::string::npos);
 }
 
 }  // namespace
