@@ -196,9 +196,13 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
 }
 
 Status Context::MaybeHierarchical(const WorkerConfig& config) {
-  if (!config.hierarchical_allreduce && !config.hierarchical_allgather) {
-    return Status::Ok();
-  }
+  // Asked for, or by default where shared memory is on (the fast path is
+  // the default); every rank has the same settings, so the same answer.
+  const bool want_ar = config.hierarchical_allreduce.value_or(config.shm);
+  const bool want_ag = config.hierarchical_allgather.value_or(config.shm);
+  const bool asked = config.hierarchical_allreduce.value_or(false) ||
+                     config.hierarchical_allgather.value_or(false);
+  if (!want_ar && !want_ag) return Status::Ok();
   const rendezvous::Assignment& a = assignment_;
   // Every rank must come to the same decision: they compare local sizes.
   std::vector<int32_t> sizes(a.size);
@@ -213,9 +217,11 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
     why = "every host holds one rank";
   }
   if (!why.empty()) {
-    if (a.rank == 0) {
+    if (a.rank == 0 && asked) {
       HVD_LOG(Warning) << "hierarchical collectives off: " << why
                        << "; using the flat ring over all ranks";
+    } else if (a.rank == 0) {
+      HVD_LOG(Info) << "hierarchical collectives off: " << why;
     }
     return Status::Ok();
   }
@@ -244,8 +250,8 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
   HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,
                        CreateGlooBackend(cross, *cross_store));
   HierarchicalOptions h;
-  h.allreduce = config.hierarchical_allreduce;
-  h.allgather = config.hierarchical_allgather;
+  h.allreduce = want_ar;
+  h.allgather = want_ag;
   h.local_rank = a.local_rank;
   h.local_size = a.local_size;
   h.cross_rank = a.cross_rank;

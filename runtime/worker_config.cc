@@ -41,7 +41,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
         std::pair{"HOROVOD_HIERARCHICAL_ALLGATHER",
                   &c.hierarchical_allgather}}) {
     if (auto v = GetEnv(name); v && !v->empty()) {
-      HVD_ASSIGN_OR_RETURN(*field, ParseBool(*v, name));
+      HVD_ASSIGN_OR_RETURN(bool on, ParseBool(*v, name));
+      *field = on;
     }
   }
   if (auto v = GetEnv("HOROVOD_AUTOTUNE"); v && !v->empty()) {

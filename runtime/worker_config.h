@@ -47,9 +47,10 @@ struct WorkerConfig {
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE).
   bool shm = true;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
-  // several hosts).
-  bool hierarchical_allreduce = false;
-  bool hierarchical_allgather = false;
+  // several hosts). Unset: on wherever hosts hold the same number (> 1) of
+  // ranks and shared memory is on; "0" pins it off.
+  std::optional<bool> hierarchical_allreduce;
+  std::optional<bool> hierarchical_allgather;
   size_t shm_slot_bytes = 1u << 20;  // chunk size of its collectives
   // HOROVOD_AUTOTUNE and its settings (HOROVOD_AUTOTUNE_*); fusion
   // threshold and cycle time given explicitly stay fixed.

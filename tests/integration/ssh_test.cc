@@ -224,6 +224,40 @@ TEST(SshNetnsTest, HierarchicalCollectivesAreExactAcrossHosts) {
   std::filesystem::copy_file(a.user_key() + ".pub",
                              dir.path() + "/b/authorized_keys",
                              std::filesystem::copy_options::overwrite_existing);
+  // Even hosts are hierarchical by default too; the --no- flags pin it off.
+  for (const char* mode : {"asked", "default", "pinned-off"}) {
+    const std::string m = mode;
+    Result r = Horovodrun(
+        home,
+        m == "asked"
+            ? std::vector<std::string>{"-i", a.user_key(), "-np", "4", "-H",
+                                       net.address(0) + ":2," + net.address(1) +
+                                           ":2",
+                                       "--hierarchical-allreduce",
+                                       "--hierarchical-allgather",
+                                       "--log-level", "INFO", HVD_TEST_WORKER,
+                                       "--exact"}
+        : m == "default"
+            ? std::vector<std::string>{"-i", a.user_key(), "-np", "4", "-H",
+                                       net.address(0) + ":2," + net.address(1) +
+                                           ":2",
+                                       "--log-level", "INFO", HVD_TEST_WORKER,
+                                       "--exact"}
+            : std::vector<std::string>{
+                  "-i", a.user_key(), "-np", "4", "-H",
+                  net.address(0) + ":2," + net.address(1) + ":2",
+                  "--no-hierarchical-allreduce", "--no-hierarchical-allgather",
+                  "--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (int rank = 0; rank < 4; ++rank) {
+      EXPECT_NE(r.out.find("[" + std::to_string(rank) + "]<stdout>:exact ok"),
+                std::string::npos)
+          << r.out << r.err;
+    }
+    const bool used = r.err.find("hierarchical allreduce allgather: 2 ranks") !=
+                      std::string::npos;
+    EXPECT_EQ(used, m != "pinned-off") << mode << "\n" << r.err;
+  }
   for (bool uneven : {false, true}) {
     std::string hosts = net.address(0) + ":2," + net.address(1) + ":2";
     if (uneven) hosts = "localhost:1," + hosts;

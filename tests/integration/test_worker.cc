@@ -205,6 +205,9 @@ int main(int argc, char** argv) {
       }
       WritePid(pid_dir + "/" + std::to_string(rank) + ".child.pid", child);
     }
+    if (const char* job = std::getenv("HVD_JOB_ID")) {
+      std::ofstream(pid_dir + "/job") << job;
+    }
     WritePid(pid_dir + "/" + std::to_string(rank) + ".pid", getpid());
   }
   std::string pad(120, 'x');

@@ -104,7 +104,7 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   auto c = WorkerConfig::FromEnv();
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->shm);
-  EXPECT_FALSE(c->hierarchical_allreduce);
+  EXPECT_FALSE(c->hierarchical_allreduce.has_value());  // automatic
   EXPECT_FALSE(c->autotune);
   setenv("HOROVOD_SHM_DISABLE", "1", 1);
   setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1", 1);
@@ -115,8 +115,8 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   c = WorkerConfig::FromEnv();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->shm);
-  EXPECT_TRUE(c->hierarchical_allreduce);
-  EXPECT_FALSE(c->hierarchical_allgather);
+  EXPECT_EQ(c->hierarchical_allreduce, std::optional<bool>(true));
+  EXPECT_FALSE(c->hierarchical_allgather.has_value());
   EXPECT_TRUE(c->autotune);
   EXPECT_EQ(c->autotune_steps_per_sample, 7);
   EXPECT_TRUE(c->cycle_given);
@@ -126,12 +126,14 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   setenv("HOROVOD_SHM_DISABLE", "banana", 1);
   c = WorkerConfig::FromEnv();
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().ToString().find("HOROVOD_SHM_DISABLE"), std::string::npos);
+  EXPECT_NE(c.status().ToString().find("HOROVOD_SHM_DISABLE"),
+            std::string::npos);
   unsetenv("HOROVOD_SHM_DISABLE");
   setenv("HVD_AUTOTUNE_START", "fast", 1);
   c = WorkerConfig::FromEnv();
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().ToString().find("HVD_AUTOTUNE_START"), std::string::npos);
+  EXPECT_NE(c.status().ToString().find("HVD_AUTOTUNE_START"),
+            std::string::npos);
 }
 
 }  // namespace
