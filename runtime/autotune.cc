@@ -20,14 +20,24 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
       current_(start),
       opt_(Bounds(options, start), options.noise) {
   log_.push_back(
-      "sample,phase,fusion_threshold_mb,cycle_time_ms,bytes_per_second");
+      "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
+      "hierarchical_allreduce,hierarchical_allgather,bytes_per_second");
+  if (o_.try_cache) choices_.push_back(&Knobs::cache);
+  if (o_.try_hierarchical_allreduce) {
+    choices_.push_back(&Knobs::hierarchical_allreduce);
+  }
+  if (o_.try_hierarchical_allgather) {
+    choices_.push_back(&Knobs::hierarchical_allgather);
+  }
   if (o_.fixed_fusion && o_.fixed_cycle) done_ = true;
 }
 
 void Autotuner::Row(const char* phase, const Knobs& k, double score) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%.6g", samples_, phase,
-                k.fusion_mb, k.cycle_ms, score);
+  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%.6g", samples_,
+                phase, k.fusion_mb, k.cycle_ms, k.cache ? 1 : 0,
+                k.hierarchical_allreduce ? 1 : 0,
+                k.hierarchical_allgather ? 1 : 0, score);
   log_.push_back(buf);
 }
 
@@ -42,22 +52,48 @@ std::optional<Knobs> Autotuner::Step(uint64_t bytes, double seconds) {
   const double elapsed = seconds - start_;
   const double score = elapsed > 0 ? bytes_ / elapsed : 0;
   const bool warmup = samples_ < o_.warmup_samples;
-  Row(warmup ? "warmup" : "sample", current_, score);
-  if (!warmup) opt_.AddSample({current_.fusion_mb, current_.cycle_ms}, score);
-  ++samples_;
   steps_ = 0;
   bytes_ = 0;
   start_ = seconds;
+  if (trying_) {
+    // An on/off choice: keep it if it beat the best, then the next one.
+    Row("choice", current_, score);
+    ++samples_;
+    if (score > best_score_) {
+      best_ = current_;
+      best_score_ = score;
+    }
+    choices_.erase(choices_.begin());
+    return NextChoice();
+  }
+  Row(warmup ? "warmup" : "sample", current_, score);
+  if (!warmup) opt_.AddSample({current_.fusion_mb, current_.cycle_ms}, score);
+  ++samples_;
   if (static_cast<int>(opt_.samples()) >= o_.max_samples) {
     auto [best, value] = opt_.Best();
-    current_ = {best[0], best[1]};
-    Row("best", current_, value);
-    done_ = true;
-    return current_;
+    best_ = current_;
+    best_.fusion_mb = best[0];
+    best_.cycle_ms = best[1];
+    best_score_ = value;
+    trying_ = true;
+    return NextChoice();
   }
   if (warmup) return std::nullopt;
   std::vector<double> next = opt_.Next();
-  current_ = {next[0], next[1]};
+  current_.fusion_mb = next[0];
+  current_.cycle_ms = next[1];
+  return current_;
+}
+
+std::optional<Knobs> Autotuner::NextChoice() {
+  if (choices_.empty()) {
+    current_ = best_;
+    Row("best", current_, best_score_);
+    done_ = true;
+    return current_;
+  }
+  current_ = best_;
+  current_.*choices_.front() = !(best_.*choices_.front());
   return current_;
 }
 

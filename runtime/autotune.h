@@ -23,11 +23,18 @@ struct TuneOptions {
   int max_samples = 20;
   double noise = 0.8;
   bool fixed_fusion = false, fixed_cycle = false;
+  // The on/off choices tried after the search, one sample each (kept when
+  // the score improves): the response cache, and the hierarchical
+  // collectives where the job has them.
+  bool try_cache = true;
+  bool try_hierarchical_allreduce = false, try_hierarchical_allgather = false;
 };
 
 struct Knobs {
   double fusion_mb = 128;
   double cycle_ms = 1;
+  bool cache = true;
+  bool hierarchical_allreduce = true, hierarchical_allgather = true;
   bool operator==(const Knobs&) const = default;
 };
 
@@ -44,10 +51,16 @@ class Autotuner {
 
  private:
   void Row(const char* phase, const Knobs& k, double score);
+  std::optional<Knobs> NextChoice();
 
   TuneOptions o_;
   Knobs current_;
   BayesianOptimizer opt_;
+  // After the search: the on/off choices still to try, and the best so far.
+  std::vector<bool Knobs::*> choices_;
+  Knobs best_;
+  double best_score_ = -1;
+  bool trying_ = false;
   int samples_ = 0;  // finished, warm-up included
   int steps_ = 0;
   uint64_t bytes_ = 0;

@@ -44,6 +44,10 @@ class Backend {
 
   virtual Status Barrier() = 0;
 
+  // Autotune's on/off choice for hierarchical backends (every rank calls it
+  // at the same point); others ignore it.
+  virtual void SetHierarchical(bool /*allreduce*/, bool /*allgather*/) {}
+
   // In place: data[i] = sum over ranks of factor * data[i]. Backends whose
   // memory the host cannot touch (device memory) override the host-side
   // scaling of this default.

@@ -105,6 +105,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
     t.noise = config.autotune_noise;
     t.fixed_fusion = config.fusion_given;
     t.fixed_cycle = config.cycle_given;
+    t.try_cache = config.cache_capacity > 0;
     ctx->engine_options_.autotune = t;
     ctx->engine_options_.autotune_log = config.autotune_log;
   }
@@ -260,6 +261,14 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
                   << (h.allgather ? " allgather" : "") << ": " << a.local_size
                   << " ranks per host over shared memory, " << a.cross_size
                   << " hosts over Gloo";
+  }
+  engine_options_.hierarchical_allreduce = h.allreduce;
+  engine_options_.hierarchical_allgather = h.allgather;
+  if (engine_options_.autotune) {
+    engine_options_.autotune->try_hierarchical_allreduce =
+        !config.hierarchical_allreduce.has_value();
+    engine_options_.autotune->try_hierarchical_allgather =
+        !config.hierarchical_allgather.has_value();
   }
   backend_ = MakeHierarchicalBackend(h, std::move(backend_), std::move(local),
                                      std::move(cross_backend));

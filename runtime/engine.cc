@@ -150,8 +150,14 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
   if (!TakeValue(in, &has)) return false;
   if (has) {
     Knobs k;
-    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms))
+    uint8_t flags = 0;
+    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms) ||
+        !TakeValue(in, &flags)) {
       return false;
+    }
+    k.cache = flags & 1;
+    k.hierarchical_allreduce = flags & 2;
+    k.hierarchical_allgather = flags & 4;
     m->knobs = k;
   }
   return in.empty();
@@ -264,8 +270,12 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
                  ? std::make_unique<Autotuner>(
                        *options.autotune,
                        Knobs{options.fusion_threshold_bytes / 1048576.0,
-                             options.cycle_time.count() / 1000.0})
+                             options.cycle_time.count() / 1000.0,
+                             options.cache_capacity > 0,
+                             options.hierarchical_allreduce,
+                             options.hierarchical_allgather})
                  : nullptr),
+      cache_enabled_(options.cache_capacity > 0),
       backend_(backend),
       control_(control),
       cache_(options.cache_capacity),
@@ -584,6 +594,21 @@ bool Engine::InspectStalls() {
   return past_shutdown;
 }
 
+void Engine::SetCacheEnabled(bool on) {
+  if (!on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t id : my_cached_) {
+      auto it = pending_.find(cache_.Get(id).name);
+      if (it != pending_.end()) fresh_.push_back(it->second.request);
+    }
+  }
+  my_cached_.clear();
+  cached_since_.clear();
+  cached_ranks_.clear();
+  cache_.Clear();
+  cache_enabled_ = on;
+}
+
 bool Engine::Complete(const std::vector<int>& ranks) const {
   std::vector<bool> has = joined_;
   for (int r : ranks) has[r] = true;
@@ -627,6 +652,10 @@ std::string Engine::BuildMessage(uint8_t stop,
   if (outgoing_knobs_) {
     PutValue<double>(msg, outgoing_knobs_->fusion_mb);
     PutValue<double>(msg, outgoing_knobs_->cycle_ms);
+    PutValue<uint8_t>(msg,
+                      (outgoing_knobs_->cache ? 1 : 0) |
+                          (outgoing_knobs_->hierarchical_allreduce ? 2 : 0) |
+                          (outgoing_knobs_->hierarchical_allgather ? 4 : 0));
     outgoing_knobs_.reset();
   }
   return msg;
@@ -643,8 +672,9 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   std::vector<Request> uncached;
   for (Request& r : mine) {
     std::optional<uint32_t> id;
-    if (r.type == OpType::kAllreduce || r.type == OpType::kBroadcast ||
-        r.type == OpType::kReducescatter) {
+    if (cache_enabled_ &&
+        (r.type == OpType::kAllreduce || r.type == OpType::kBroadcast ||
+         r.type == OpType::kReducescatter)) {
       id = cache_.Lookup(r);
     }
     if (id) {
@@ -795,6 +825,11 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     fusion_threshold_ = static_cast<size_t>(msgs[0].knobs->fusion_mb * 1048576);
     cycle_time_ = std::chrono::microseconds(
         static_cast<int64_t>(msgs[0].knobs->cycle_ms * 1000));
+    if (options_.cache_capacity > 0 && msgs[0].knobs->cache != cache_enabled_) {
+      SetCacheEnabled(msgs[0].knobs->cache);
+    }
+    backend_->SetHierarchical(msgs[0].knobs->hierarchical_allreduce,
+                              msgs[0].knobs->hierarchical_allgather);
   }
   if (tuner_ && !tuner_->done() && cycle_bytes_ > 0) {
     double secs = std::chrono::duration<double>(

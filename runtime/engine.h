@@ -100,6 +100,9 @@ struct EngineOptions {
   // writes its CSV log ("" for none).
   std::optional<TuneOptions> autotune;
   std::string autotune_log;
+  // Whether the backend runs allreduce / allgather hierarchically (what
+  // autotune starts from).
+  bool hierarchical_allreduce = false, hierarchical_allgather = false;
 };
 
 // The completion of one request.
@@ -213,6 +216,10 @@ class Engine {
   std::unique_ptr<Autotuner> tuner_;  // rank 0 with --autotune
   std::optional<Knobs> outgoing_knobs_;
   uint64_t cycle_bytes_ = 0;  // allreduced this cycle
+  bool cache_enabled_;        // autotune may switch the response cache
+  // Every rank at the same cycle: drops the cache, and sends what this
+  // rank had pending through it in full.
+  void SetCacheEnabled(bool on);
   void WriteAutotuneLog();
   Backend* backend_;
   ControlPlane* control_;

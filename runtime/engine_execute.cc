@@ -58,6 +58,7 @@ Status Engine::Traced(const std::vector<Pending*>& group, bool fused, F&& run) {
 }
 
 void Engine::Remember(const Request& r) {
+  if (!cache_enabled_) return;
   // Counts (and splits) differ per rank: a bit cannot stand for them.
   if (r.type != OpType::kAllreduce && r.type != OpType::kBroadcast &&
       r.type != OpType::kReducescatter) {
@@ -229,7 +230,9 @@ void Engine::Finish(const std::vector<Pending*>& group) {
     }
   }
   for (const Request& r : completed) {
-    if (auto id = cache_.Lookup(r)) my_cached_.erase(*id);
+    if (auto id = cache_enabled_ ? cache_.Lookup(r) : std::nullopt) {
+      my_cached_.erase(*id);
+    }
     Remember(r);
     placeholders_.erase(r.name);
   }

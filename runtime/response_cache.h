@@ -44,6 +44,16 @@ class ResponseCache {
   // metadata); returns its id if there was one.
   std::optional<uint32_t> Erase(const std::string& name);
 
+  // Forgets every entry (in place: the free-id marks are this list's end(),
+  // which a copy or move of the cache would not keep).
+  void Clear() {
+    order_.clear();
+    by_name_.clear();
+    by_id_.assign(capacity_, order_.end());
+  }
+  ResponseCache(const ResponseCache&) = delete;
+  ResponseCache& operator=(const ResponseCache&) = delete;
+
  private:
   struct Entry {
     uint32_t id;

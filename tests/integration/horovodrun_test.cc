@@ -204,9 +204,11 @@ TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
   std::ifstream f(log);
   std::vector<std::string> rows;
   for (std::string line; std::getline(f, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 1) << log;
+  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 1 + 1) << log;  // + cache choice, best
   EXPECT_EQ(rows[0],
-            "sample,phase,fusion_threshold_mb,cycle_time_ms,bytes_per_second");
+            "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
+            "hierarchical_allreduce,hierarchical_allgather,bytes_per_second");
+  EXPECT_NE(rows[rows.size() - 2].find(",choice,"), std::string::npos);
   EXPECT_NE(rows[1].find(",warmup,"), std::string::npos);
   EXPECT_NE(rows.back().find(",best,"), std::string::npos);
   // The cycle time was given: it stays fixed in every sample.

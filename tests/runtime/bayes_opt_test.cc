@@ -100,12 +100,15 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
     }
     ASSERT_LT(now, 1e6) << "never finished";
   }
-  EXPECT_EQ(switches, 20);  // one per sample after the warm-up
+  EXPECT_EQ(switches, 21);  // one per sample after the warm-up, one choice
   EXPECT_GT(speed(k), 0.97e9) << k.fusion_mb << " MB, " << k.cycle_ms << " ms";
   const auto& log = t.log();
-  ASSERT_EQ(log.size(), 1u + 2 + 20 + 1);
+  ASSERT_EQ(log.size(), 1u + 2 + 20 + 1 + 1);  // + the cache choice, best
   EXPECT_EQ(log[0],
-            "sample,phase,fusion_threshold_mb,cycle_time_ms,bytes_per_second");
+            "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
+            "hierarchical_allreduce,hierarchical_allgather,bytes_per_second");
+  EXPECT_NE(log[log.size() - 2].find(",choice,"), std::string::npos);
+  EXPECT_TRUE(k.cache) << "turning the cache off did not help: kept on";
   EXPECT_NE(log[1].find(",warmup,"), std::string::npos);
   EXPECT_NE(log.back().find(",best,"), std::string::npos);
 

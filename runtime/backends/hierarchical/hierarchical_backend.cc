@@ -68,9 +68,13 @@ class HierarchicalBackend final : public Backend {
     return flat_->Reducescatter(in, out, counts, type, op);
   }
   Status Barrier() override { return flat_->Barrier(); }
+  void SetHierarchical(bool allreduce, bool allgather) override {
+    o_.allreduce = allreduce;
+    o_.allgather = allgather;
+  }
 
  private:
-  const HierarchicalOptions o_;
+  HierarchicalOptions o_;
   std::unique_ptr<Backend> flat_, local_, cross_;
   std::vector<uint8_t> share_, block_;
 };
