@@ -61,6 +61,36 @@ class SingleProcessBackend final : public Backend {
   Status Barrier() override { return Status::Ok(); }
 };
 
+// A host's shared-memory group: this rank among its host's ranks.
+ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
+                    size_t slot_bytes) {
+  ShmOptions shm;
+  shm.rank = a.local_rank;
+  shm.size = a.local_size;
+  shm.group = config.host;
+  shm.job_id = config.job_id;
+  shm.slot_bytes = slot_bytes;
+  shm.connect_timeout = config.start_timeout;
+  shm.op_timeout = config.gloo_timeout;
+  return shm;
+}
+
+// Gloo among `size` ranks (the job, or a cross communicator).
+GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
+  GlooOptions gloo;
+  gloo.rank = rank;
+  gloo.size = size;
+  gloo.iface = config.gloo_iface;
+  gloo.hostname = config.gloo_addr;
+  gloo.connect_timeout = config.start_timeout;
+  gloo.op_timeout = config.gloo_timeout;
+  return gloo;
+}
+
+// Per rank and round of the shared-memory control plane: a cycle's
+// message usually fits in one.
+constexpr size_t kControlSlotBytes = 256u << 10;
+
 }  // namespace
 
 Context::~Context() {
@@ -141,34 +171,29 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
-  const bool all_local = ctx->assignment_.local_size == ctx->assignment_.size;
-  if (all_local && config.shm) {
-    // One host: collectives through shared memory, not TCP loopback.
-    ShmOptions shm;
-    shm.rank = ctx->assignment_.local_rank;
-    shm.size = ctx->assignment_.local_size;
-    shm.group = config.host;
-    shm.job_id = config.job_id;
-    shm.slot_bytes = config.shm_slot_bytes;
-    shm.connect_timeout = config.start_timeout;
-    shm.op_timeout = config.gloo_timeout;
+  const rendezvous::Assignment& a = ctx->assignment_;
+  if (a.local_size == a.size && config.shm) {
+    // One host: data and negotiation through shared memory, not TCP
+    // loopback.
     std::unique_ptr<Store> shm_store =
         MakeRendezvousStore(ctx->client_.get(), "shm/");
-    HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateShmBackend(shm, *shm_store));
+    HVD_ASSIGN_OR_RETURN(
+        ctx->backend_,
+        CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes),
+                         *shm_store));
+    std::unique_ptr<Store> control_store =
+        MakeRendezvousStore(ctx->client_.get(), "control/");
+    HVD_ASSIGN_OR_RETURN(
+        ctx->control_,
+        CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
+                              *control_store));
+    return ctx;
   }
-  GlooOptions gloo;
-  gloo.rank = ctx->assignment_.rank;
-  gloo.size = ctx->assignment_.size;
-  gloo.iface = config.gloo_iface;
-  gloo.hostname = config.gloo_addr;
-  gloo.connect_timeout = config.start_timeout;
-  gloo.op_timeout = config.gloo_timeout;
+  const GlooOptions gloo = GlooFor(config, a.rank, a.size);
   std::unique_ptr<Store> store =
       MakeRendezvousStore(ctx->client_.get(), "gloo/");
-  if (!ctx->backend_) {
-    HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
-    HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
-  }
+  HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
+  HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
   ControlOptions control;
   control.rank = gloo.rank;
   control.size = gloo.size;
@@ -178,21 +203,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   control.op_timeout = gloo.op_timeout;
   std::unique_ptr<Store> control_store =
       MakeRendezvousStore(ctx->client_.get(), "control/");
-  if (all_local && config.shm) {
-    ShmOptions shm;
-    shm.rank = ctx->assignment_.local_rank;
-    shm.size = ctx->assignment_.local_size;
-    shm.group = config.host;
-    shm.job_id = config.job_id;
-    shm.slot_bytes = 256u << 10;
-    shm.connect_timeout = config.start_timeout;
-    shm.op_timeout = config.gloo_timeout;
-    HVD_ASSIGN_OR_RETURN(ctx->control_,
-                         CreateShmControlPlane(shm, *control_store));
-  } else {
-    HVD_ASSIGN_OR_RETURN(ctx->control_,
-                         CreateTcpControlPlane(control, *control_store));
-  }
+  HVD_ASSIGN_OR_RETURN(ctx->control_,
+                       CreateTcpControlPlane(control, *control_store));
   return ctx;
 }
 
@@ -226,26 +238,13 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
     }
     return Status::Ok();
   }
-  ShmOptions shm;
-  shm.rank = a.local_rank;
-  shm.size = a.local_size;
-  shm.group = config.host;
-  shm.job_id = config.job_id;
-  shm.slot_bytes = config.shm_slot_bytes;
-  shm.connect_timeout = config.start_timeout;
-  shm.op_timeout = config.gloo_timeout;
   std::unique_ptr<Store> shm_store =
       MakeRendezvousStore(client_.get(), "hshm/");
-  HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> local,
-                       CreateShmBackend(shm, *shm_store));
+  HVD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Backend> local,
+      CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes), *shm_store));
   // The cross communicator: the ranks with this local rank, one per host.
-  GlooOptions cross;
-  cross.rank = a.cross_rank;
-  cross.size = a.cross_size;
-  cross.iface = config.gloo_iface;
-  cross.hostname = config.gloo_addr;
-  cross.connect_timeout = config.start_timeout;
-  cross.op_timeout = config.gloo_timeout;
+  const GlooOptions cross = GlooFor(config, a.cross_rank, a.cross_size);
   std::unique_ptr<Store> cross_store = MakeRendezvousStore(
       client_.get(), "gloo-cross-" + std::to_string(a.local_rank) + "/");
   HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,

@@ -5,43 +5,12 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "runtime/engine_message.h"
 #include "runtime/response_cache.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
 namespace {
-
-void Put(std::string& out, const void* p, size_t n) {
-  out.append(static_cast<const char*>(p), n);
-}
-
-template <typename T>
-void PutValue(std::string& out, T v) {
-  Put(out, &v, sizeof(v));
-}
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : s_(s) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (pos_ + sizeof(T) > s_.size()) return false;
-    std::memcpy(v, s_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetString(std::string* v, size_t n) {
-    if (pos_ + n > s_.size()) return false;
-    v->assign(s_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool AtEnd() const { return pos_ == s_.size(); }
-
- private:
-  const std::string& s_;
-  size_t pos_ = 0;
-};
 
 std::string Describe(const Request& r) {
   std::string op;
@@ -95,78 +64,6 @@ bool SameShape(const Request& a, const Request& b) {
          a.root == b.root;
 }
 
-template <typename T>
-void PutBytes(std::string& out, std::string_view bytes) {
-  PutValue<T>(out, static_cast<T>(bytes.size()));
-  out.append(bytes);
-}
-
-// Splits a cycle message: [stop][cache bits][requests][eager tensors].
-struct CycleMessage {
-  std::optional<Knobs> knobs;
-  uint8_t stop = 0;
-  std::string_view bits;
-  std::string requests;  // Engine::Encode's format
-  std::vector<std::pair<std::string_view, std::string_view>> eager;
-};
-
-bool Take(std::string_view& in, size_t n, std::string_view* out) {
-  if (in.size() < n) return false;
-  *out = in.substr(0, n);
-  in.remove_prefix(n);
-  return true;
-}
-
-template <typename T>
-bool TakeValue(std::string_view& in, T* v) {
-  std::string_view b;
-  if (!Take(in, sizeof(T), &b)) return false;
-  std::memcpy(v, b.data(), sizeof(T));
-  return true;
-}
-
-template <typename T>
-bool TakeBytes(std::string_view& in, std::string_view* out) {
-  T n;
-  return TakeValue(in, &n) && Take(in, n, out);
-}
-
-bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
-  std::string_view reqs;
-  uint32_t neager = 0;
-  if (!TakeValue(in, &m->stop) || !TakeBytes<uint32_t>(in, &m->bits) ||
-      !TakeBytes<uint32_t>(in, &reqs) || !TakeValue(in, &neager)) {
-    return false;
-  }
-  m->requests.assign(reqs);
-  for (uint32_t i = 0; i < neager; ++i) {
-    std::string_view name, data;
-    if (!TakeBytes<uint32_t>(in, &name) || !TakeBytes<uint32_t>(in, &data)) {
-      return false;
-    }
-    m->eager.emplace_back(name, data);
-  }
-  uint8_t has = 0;
-  if (!TakeValue(in, &has)) return false;
-  if (has) {
-    Knobs k;
-    uint8_t flags = 0;
-    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms) ||
-        !TakeValue(in, &flags)) {
-      return false;
-    }
-    k.cache = flags & 1;
-    k.hierarchical_allreduce = flags & 2;
-    k.hierarchical_allgather = flags & 4;
-    m->knobs = k;
-  }
-  return in.empty();
-}
-
-bool Bit(std::string_view bits, uint32_t id) {
-  return id / 8 < bits.size() && ((bits[id / 8] >> (id % 8)) & 1);
-}
-
 }  // namespace
 
 bool Completion::done() const {
@@ -194,72 +91,6 @@ void Completion::Set(Status s, int64_t value) {
 int64_t Completion::value() const {
   std::lock_guard<std::mutex> lock(mu_);
   return value_;
-}
-
-std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
-  std::string out;
-  PutValue<uint8_t>(out, stop);
-  PutValue<uint32_t>(out, static_cast<uint32_t>(reqs.size()));
-  for (const Request& r : reqs) {
-    PutValue<uint32_t>(out, static_cast<uint32_t>(r.name.size()));
-    Put(out, r.name.data(), r.name.size());
-    PutValue<uint8_t>(out, static_cast<uint8_t>(r.type));
-    PutValue<uint8_t>(out, static_cast<uint8_t>(r.dtype));
-    PutValue<uint8_t>(out, static_cast<uint8_t>(r.reduce));
-    PutValue<uint8_t>(out, r.average ? 1 : 0);
-    PutValue<int64_t>(out, r.count);
-    PutValue<double>(out, r.prescale);
-    PutValue<double>(out, r.postscale);
-    PutValue<int32_t>(out, r.root);
-    PutValue<uint32_t>(out, static_cast<uint32_t>(r.splits.size()));
-    for (int64_t v : r.splits) PutValue<int64_t>(out, v);
-    PutValue<uint32_t>(out, static_cast<uint32_t>(r.shape.size()));
-    for (int64_t v : r.shape) PutValue<int64_t>(out, v);
-    PutValue<int32_t>(out, r.device);
-  }
-  return out;
-}
-
-StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
-                                              uint8_t* stop) {
-  Reader in(bytes);
-  uint8_t sd = 0;
-  uint32_t n = 0;
-  auto bad = Status::DataLoss("negotiation", "malformed message from a peer");
-  if (!in.Get(&sd) || !in.Get(&n) || sd > 2) return bad;
-  *stop = sd;
-  std::vector<Request> reqs;
-  for (uint32_t i = 0; i < n; ++i) {
-    Request r;
-    uint32_t len = 0;
-    uint8_t type, dtype, reduce, average;
-    if (!in.Get(&len) || !in.GetString(&r.name, len) || !in.Get(&type) ||
-        !in.Get(&dtype) || !in.Get(&reduce) || !in.Get(&average) ||
-        !in.Get(&r.count) || !in.Get(&r.prescale) || !in.Get(&r.postscale) ||
-        !in.Get(&r.root) || type > 6 || dtype > 7 || reduce > 3) {
-      return bad;
-    }
-    uint32_t nsplits = 0;
-    if (!in.Get(&nsplits) || nsplits > (1u << 24)) return bad;
-    r.splits.resize(nsplits);
-    for (int64_t& v : r.splits) {
-      if (!in.Get(&v)) return bad;
-    }
-    uint32_t ndims = 0;
-    if (!in.Get(&ndims) || ndims > 64) return bad;
-    r.shape.resize(ndims);
-    for (int64_t& v : r.shape) {
-      if (!in.Get(&v)) return bad;
-    }
-    if (!in.Get(&r.device)) return bad;
-    r.type = static_cast<OpType>(type);
-    r.dtype = static_cast<DataType>(dtype);
-    r.reduce = static_cast<ReduceOp>(reduce);
-    r.average = average != 0;
-    reqs.push_back(std::move(r));
-  }
-  if (!in.AtEnd()) return bad;
-  return reqs;
 }
 
 Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
@@ -624,8 +455,8 @@ std::string Engine::BuildMessage(uint8_t stop,
     if (bits.size() <= id / 8) bits.resize(id / 8 + 1, '\0');
     bits[id / 8] |= static_cast<char>(1 << (id % 8));
   }
-  PutBytes<uint32_t>(msg, bits);
-  PutBytes<uint32_t>(msg, Encode(0, uncached));
+  PutBytes(msg, bits);
+  PutBytes(msg, Encode(0, uncached));
   // The data of small pending allreduces: when every rank sends a tensor's
   // data in the same cycle, nobody needs a collective for it.
   std::string eager;
@@ -639,25 +470,17 @@ std::string Engine::BuildMessage(uint8_t stop,
       size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
       if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
       budget -= bytes;
-      PutBytes<uint32_t>(eager, name);
-      PutBytes<uint32_t>(
-          eager, std::string_view(static_cast<const char*>(p.data), bytes));
+      PutBytes(eager, name);
+      PutBytes(eager,
+               std::string_view(static_cast<const char*>(p.data), bytes));
       ++neager;
     }
   }
   PutValue<uint32_t>(msg, neager);
   msg += eager;
   // Rank 0's autotuned values, which every rank applies after this cycle.
-  PutValue<uint8_t>(msg, outgoing_knobs_ ? 1 : 0);
-  if (outgoing_knobs_) {
-    PutValue<double>(msg, outgoing_knobs_->fusion_mb);
-    PutValue<double>(msg, outgoing_knobs_->cycle_ms);
-    PutValue<uint8_t>(msg,
-                      (outgoing_knobs_->cache ? 1 : 0) |
-                          (outgoing_knobs_->hierarchical_allreduce ? 2 : 0) |
-                          (outgoing_knobs_->hierarchical_allgather ? 4 : 0));
-    outgoing_knobs_.reset();
-  }
+  PutKnobs(msg, outgoing_knobs_);
+  outgoing_knobs_.reset();
   return msg;
 }
 

@@ -5,21 +5,6 @@
 #include <random>
 
 namespace hvd::mnist {
-namespace {
-
-enum ParamIndex {
-  kConv1W,
-  kConv1B,
-  kConv2W,
-  kConv2B,
-  kDense1W,
-  kDense1B,
-  kDense2W,
-  kDense2B
-};
-
-}  // namespace
-
 Model::Model(uint64_t seed) : compute_(MakeDnnlCompute(seed)) { Init(seed); }
 
 void Model::Init(uint64_t seed) {

@@ -34,6 +34,18 @@ struct Param {
   std::vector<float> grad;  // of the last Backward
 };
 
+// The order of Model::params(), which both computes rely on.
+enum ParamIndex {
+  kConv1W,
+  kConv1B,
+  kConv2W,
+  kConv2B,
+  kDense1W,
+  kDense1B,
+  kDense2W,
+  kDense2B
+};
+
 struct BatchResult {
   double loss = 0;  // mean cross-entropy over the batch
   int correct = 0;  // argmax hits

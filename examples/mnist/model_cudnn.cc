@@ -15,17 +15,6 @@
 namespace hvd::mnist {
 namespace {
 
-enum ParamIndex {
-  kConv1W,
-  kConv1B,
-  kConv2W,
-  kConv2B,
-  kDense1W,
-  kDense1B,
-  kDense2W,
-  kDense2B
-};
-
 #define HVD_CUDA(call)                                               \
   do {                                                               \
     cudaError_t e_ = (call);                                         \

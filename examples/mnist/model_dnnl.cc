@@ -14,17 +14,6 @@ using Tag = dn::memory::format_tag;
 using Dims = dn::memory::dims;
 constexpr auto kF32 = dn::memory::data_type::f32;
 
-enum ParamIndex {
-  kConv1W,
-  kConv1B,
-  kConv2W,
-  kConv2B,
-  kDense1W,
-  kDense1B,
-  kDense2W,
-  kDense2B
-};
-
 dn::memory::desc Plain(const Dims& d, Tag t) { return {d, kF32, t}; }
 dn::memory::desc Any(const Dims& d) { return {d, kF32, Tag::any}; }
 

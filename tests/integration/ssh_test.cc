@@ -224,64 +224,56 @@ TEST(SshNetnsTest, HierarchicalCollectivesAreExactAcrossHosts) {
   std::filesystem::copy_file(a.user_key() + ".pub",
                              dir.path() + "/b/authorized_keys",
                              std::filesystem::copy_options::overwrite_existing);
-  // Even hosts are hierarchical by default too; the --no- flags pin it off.
-  for (const char* mode : {"asked", "default", "pinned-off"}) {
-    const std::string m = mode;
-    Result r = Horovodrun(
-        home,
-        m == "asked"
-            ? std::vector<std::string>{"-i", a.user_key(), "-np", "4", "-H",
-                                       net.address(0) + ":2," + net.address(1) +
-                                           ":2",
-                                       "--hierarchical-allreduce",
-                                       "--hierarchical-allgather",
-                                       "--log-level", "INFO", HVD_TEST_WORKER,
-                                       "--exact"}
-        : m == "default"
-            ? std::vector<std::string>{"-i", a.user_key(), "-np", "4", "-H",
-                                       net.address(0) + ":2," + net.address(1) +
-                                           ":2",
-                                       "--log-level", "INFO", HVD_TEST_WORKER,
-                                       "--exact"}
-            : std::vector<std::string>{
-                  "-i", a.user_key(), "-np", "4", "-H",
-                  net.address(0) + ":2," + net.address(1) + ":2",
-                  "--no-hierarchical-allreduce", "--no-hierarchical-allgather",
-                  "--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
+  // Even hosts are hierarchical when asked and by default; the --no- flags
+  // pin the flat ring; uneven hosts fall back, saying why.
+  const std::string even = net.address(0) + ":2," + net.address(1) + ":2";
+  const std::string used =
+      "hierarchical allreduce allgather: 2 ranks per host over shared "
+      "memory, 2 hosts over Gloo";
+  const std::string fallback =
+      "hierarchical collectives off: hosts hold different numbers of ranks";
+  struct Case {
+    std::string hosts;
+    int np;
+    std::vector<std::string> flags;
+    std::string says;   // in stderr
+    bool hierarchical;  // the "used" line
+  };
+  const std::vector<Case> cases = {
+      {even,
+       4,
+       {"--hierarchical-allreduce", "--hierarchical-allgather"},
+       used,
+       true},
+      {even, 4, {}, used, true},
+      {even,
+       4,
+       {"--no-hierarchical-allreduce", "--no-hierarchical-allgather"},
+       "",
+       false},
+      {"localhost:1," + even,
+       5,
+       {"--hierarchical-allreduce", "--hierarchical-allgather"},
+       fallback,
+       false},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {
+        "-i", a.user_key(), "-np", std::to_string(c.np), "-H", c.hosts};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    args.insert(args.end(),
+                {"--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
+    Result r = Horovodrun(home, args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (int rank = 0; rank < 4; ++rank) {
+    for (int rank = 0; rank < c.np; ++rank) {
       EXPECT_NE(r.out.find("[" + std::to_string(rank) + "]<stdout>:exact ok"),
                 std::string::npos)
           << r.out << r.err;
     }
-    const bool used = r.err.find("hierarchical allreduce allgather: 2 ranks") !=
-                      std::string::npos;
-    EXPECT_EQ(used, m != "pinned-off") << mode << "\n" << r.err;
-  }
-  for (bool uneven : {false, true}) {
-    std::string hosts = net.address(0) + ":2," + net.address(1) + ":2";
-    if (uneven) hosts = "localhost:1," + hosts;
-    Result r = Horovodrun(
-        home, {"-i", a.user_key(), "-np", uneven ? "5" : "4", "-H", hosts,
-               "--hierarchical-allreduce", "--hierarchical-allgather",
-               "--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (int rank = 0; rank < (uneven ? 5 : 4); ++rank) {
-      EXPECT_NE(r.out.find("[" + std::to_string(rank) + "]<stdout>:exact ok"),
-                std::string::npos)
-          << r.out << r.err;
+    if (!c.says.empty()) {
+      EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     }
-    if (uneven) {
-      EXPECT_NE(r.err.find("hierarchical collectives off: hosts hold "
-                           "different numbers of ranks"),
-                std::string::npos)
-          << r.err;
-    } else {
-      EXPECT_NE(r.err.find("hierarchical allreduce allgather: 2 ranks per "
-                           "host over shared memory, 2 hosts over Gloo"),
-                std::string::npos)
-          << r.err;
-    }
+    EXPECT_EQ(r.err.find(used) != std::string::npos, c.hierarchical) << r.err;
   }
 }
 

@@ -1,0 +1,144 @@
+#include "runtime/engine_message.h"
+
+#include <cstring>
+
+#include "runtime/engine.h"
+
+namespace hvd::runtime {
+namespace {
+
+bool Take(std::string_view& in, size_t n, std::string_view* out) {
+  if (in.size() < n) return false;
+  *out = in.substr(0, n);
+  in.remove_prefix(n);
+  return true;
+}
+
+template <typename T>
+bool TakeValue(std::string_view& in, T* v) {
+  std::string_view b;
+  if (!Take(in, sizeof(T), &b)) return false;
+  std::memcpy(v, b.data(), sizeof(T));
+  return true;
+}
+
+bool TakeBytes(std::string_view& in, std::string_view* out) {
+  uint32_t n;
+  return TakeValue(in, &n) && Take(in, n, out);
+}
+
+}  // namespace
+
+void PutBytes(std::string& out, std::string_view bytes) {
+  PutValue<uint32_t>(out, static_cast<uint32_t>(bytes.size()));
+  out.append(bytes);
+}
+
+void PutKnobs(std::string& out, const std::optional<Knobs>& k) {
+  PutValue<uint8_t>(out, k ? 1 : 0);
+  if (!k) return;
+  PutValue<double>(out, k->fusion_mb);
+  PutValue<double>(out, k->cycle_ms);
+  PutValue<uint8_t>(out, (k->cache ? 1 : 0) |
+                             (k->hierarchical_allreduce ? 2 : 0) |
+                             (k->hierarchical_allgather ? 4 : 0));
+}
+
+bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
+  std::string_view reqs;
+  uint32_t neager = 0;
+  if (!TakeValue(in, &m->stop) || !TakeBytes(in, &m->bits) ||
+      !TakeBytes(in, &reqs) || !TakeValue(in, &neager)) {
+    return false;
+  }
+  m->requests.assign(reqs);
+  for (uint32_t i = 0; i < neager; ++i) {
+    std::string_view name, data;
+    if (!TakeBytes(in, &name) || !TakeBytes(in, &data)) return false;
+    m->eager.emplace_back(name, data);
+  }
+  uint8_t has = 0;
+  if (!TakeValue(in, &has)) return false;
+  if (has) {
+    Knobs k;
+    uint8_t flags = 0;
+    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms) ||
+        !TakeValue(in, &flags)) {
+      return false;
+    }
+    k.cache = flags & 1;
+    k.hierarchical_allreduce = flags & 2;
+    k.hierarchical_allgather = flags & 4;
+    m->knobs = k;
+  }
+  return in.empty();
+}
+
+std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
+  std::string out;
+  PutValue<uint8_t>(out, stop);
+  PutValue<uint32_t>(out, static_cast<uint32_t>(reqs.size()));
+  for (const Request& r : reqs) {
+    PutBytes(out, r.name);
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.type));
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.dtype));
+    PutValue<uint8_t>(out, static_cast<uint8_t>(r.reduce));
+    PutValue<uint8_t>(out, r.average ? 1 : 0);
+    PutValue<int64_t>(out, r.count);
+    PutValue<double>(out, r.prescale);
+    PutValue<double>(out, r.postscale);
+    PutValue<int32_t>(out, r.root);
+    PutValue<uint32_t>(out, static_cast<uint32_t>(r.splits.size()));
+    for (int64_t v : r.splits) PutValue<int64_t>(out, v);
+    PutValue<uint32_t>(out, static_cast<uint32_t>(r.shape.size()));
+    for (int64_t v : r.shape) PutValue<int64_t>(out, v);
+    PutValue<int32_t>(out, r.device);
+  }
+  return out;
+}
+
+StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
+                                              uint8_t* stop) {
+  std::string_view in(bytes);
+  uint8_t sd = 0;
+  uint32_t n = 0;
+  auto bad = Status::DataLoss("negotiation", "malformed message from a peer");
+  if (!TakeValue(in, &sd) || !TakeValue(in, &n) || sd > 2) return bad;
+  *stop = sd;
+  std::vector<Request> reqs;
+  for (uint32_t i = 0; i < n; ++i) {
+    Request r;
+    std::string_view name;
+    uint8_t type, dtype, reduce, average;
+    if (!TakeBytes(in, &name) || !TakeValue(in, &type) ||
+        !TakeValue(in, &dtype) || !TakeValue(in, &reduce) ||
+        !TakeValue(in, &average) || !TakeValue(in, &r.count) ||
+        !TakeValue(in, &r.prescale) || !TakeValue(in, &r.postscale) ||
+        !TakeValue(in, &r.root) || type > 6 || dtype > 7 || reduce > 3) {
+      return bad;
+    }
+    r.name.assign(name);
+    uint32_t nsplits = 0;
+    if (!TakeValue(in, &nsplits) || nsplits > (1u << 24)) return bad;
+    r.splits.resize(nsplits);
+    for (int64_t& v : r.splits) {
+      if (!TakeValue(in, &v)) return bad;
+    }
+    uint32_t ndims = 0;
+    if (!TakeValue(in, &ndims) || ndims > 64) return bad;
+    r.shape.resize(ndims);
+    for (int64_t& v : r.shape) {
+      if (!TakeValue(in, &v)) return bad;
+    }
+    if (!TakeValue(in, &r.device)) return bad;
+    r.type = static_cast<OpType>(type);
+    r.dtype = static_cast<DataType>(dtype);
+    r.reduce = static_cast<ReduceOp>(reduce);
+    r.average = average != 0;
+    reqs.push_back(std::move(r));
+  }
+  if (!in.empty()) return bad;
+  return reqs;
+}
+
+}  // namespace hvd::runtime
