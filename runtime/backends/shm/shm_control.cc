@@ -9,6 +9,7 @@
 #include <linux/futex.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 
@@ -50,12 +51,15 @@ class ShmControlPlane final : public ControlPlane {
     self.bell_waiters.fetch_add(1, std::memory_order_seq_cst);
     timespec t{static_cast<time_t>(timeout.count() / 1000),
                static_cast<long>(timeout.count() % 1000) * 1000000L};
-    ShmSegment::Futex(&self.bell, FUTEX_WAIT, bell, &t);
+    const bool timed_out =
+        ShmSegment::Futex(&self.bell, FUTEX_WAIT, bell, &t) != 0 &&
+        errno == ETIMEDOUT;
     self.bell_waiters.fetch_sub(1, std::memory_order_seq_cst);
     notified_.exchange(false);
     *peer = PeerStarted();
-    // A dead peer never rings: an exchange will name it.
-    for (int q = 0; q < o_.size && !*peer; ++q) {
+    // A dead peer never rings: after a quiet spell, look (reading /proc is
+    // too slow for every wake-up), and let an exchange name it.
+    for (int q = 0; timed_out && q < o_.size && !*peer; ++q) {
       if (q != o_.rank && seg_->PeerDead(q)) *peer = true;
     }
   }
