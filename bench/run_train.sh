@@ -3,7 +3,9 @@
 # one worker with 1 and 2 threads, the same model and step in libtorch
 # (Debian's libtorch-dev, a --bench dependency), and the total over ranks at
 # -np 1 and -np 2 under horovodrun (one thread each). Each figure is the
-# median of 3 runs.
+# median of 3 runs; the -np 1 and -np 2 runs alternate (5 pairs), so a
+# machine whose speed drifts over the minutes (a shared VM does) weighs on
+# both alike, and the median of the pairs' ratios is printed beside them.
 #   BUILD_DIR=build bench/run_train.sh
 set -euo pipefail
 build=${BUILD_DIR:-build}
@@ -20,9 +22,7 @@ total() { sed -n 's/^\(\[[0-9]*\]<stdout>:\)\{0,1\}RESULT train [0-9]* //p' | aw
 threads() {
   for i in 1 2 3; do "$prog" --threads "$1" --steps "$steps" | total; done | median
 }
-ranks() {
-  for i in 1 2 3; do "$run" -np "$1" "$prog" --threads 1 --steps "$steps" | total; done | median
-}
+ranks() { "$run" -np "$1" "$prog" --threads 1 --steps "$steps" | total; }
 echo "BENCH train.hvd.images_per_s.t1 $(threads 1) images/s"
 echo "BENCH train.hvd.images_per_s.t2 $(threads 2) images/s"
 if [[ -x $torch ]]; then
@@ -33,5 +33,13 @@ if [[ -x $torch ]]; then
 else
   echo "run_train.sh: no $torch; run packaging/install-deps.sh --bench and reconfigure" >&2
 fi
-echo "BENCH train.hvd.np1.images_per_s $(ranks 1) images/s"
-echo "BENCH train.hvd.np2.images_per_s $(ranks 2) images/s"
+np1=() np2=() ratios=()
+for i in 1 2 3 4 5; do
+  a=$(ranks 1) b=$(ranks 2)
+  np1+=("$a") np2+=("$b")
+  ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')")
+done
+echo "np2/np1 of each pair: ${ratios[*]}"
+echo "BENCH train.hvd.np1.images_per_s $(printf '%s\n' "${np1[@]}" | median) images/s"
+echo "BENCH train.hvd.np2.images_per_s $(printf '%s\n' "${np2[@]}" | median) images/s"
+echo "BENCH train.hvd.np2_over_np1 $(printf '%s\n' "${ratios[@]}" | median) x"

@@ -1,6 +1,6 @@
 #include "examples/mnist/adadelta.h"
 
-#include <cmath>
+#include "examples/mnist/kernels.h"
 
 namespace hvd::mnist {
 
@@ -16,17 +16,9 @@ Adadelta::Adadelta(const std::vector<Param>& params, float rho, float epsilon)
 void Adadelta::Apply(std::vector<Param>& params, float lr) {
   const float rho = rho_, eps = epsilon_;
   for (size_t k = 0; k < params.size(); ++k) {
-    float* w = params[k].value.data();
-    const float* g = params[k].grad.data();
-    float* ag = accum_grad_[k].data();
-    float* av = accum_var_[k].data();
-    const size_t n = params[k].value.size();
-    for (size_t i = 0; i < n; ++i) {
-      ag[i] = rho * ag[i] + (1 - rho) * g[i] * g[i];
-      float update = g[i] * std::sqrt(av[i] + eps) / std::sqrt(ag[i] + eps);
-      w[i] -= lr * update;
-      av[i] = rho * av[i] + (1 - rho) * update * update;
-    }
+    AdadeltaUpdate(params[k].value.data(), params[k].grad.data(),
+                   accum_grad_[k].data(), accum_var_[k].data(),
+                   params[k].value.size(), lr, rho, eps);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 
+#include "examples/mnist/kernels.h"
 #include "examples/mnist/model.h"
 
 namespace hvd::mnist {
@@ -16,6 +17,23 @@ constexpr auto kF32 = dn::memory::data_type::f32;
 
 dn::memory::desc Plain(const Dims& d, Tag t) { return {d, kF32, t}; }
 dn::memory::desc Any(const Dims& d) { return {d, kF32, Tag::any}; }
+
+// `d` (an activation's layout) for a batch of `n`; oneDNN's own choice
+// where the batch is not the outermost dimension.
+dn::memory::desc LikeBatch(const dn::memory::desc& d, int n) {
+  dn::memory::desc out = d;
+  const auto& blk = d.data.format_desc.blocking;
+  for (int i = 1; i < d.data.ndims; ++i) {
+    if (d.data.format_kind != dnnl_blocked || blk.strides[i] > blk.strides[0]) {
+      Dims dims(d.data.dims, d.data.dims + d.data.ndims);
+      dims[0] = n;
+      return Any(dims);
+    }
+  }
+  out.data.dims[0] = n;
+  out.data.padded_dims[0] = n;
+  return out;
+}
 
 // A fast generator for dropout masks (xorshift64*).
 inline uint64_t Next(uint64_t& s) {
@@ -129,11 +147,15 @@ StatusOr<Net*> DnnlCompute::NetFor(int n) {
     t.p = t.Make(t.pool_pd.dst_desc());
     t.ws = t.Make(t.pool_pd.workspace_desc());
     t.drop1 = t.Make(t.pool_pd.dst_desc());
-    // dense1 + ReLU straight on the pooled 4-D layout (the flatten).
+    // dense1 + ReLU straight on the pooled 4-D layout (the flatten), with
+    // its weights in that same layout (128 "images" of 64 x 12 x 12): the
+    // GEMM reads both alike, so the backward data pass needs no reorder
+    // and the ones to and from the plain layout are cheap.
+    const dn::memory::desc w3_desc = LikeBatch(t.p.get_desc(), 128);
     t.d1_pd = dn::inner_product_forward::primitive_desc(
-        dn::inner_product_forward::desc(
-            dn::prop_kind::forward_training, t.drop1.get_desc(),
-            Any({128, 64, 12, 12}), Plain({128}, Tag::x), Any({n, 128})),
+        dn::inner_product_forward::desc(dn::prop_kind::forward_training,
+                                        t.drop1.get_desc(), w3_desc,
+                                        Plain({128}, Tag::x), Any({n, 128})),
         with_relu, t.eng);
     t.w3 = t.Make(t.d1_pd.weights_desc());
     t.b3 = t.Make(t.d1_pd.bias_desc());
@@ -168,12 +190,11 @@ StatusOr<Net*> DnnlCompute::NetFor(int n) {
     t.dh = t.Make(t.h.get_desc());
     t.d1_bw_pd = dn::inner_product_backward_weights::primitive_desc(
         dn::inner_product_backward_weights::desc(
-            t.drop1.get_desc(), Any({128, 64, 12, 12}), Plain({128}, Tag::x),
-            t.h.get_desc()),
+            t.drop1.get_desc(), w3_desc, Plain({128}, Tag::x), t.h.get_desc()),
         t.eng, t.d1_pd);
     t.d1_bd_pd = dn::inner_product_backward_data::primitive_desc(
-        dn::inner_product_backward_data::desc(
-            t.p.get_desc(), Any({128, 64, 12, 12}), t.h.get_desc()),
+        dn::inner_product_backward_data::desc(t.p.get_desc(), w3_desc,
+                                              t.h.get_desc()),
         t.eng, t.d1_pd);
     t.dw3 = t.Make(t.d1_bw_pd.diff_weights_desc());
     t.db3 = t.Make(t.d1_bw_pd.diff_bias_desc());
@@ -258,19 +279,12 @@ Status DnnlCompute::Forward(const std::vector<Param>& params_,
                        std::vector<float>& mask, float rate) {
       const float* a = static_cast<const float*>(in.get_data_handle());
       float* b = static_cast<float*>(out.get_data_handle());
-      const size_t count = mask.size();
       if (!training || !dropout_) {
         std::fill(mask.begin(), mask.end(), 1.0f);
-        std::memcpy(b, a, count * 4);
+        std::memcpy(b, a, mask.size() * 4);
         return;
       }
-      const float keep = 1.0f / (1.0f - rate);
-      const uint64_t threshold =
-          static_cast<uint64_t>(rate * 4294967296.0);  // of 2^32
-      for (size_t i = 0; i < count; ++i) {
-        mask[i] = (Next(rng_) >> 32) >= threshold ? keep : 0.0f;
-        b[i] = a[i] * mask[i];
-      }
+      Dropout(a, b, mask.data(), mask.size(), rate, Next(rng_));
     };
     dropout(t.p, t.drop1, t.mask1, 0.25f);
     dn::inner_product_forward(t.d1_pd).execute(t.strm,
@@ -327,14 +341,9 @@ Status DnnlCompute::Backward(std::vector<Param>& params_, const float* dlogits,
     to_plain(t.db4, kDense2B, Tag::x);
     t.strm.wait();
     // Dropout 0.5 and ReLU backward, in the activation's own layout.
-    auto through = [](float* diff, const float* mask, const float* act,
-                      size_t count) {
-      for (size_t i = 0; i < count; ++i) {
-        diff[i] = act[i] > 0.0f ? diff[i] * (mask ? mask[i] : 1.0f) : 0.0f;
-      }
-    };
-    through(static_cast<float*>(t.dh.get_data_handle()), t.mask2.data(),
-            static_cast<const float*>(t.h.get_data_handle()), t.mask2.size());
+    ReluBackward(static_cast<float*>(t.dh.get_data_handle()), t.mask2.data(),
+                 static_cast<const float*>(t.h.get_data_handle()),
+                 t.mask2.size());
     // dense1.
     dn::inner_product_backward_weights(t.d1_bw_pd)
         .execute(t.strm, {{DNNL_ARG_SRC, t.drop1},
@@ -349,19 +358,18 @@ Status DnnlCompute::Backward(std::vector<Param>& params_, const float* dlogits,
     to_plain(t.dw3, kDense1W, Tag::oihw);
     to_plain(t.db3, kDense1B, Tag::x);
     t.strm.wait();
-    {
-      float* dp = static_cast<float*>(t.dp.get_data_handle());
-      for (size_t i = 0; i < t.mask1.size(); ++i) dp[i] *= t.mask1[i];
-    }
-    // Max pooling, then conv2's ReLU.
+    // Dropout 0.25, conv2's ReLU, then max pooling. Pooling sends each
+    // gradient to its window's maximum, where conv2's output equals the
+    // pooled value, so ReLU's test on the pooled output (a quarter of the
+    // size) is the same as on conv2's.
+    ReluBackward(static_cast<float*>(t.dp.get_data_handle()), t.mask1.data(),
+                 static_cast<const float*>(t.p.get_data_handle()),
+                 t.mask1.size());
     dn::pooling_backward(t.pool_b_pd)
         .execute(t.strm, {{DNNL_ARG_DIFF_DST, t.dp},
                           {DNNL_ARG_WORKSPACE, t.ws},
                           {DNNL_ARG_DIFF_SRC, t.dy2}});
     t.strm.wait();
-    through(static_cast<float*>(t.dy2.get_data_handle()), nullptr,
-            static_cast<const float*>(t.y2.get_data_handle()),
-            t.y2.get_desc().get_size() / 4);
     // conv2.
     dn::convolution_backward_weights(t.c2_bw_pd)
         .execute(t.strm, {{DNNL_ARG_SRC,
@@ -379,9 +387,9 @@ Status DnnlCompute::Backward(std::vector<Param>& params_, const float* dlogits,
     to_plain(t.dw2, kConv2W, Tag::oihw);
     to_plain(t.db2, kConv2B, Tag::x);
     t.strm.wait();
-    through(static_cast<float*>(t.dy1.get_data_handle()), nullptr,
-            static_cast<const float*>(t.y1.get_data_handle()),
-            t.y1.get_desc().get_size() / 4);
+    ReluBackward(static_cast<float*>(t.dy1.get_data_handle()), nullptr,
+                 static_cast<const float*>(t.y1.get_data_handle()),
+                 t.y1.get_desc().get_size() / 4);
     // conv1 (no gradient for the images).
     dn::convolution_backward_weights(t.c1_bw_pd)
         .execute(t.strm,

@@ -17,6 +17,7 @@
 #include "examples/mnist/adadelta.h"
 #include "examples/mnist/augment.h"
 #include "examples/mnist/idx.h"
+#include "examples/mnist/kernels.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/safetensors.h"
 #include "examples/mnist/schedule.h"
@@ -243,6 +244,77 @@ TEST(AdadeltaTest, OneStepFollowsKerasFormula) {
   ASSERT_EQ(slots.size(), 2u);
   EXPECT_NEAR((*slots[0].data)[0], ag, 1e-8);
   EXPECT_NEAR((*slots[1].data)[0], 0.05 * update * update, 1e-12);
+}
+
+// Many parameters at once, so the vectorised body and its tail both run.
+TEST(AdadeltaTest, EveryElementOfALongTensorFollowsTheFormula) {
+  std::vector<Param> params(1);
+  const size_t n = 1037;
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) {
+    params[0].value.push_back(u(gen));
+    params[0].grad.push_back(u(gen));
+  }
+  std::vector<double> w(params[0].value.begin(), params[0].value.end());
+  std::vector<double> ag(n, 0.0), av(n, 0.0);
+  Adadelta opt(params);
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < n; ++i) {
+      double g = params[0].grad[i];
+      ag[i] = 0.95 * ag[i] + 0.05 * g * g;
+      double update = g * std::sqrt(av[i] + 1e-7) / std::sqrt(ag[i] + 1e-7);
+      w[i] -= 0.5 * update;
+      av[i] = 0.95 * av[i] + 0.05 * update * update;
+    }
+    opt.Apply(params, 0.5f);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(params[0].value[i], w[i], 1e-5) << "element " << i;
+    ASSERT_NEAR((*opt.slots()[1].data)[i], av[i], 1e-6 + 1e-4 * av[i]);
+  }
+}
+
+TEST(KernelsTest, DropoutKeepsItsShareScaledAndRepeatsPerKey) {
+  const size_t n = 200003;
+  std::vector<float> in(n), out(n), mask(n), again(n), other(n);
+  for (size_t i = 0; i < n; ++i) in[i] = 1.0f + static_cast<float>(i % 7);
+  for (float rate : {0.25f, 0.5f}) {
+    Dropout(in.data(), out.data(), mask.data(), n, rate, 42);
+    size_t dropped = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(mask[i] == 0.0f || mask[i] == 1.0f / (1.0f - rate)) << i;
+      ASSERT_EQ(out[i], in[i] * mask[i]);
+      dropped += mask[i] == 0.0f;
+    }
+    // Binomial: the standard deviation of the share is about 0.001.
+    EXPECT_NEAR(static_cast<double>(dropped) / n, rate, 0.006) << rate;
+    Dropout(in.data(), out.data(), again.data(), n, rate, 42);
+    EXPECT_EQ(again, mask);
+    Dropout(in.data(), out.data(), other.data(), n, rate, 43);
+    size_t differ = 0;
+    for (size_t i = 0; i < n; ++i) differ += other[i] != mask[i];
+    // Independent masks disagree where exactly one drops: 2 r (1 - r).
+    EXPECT_NEAR(static_cast<double>(differ) / n, 2 * rate * (1 - rate), 0.01);
+    // Neighbours are independent too (no stripes from the counter).
+    size_t both = 0;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      both += mask[i] == 0.0f && mask[i + 1] == 0.0f;
+    }
+    EXPECT_NEAR(static_cast<double>(both) / (n - 1), rate * rate, 0.01);
+  }
+}
+
+TEST(KernelsTest, ReluBackwardPassesOnlyWhereTheActivationWasPositive) {
+  std::vector<float> act = {-1, 0, 2, 3, -0.5f, 4, 1, 0, 5};
+  std::vector<float> diff = {1, 1, 1, 2, 2, 2, 3, 3, 3};
+  std::vector<float> mask = {2, 2, 0, 2, 2, 2, 0.5f, 2, 1};
+  std::vector<float> d = diff;
+  ReluBackward(d.data(), nullptr, act.data(), d.size());
+  EXPECT_EQ(d, (std::vector<float>{0, 0, 1, 2, 0, 2, 3, 0, 3}));
+  d = diff;
+  ReluBackward(d.data(), mask.data(), act.data(), d.size());
+  EXPECT_EQ(d, (std::vector<float>{0, 0, 0, 4, 0, 4, 1.5f, 0, 3}));
 }
 
 TEST(ScheduleTest, WarmupRisesFromLrOverSizeToLr) {
