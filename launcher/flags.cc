@@ -112,8 +112,9 @@ std::vector<FlagSpec> Build() {
       Int({"--fusion-threshold-mb"}, "fusion_threshold_mb", 0, 1 << 20, kTune,
           "tensor fusion buffer size in MB (128)", "params.fusion_threshold_mb",
           "HOROVOD_FUSION_THRESHOLD"),
-      Dbl({"--cycle-time-ms"}, "cycle_time_ms", 0.01, 1e6, kTune,
-          "longest wait for more tensors before a cycle, in ms (1)",
+      Dbl({"--cycle-time-ms"}, "cycle_time_ms", 0, 1e6, kTune,
+          "pace cycles this many ms apart, batching what arrives between "
+          "them, as Horovod does (0: start each at once; the default)",
           "params.cycle_time_ms", "HOROVOD_CYCLE_TIME"),
       Int({"--cache-capacity"}, "cache_capacity", 0, kBig, kTune,
           "response cache entries, 0 disables (1024)", "params.cache_capacity",

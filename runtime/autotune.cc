@@ -10,7 +10,7 @@ std::vector<std::pair<double, double>> Bounds(const TuneOptions& o,
   return {o.fixed_fusion ? std::pair{k.fusion_mb, k.fusion_mb}
                          : std::pair{0.0, 64.0},
           o.fixed_cycle ? std::pair{k.cycle_ms, k.cycle_ms}
-                        : std::pair{1.0, 100.0}};
+                        : std::pair{0.0, 100.0}};
 }
 
 }  // namespace

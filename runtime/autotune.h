@@ -1,10 +1,10 @@
 // --autotune: rank 0 scores the bytes the engine reduces per second over
 // `steps_per_sample` working cycles, throws away the first
 // `warmup_samples`, and searches the fusion threshold (0-64 MB) and the
-// cycle time (1-100 ms) by Bayesian optimisation (bayes_opt.h) for
-// `max_samples` samples; then it keeps the best. Values the user gave
-// explicitly stay fixed. Pure logic: the engine feeds it bytes and times
-// and ships the chosen values to every rank in its next negotiation
+// cycle time (0-100 ms, 0 being cycles on demand) by Bayesian optimisation
+// (bayes_opt.h) for `max_samples` samples; then it keeps the best. Values the
+// user gave explicitly stay fixed. Pure logic: the engine feeds it bytes and
+// times and ships the chosen values to every rank in its next negotiation
 // message, so all ranks switch in the same cycle.
 #pragma once
 
@@ -32,7 +32,7 @@ struct TuneOptions {
 
 struct Knobs {
   double fusion_mb = 128;
-  double cycle_ms = 1;
+  double cycle_ms = 0;  // 0: cycles on demand
   bool cache = true;
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
   bool operator==(const Knobs&) const = default;

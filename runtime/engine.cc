@@ -297,6 +297,21 @@ void Engine::FailAll(const Status& s) {
   for (auto& [name, p] : pending) p.done->Set(s);
 }
 
+void Engine::Pace() {
+  const auto due = last_cycle_start_ + cycle_time_;
+  for (auto now = std::chrono::steady_clock::now(); now < due;
+       now = std::chrono::steady_clock::now()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) break;
+    }
+    // In slices, so a shutdown is not held up by a long cycle time.
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        due - now, std::chrono::milliseconds(10)));
+  }
+  last_cycle_start_ = std::chrono::steady_clock::now();
+}
+
 void Engine::Loop() {
   for (;;) {
     uint8_t stop;
@@ -308,14 +323,8 @@ void Engine::Loop() {
     bool peer = false;
     if (!go) {
       // Sleep until something is new here or a peer starts a cycle; wake
-      // every cycle time (at most 100 ms) for the stall inspector.
-      auto wait = std::min<std::chrono::milliseconds>(
-          std::chrono::milliseconds(100),
-          std::max<std::chrono::milliseconds>(
-              std::chrono::milliseconds(1),
-              std::chrono::duration_cast<std::chrono::milliseconds>(
-                  cycle_time_)));
-      control_->Wait(wait, &peer);
+      // every 100 ms for the stall inspector (whose times are seconds).
+      control_->Wait(std::chrono::milliseconds(100), &peer);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -327,6 +336,7 @@ void Engine::Loop() {
       go = true;
     }
     if (!go) continue;
+    if (cycle_time_.count() > 0 && stop == kRunning) Pace();
     uint8_t everyone = kRunning;
     Status s = RunCycle(stop, &everyone);
     if (!s.ok()) {

@@ -71,9 +71,12 @@ struct EngineOptions {
   int rank = 0;
   int size = 1;
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
-  // HOROVOD_CYCLE_TIME (ms): how often an idle engine wakes for its own
-  // housekeeping (the stall inspector); cycles themselves start on demand.
-  std::chrono::microseconds cycle_time{1000};
+  // HOROVOD_CYCLE_TIME. Zero (the default): a cycle starts as soon as a
+  // rank has something new. Positive: cycles are paced as in Horovod, each
+  // at least this long after the previous one started, so whatever arrives
+  // in between is negotiated (and fused) together; the first request after
+  // a quiet spell longer than that still starts at once.
+  std::chrono::microseconds cycle_time{0};
   // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
   size_t cache_capacity = 1024;
   // Stall inspector (rank 0): warn about tensors some ranks submitted and
@@ -212,7 +215,11 @@ class Engine {
   const EngineOptions options_;
   // Tunable (engine thread): start from the options, autotune moves them.
   size_t fusion_threshold_;
-  std::chrono::microseconds cycle_time_;
+  std::chrono::microseconds cycle_time_;  // 0: cycles on demand
+  std::chrono::steady_clock::time_point last_cycle_start_{};
+  // Paced cycles: sleeps until the cycle time has passed since the last
+  // cycle began (or until shutdown).
+  void Pace();
   std::unique_ptr<Autotuner> tuner_;  // rank 0 with --autotune
   std::optional<Knobs> outgoing_knobs_;
   uint64_t cycle_bytes_ = 0;  // allreduced this cycle

@@ -78,9 +78,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
     HVD_ASSIGN_OR_RETURN(
         double mb,
         ParseDouble(v->substr(0, comma), "HVD_AUTOTUNE_START", 0, 1 << 20));
-    HVD_ASSIGN_OR_RETURN(
-        double ms,
-        ParseDouble(v->substr(comma + 1), "HVD_AUTOTUNE_START", 0.001, 1e6));
+    HVD_ASSIGN_OR_RETURN(double ms, ParseDouble(v->substr(comma + 1),
+                                                "HVD_AUTOTUNE_START", 0, 1e6));
     c.fusion_threshold_bytes = static_cast<size_t>(mb * 1048576);
     c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
   }
@@ -92,7 +91,7 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   }
   if (auto cycle = GetEnv("HOROVOD_CYCLE_TIME")) {
     HVD_ASSIGN_OR_RETURN(double ms,
-                         ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0.001, 1e6));
+                         ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0, 1e6));
     c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
   }
   if (auto addr = GetEnv("HVD_GLOO_ADDR"); addr && !addr->empty()) {

@@ -37,7 +37,8 @@ struct WorkerConfig {
   std::chrono::milliseconds gloo_timeout{
       30000};                                  // HOROVOD_GLOO_TIMEOUT_SECONDS
   size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
-  std::chrono::microseconds cycle_time{1000};  // HOROVOD_CYCLE_TIME (ms)
+  // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
+  std::chrono::microseconds cycle_time{0};
   size_t cache_capacity = 1024;  // HOROVOD_CACHE_CAPACITY (0 disables)
   bool stall_check = true;       // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS

@@ -95,7 +95,7 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
       ++switches;
       ASSERT_GE(k.fusion_mb, 0);
       ASSERT_LE(k.fusion_mb, 64);
-      ASSERT_GE(k.cycle_ms, 1);
+      ASSERT_GE(k.cycle_ms, 0);
       ASSERT_LE(k.cycle_ms, 100);
     }
     ASSERT_LT(now, 1e6) << "never finished";
