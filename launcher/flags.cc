@@ -181,6 +181,11 @@ std::vector<FlagSpec> Build() {
       Str({"--thread-affinity"}, "thread_affinity", "CORES", kLib,
           "cores for the background threads, one per local rank (e.g. 0,8)",
           "library_options.thread_affinity", "HOROVOD_THREAD_AFFINITY"),
+      // Not Horovod's: mpirun's --bind-to, whose default ours follows.
+      Str({"--bind-to"}, "bind_to", "CORE|NONE", kLib,
+          "core: each local rank keeps to its share of the host's CPUs "
+          "(the default, as mpirun); none: the kernel places them",
+          "library_options.bind_to", "HVD_BIND_TO"),
       Str({"--log-level"}, "log_level", "LEVEL", kLog,
           "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL (WARNING)",
           "logging.level", "HOROVOD_LOG_LEVEL"),
@@ -198,6 +203,9 @@ std::vector<FlagSpec> Build() {
     } else if (f.key == "ssh_host_key_check") {
       f.kind = FlagKind::kChoice;
       f.choices = {"STRICT", "ACCEPT-NEW", "OFF"};
+    } else if (f.key == "bind_to") {
+      f.kind = FlagKind::kChoice;
+      f.choices = {"CORE", "NONE"};
     } else if (f.key == "thread_affinity") {
       f.kind = FlagKind::kIntList;
     } else if (f.key == "network_interface") {

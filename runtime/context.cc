@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "rendezvous/client.h"
+#include "runtime/affinity.h"
 #include "runtime/backends/gloo/gloo_backend.h"
 #include "runtime/backends/hierarchical/hierarchical_backend.h"
 #include "runtime/backends/nccl/nccl_backend.h"
@@ -118,6 +119,41 @@ Engine& Context::engine() {
   return *engine_;
 }
 
+Status Context::Place(const WorkerConfig& config) {
+  const rendezvous::Assignment& a = assignment_;
+  if (!config.thread_affinity.empty()) {
+    if (static_cast<int>(config.thread_affinity.size()) < a.local_size) {
+      return Status::InvalidArgument(
+          "HOROVOD_THREAD_AFFINITY",
+          "lists " + std::to_string(config.thread_affinity.size()) +
+              " CPUs but host " + config.host + " runs " +
+              std::to_string(a.local_size) +
+              " ranks; give one CPU per local rank (e.g. 0,1)");
+    }
+    engine_options_.thread_cpu = config.thread_affinity[a.local_rank];
+  }
+  if (!config.bind || a.local_size < 2) return Status::Ok();
+  auto allowed = AllowedCpus();
+  if (!allowed.ok()) {
+    HVD_LOG(Warning) << "not binding to CPUs: " << allowed.status().ToString();
+    return Status::Ok();
+  }
+  std::vector<int> cpus = CpuBlock(*allowed, a.local_rank, a.local_size);
+  if (cpus.empty()) {
+    HVD_LOG(Info) << "not binding to CPUs: " << a.local_size
+                  << " local ranks share " << allowed->size() << " CPUs";
+    return Status::Ok();
+  }
+  // Binding is a placement hint: a failure is logged, never fatal.
+  if (Status s = BindProcess(cpus); !s.ok()) {
+    HVD_LOG(Warning) << "not bound: " << s.ToString();
+  } else {
+    HVD_LOG(Debug) << "local rank " << a.local_rank << " bound to CPUs "
+                   << CpuList(cpus);
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   std::unique_ptr<Context> ctx(new Context());
   ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
@@ -158,6 +194,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   }
   ctx->assignment_ = *joined;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, ctx->assignment_));
+  HVD_RETURN_IF_ERROR(ctx->Place(config));
   NcclOptions nccl;
   nccl.rank = ctx->assignment_.rank;
   nccl.size = ctx->assignment_.size;

@@ -45,6 +45,8 @@ class Context {
   // Wraps the flat backend in the hierarchical one when asked and when
   // every host holds the same number of ranks (else logs why not).
   Status MaybeHierarchical(const WorkerConfig& config);
+  // CPU binding of this process and its engine thread (affinity.h).
+  Status Place(const WorkerConfig& config);
 
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;

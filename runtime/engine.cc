@@ -1,10 +1,13 @@
 #include "runtime/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "common/logging.h"
+#include "runtime/affinity.h"
 #include "runtime/engine_message.h"
 #include "runtime/response_cache.h"
 #include "runtime/timeline.h"
@@ -313,6 +316,13 @@ void Engine::Pace() {
 }
 
 void Engine::Loop() {
+  // Named, so tools (top -H, the tests) can tell it from the others.
+  pthread_setname_np(pthread_self(), "hvd-engine");
+  if (options_.thread_cpu >= 0) {
+    if (Status s = BindThread(options_.thread_cpu); !s.ok()) {
+      HVD_LOG(Warning) << s.ToString();
+    }
+  }
   for (;;) {
     uint8_t stop;
     bool go;

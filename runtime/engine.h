@@ -103,6 +103,9 @@ struct EngineOptions {
   // writes its CSV log ("" for none).
   std::optional<TuneOptions> autotune;
   std::string autotune_log;
+  // The CPU the engine thread pins itself to (HOROVOD_THREAD_AFFINITY), or
+  // -1 for the process's own binding.
+  int thread_cpu = -1;
   // Whether the backend runs allreduce / allgather hierarchically (what
   // autotune starts from).
   bool hierarchical_allreduce = false, hierarchical_allgather = false;

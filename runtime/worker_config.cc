@@ -1,5 +1,7 @@
 #include "runtime/worker_config.h"
 
+#include <cctype>
+
 #include "common/parse.h"
 
 namespace hvd::runtime {
@@ -32,6 +34,26 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   HVD_ASSIGN_OR_RETURN(int64_t cache,
                        EnvInt64("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20));
   c.cache_capacity = static_cast<size_t>(cache);
+  if (auto v = GetEnv("HVD_BIND_TO"); v && !v->empty()) {
+    std::string lower;
+    for (char ch : *v) lower += static_cast<char>(std::tolower(ch));
+    if (lower != "core" && lower != "none") {
+      return Status::InvalidArgument("HVD_BIND_TO",
+                                     "must be core or none (got '" + *v + "')");
+    }
+    c.bind = lower == "core";
+  }
+  if (auto v = GetEnv("HOROVOD_THREAD_AFFINITY"); v && !v->empty()) {
+    for (size_t at = 0; at <= v->size();) {
+      size_t comma = v->find(',', at);
+      if (comma == std::string::npos) comma = v->size();
+      HVD_ASSIGN_OR_RETURN(int64_t cpu,
+                           ParseInt64(v->substr(at, comma - at),
+                                      "HOROVOD_THREAD_AFFINITY", 0, 4095));
+      c.thread_affinity.push_back(static_cast<int>(cpu));
+      at = comma + 1;
+    }
+  }
   if (auto off = GetEnv("HOROVOD_SHM_DISABLE"); off && !off->empty()) {
     HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));
     c.shm = !disabled;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "rendezvous/assignment.h"
@@ -53,6 +54,12 @@ struct WorkerConfig {
   std::optional<bool> hierarchical_allreduce;
   std::optional<bool> hierarchical_allgather;
   size_t shm_slot_bytes = 1u << 20;  // chunk size of its collectives
+  // HVD_BIND_TO (horovodrun --bind-to): "core", the default, keeps each
+  // local rank to its block of the host's CPUs (runtime/affinity.h);
+  // "none" leaves placement to the kernel.
+  bool bind = true;
+  // HOROVOD_THREAD_AFFINITY: the engine thread's CPU, one per local rank.
+  std::vector<int> thread_affinity;
   // HOROVOD_AUTOTUNE and its settings (HOROVOD_AUTOTUNE_*); fusion
   // threshold and cycle time given explicitly stay fixed.
   bool autotune = false;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -51,7 +52,7 @@ std::string ReadFile(const std::string& path) {
 
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
-  bool gradients = false, exact = false;
+  bool gradients = false, exact = false, print_cpus = false;
   int stream = 0;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
       gradients = true;
     else if (a == "--exact")
       exact = true;
+    else if (a == "--print-cpus")
+      print_cpus = true;
     else if (a == "--stream")
       stream = std::stoi(next());
     else {
@@ -93,6 +96,30 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
+  if (print_cpus) {
+    // The process's CPUs and its engine thread's (started by a barrier),
+    // as the kernel reports them: "CPUS <rank> <process> <engine>".
+    if (!hvd::barrier().ok()) return 9;
+    auto allowed = [](const std::string& status) {
+      std::string key = "Cpus_allowed_list:";
+      size_t at = status.find(key);
+      if (at == std::string::npos) return std::string("?");
+      at = status.find_first_not_of(" \t", at + key.size());
+      return status.substr(at, status.find('\n', at) - at);
+    };
+    std::string engine = "none";
+    for (const auto& e :
+         std::filesystem::directory_iterator("/proc/self/task")) {
+      if (ReadFile(e.path().string() + "/comm") == "hvd-engine\n") {
+        engine = allowed(ReadFile(e.path().string() + "/status"));
+      }
+    }
+    std::printf("CPUS %d %s %s\n", rank,
+                allowed(ReadFile("/proc/self/status")).c_str(), engine.c_str());
+    // No rank may shut down (which ends the others' engines) before every
+    // rank has looked.
+    if (!hvd::barrier().ok()) return 9;
+  }
   if (check_token) {
     const char* token = std::getenv("HVD_JOB_TOKEN");
     if (!token || !*token) return 5;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "runtime/affinity.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -37,7 +39,9 @@ class EnvGuard {
                                           "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
                                           "HOROVOD_FUSION_THRESHOLD",
                                           "HOROVOD_CYCLE_TIME",
-                                          "HVD_AUTOTUNE_START"};
+                                          "HVD_AUTOTUNE_START",
+                                          "HVD_BIND_TO",
+                                          "HOROVOD_THREAD_AFFINITY"};
 };
 
 TEST(WorkerConfigTest, NoLauncherMeansStandalone) {
@@ -134,6 +138,65 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find("HVD_AUTOTUNE_START"),
             std::string::npos);
+}
+
+TEST(WorkerConfigTest, BindingAndThreadAffinity) {
+  EnvGuard g;
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->bind);  // as mpirun
+  EXPECT_TRUE(c->thread_affinity.empty());
+  setenv("HVD_BIND_TO", "NONE", 1);
+  setenv("HOROVOD_THREAD_AFFINITY", "3,0,12", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->bind);
+  EXPECT_EQ(c->thread_affinity, (std::vector<int>{3, 0, 12}));
+  setenv("HVD_BIND_TO", "socket", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().ToString().find("HVD_BIND_TO"), std::string::npos);
+  EXPECT_NE(c.status().ToString().find("'socket'"), std::string::npos);
+  setenv("HVD_BIND_TO", "core", 1);
+  for (const char* bad : {"0,x", "1,", "-1", "0;1"}) {
+    setenv("HOROVOD_THREAD_AFFINITY", bad, 1);
+    c = WorkerConfig::FromEnv();
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().ToString().find("HOROVOD_THREAD_AFFINITY"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST(AffinityTest, EqualContiguousBlocksOfTheAllowedCpus) {
+  const std::vector<int> four = {0, 1, 2, 3};
+  EXPECT_EQ(CpuBlock(four, 0, 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(CpuBlock(four, 1, 2), (std::vector<int>{2, 3}));
+  EXPECT_EQ(CpuBlock(four, 0, 3), (std::vector<int>{0}));
+  EXPECT_EQ(CpuBlock(four, 2, 3), (std::vector<int>{2, 3}));
+  EXPECT_EQ(CpuBlock(four, 3, 4), (std::vector<int>{3}));
+  // Whatever taskset left: blocks of the allowed list, not of 0..n-1.
+  EXPECT_EQ(CpuBlock({2, 3, 6, 7}, 1, 2), (std::vector<int>{6, 7}));
+  // More ranks than CPUs, or nonsense: no binding.
+  EXPECT_TRUE(CpuBlock({0, 1}, 2, 3).empty());
+  EXPECT_TRUE(CpuBlock(four, 2, 2).empty());
+  // Every CPU in exactly one block.
+  std::vector<int> many(10);
+  for (int i = 0; i < 10; ++i) many[i] = 2 * i;
+  for (int ranks = 1; ranks <= 10; ++ranks) {
+    std::vector<int> seen;
+    for (int r = 0; r < ranks; ++r) {
+      auto b = CpuBlock(many, r, ranks);
+      EXPECT_GE(b.size(), 10u / ranks);
+      EXPECT_LE(b.size(), 10u / ranks + 1);
+      seen.insert(seen.end(), b.begin(), b.end());
+    }
+    EXPECT_EQ(seen, many) << ranks;
+  }
+  EXPECT_EQ(CpuList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  auto own = AllowedCpus();
+  ASSERT_TRUE(own.ok());
+  EXPECT_FALSE(own->empty());
 }
 
 }  // namespace
