@@ -184,7 +184,8 @@ std::vector<FlagSpec> Build() {
       // Not Horovod's: mpirun's --bind-to, whose default ours follows.
       Str({"--bind-to"}, "bind_to", "CORE|NONE", kLib,
           "core: each local rank keeps to its share of the host's CPUs "
-          "(the default, as mpirun); none: the kernel places them",
+          "(as mpirun; the default where all ranks share a host and "
+          "shared memory); none: the kernel places them",
           "library_options.bind_to", "HVD_BIND_TO"),
       Str({"--log-level"}, "log_level", "LEVEL", kLog,
           "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL (WARNING)",

@@ -132,7 +132,10 @@ Status Context::Place(const WorkerConfig& config) {
     }
     engine_options_.thread_cpu = config.thread_affinity[a.local_rank];
   }
-  if (!config.bind || a.local_size < 2) return Status::Ok();
+  const bool shm_data = a.local_size == a.size && config.shm;
+  if (!config.bind.value_or(shm_data) || a.local_size < 2) {
+    return Status::Ok();
+  }
   auto allowed = AllowedCpus();
   if (!allowed.ok()) {
     HVD_LOG(Warning) << "not binding to CPUs: " << allowed.status().ToString();

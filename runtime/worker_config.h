@@ -54,10 +54,12 @@ struct WorkerConfig {
   std::optional<bool> hierarchical_allreduce;
   std::optional<bool> hierarchical_allgather;
   size_t shm_slot_bytes = 1u << 20;  // chunk size of its collectives
-  // HVD_BIND_TO (horovodrun --bind-to): "core", the default, keeps each
-  // local rank to its block of the host's CPUs (runtime/affinity.h);
-  // "none" leaves placement to the kernel.
-  bool bind = true;
+  // HVD_BIND_TO (horovodrun --bind-to): "core" keeps each local rank to
+  // its block of the host's CPUs (runtime/affinity.h), "none" leaves
+  // placement to the kernel. Unset: "core" where the job's data goes
+  // through shared memory (every rank on one host), else "none" (a rank
+  // whose data goes through Gloo's TCP threads runs them better unbound).
+  std::optional<bool> bind;
   // HOROVOD_THREAD_AFFINITY: the engine thread's CPU, one per local rank.
   std::vector<int> thread_affinity;
   // HOROVOD_AUTOTUNE and its settings (HOROVOD_AUTOTUNE_*); fusion

@@ -244,11 +244,12 @@ std::set<int> OwnCpus() {
 
 // rank -> {process CPUs, engine thread CPUs}, from test_worker --print-cpus.
 std::map<int, std::pair<std::set<int>, std::set<int>>> RanksCpus(
-    const std::vector<std::string>& extra_flags) {
+    const std::vector<std::string>& extra_flags,
+    const std::vector<std::string>& env = {}) {
   std::vector<std::string> cmd = {HVD_HOROVODRUN, "-np", "2"};
   cmd.insert(cmd.end(), extra_flags.begin(), extra_flags.end());
   cmd.insert(cmd.end(), {HVD_TEST_WORKER, "--print-cpus"});
-  Result r = RunCommand(cmd, kTimeout);
+  Result r = RunCommand(cmd, kTimeout, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::map<int, std::pair<std::set<int>, std::set<int>>> out;
   const std::regex line(R"(\[\d+\]<stdout>:CPUS (\d+) (\S+) (\S+))");
@@ -263,7 +264,9 @@ std::map<int, std::pair<std::set<int>, std::set<int>>> RanksCpus(
 }
 
 // As mpirun binds ranks by default: each local rank on its own share of
-// the CPUs, engine thread included; --bind-to none leaves them all.
+// the CPUs, engine thread included, where the data goes through shared
+// memory; --bind-to none leaves them all, and so does the TCP data path
+// unless --bind-to core asks.
 TEST(HorovodrunTest, LocalRanksKeepToTheirShareOfTheCpus) {
   const std::set<int> all = OwnCpus();
   if (all.size() < 2) GTEST_SKIP() << "one CPU: nothing to share out";
@@ -279,11 +282,20 @@ TEST(HorovodrunTest, LocalRanksKeepToTheirShareOfTheCpus) {
     }
   }
   EXPECT_EQ(both, all);
-  auto free = RanksCpus({"--bind-to", "none"});
-  for (const auto& [rank, cpus] : free) {
-    EXPECT_EQ(cpus.first, all) << rank;
-    EXPECT_EQ(cpus.second, all) << rank;
+  for (auto [flags, env] :
+       {std::pair<std::vector<std::string>, std::vector<std::string>>{
+            {"--bind-to", "none"}, {}},
+        {{}, {"HOROVOD_SHM_DISABLE=1"}}}) {
+    auto free = RanksCpus(flags, env);
+    for (const auto& [rank, cpus] : free) {
+      EXPECT_EQ(cpus.first, all) << rank;
+      EXPECT_EQ(cpus.second, all) << rank;
+    }
   }
+  auto forced = RanksCpus({"--bind-to", "core"}, {"HOROVOD_SHM_DISABLE=1"});
+  ASSERT_EQ(forced.size(), 2u);
+  EXPECT_NE(forced[0].first, all);
+  EXPECT_NE(forced[1].first, all);
 }
 
 // Horovod's --thread-affinity: the engine thread of local rank i on the
