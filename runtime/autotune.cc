@@ -21,7 +21,8 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
       opt_(Bounds(options, start), options.noise) {
   log_.push_back(
       "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
-      "hierarchical_allreduce,hierarchical_allgather,bytes_per_second");
+      "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
+      "bytes_per_second");
   if (o_.try_cache) choices_.push_back(&Knobs::cache);
   if (o_.try_hierarchical_allreduce) {
     choices_.push_back(&Knobs::hierarchical_allreduce);
@@ -29,15 +30,16 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
   if (o_.try_hierarchical_allgather) {
     choices_.push_back(&Knobs::hierarchical_allgather);
   }
+  if (o_.try_shm) choices_.push_back(&Knobs::shm);
   if (o_.fixed_fusion && o_.fixed_cycle) done_ = true;
 }
 
 void Autotuner::Row(const char* phase, const Knobs& k, double score) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%.6g", samples_,
+  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%d,%.6g", samples_,
                 phase, k.fusion_mb, k.cycle_ms, k.cache ? 1 : 0,
                 k.hierarchical_allreduce ? 1 : 0,
-                k.hierarchical_allgather ? 1 : 0, score);
+                k.hierarchical_allgather ? 1 : 0, k.shm ? 1 : 0, score);
   log_.push_back(buf);
 }
 

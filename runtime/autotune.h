@@ -24,10 +24,12 @@ struct TuneOptions {
   double noise = 0.8;
   bool fixed_fusion = false, fixed_cycle = false;
   // The on/off choices tried after the search, one sample each (kept when
-  // the score improves): the response cache, and the hierarchical
-  // collectives where the job has them.
+  // the score improves): the response cache, the hierarchical collectives
+  // where the job has them, and shared memory where the job uses it.
   bool try_cache = true;
   bool try_hierarchical_allreduce = false, try_hierarchical_allgather = false;
+  // Data through shared memory or Gloo over TCP (single-host jobs).
+  bool try_shm = false;
 };
 
 struct Knobs {
@@ -35,6 +37,7 @@ struct Knobs {
   double cycle_ms = 0;  // 0: cycles on demand
   bool cache = true;
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
+  bool shm = true;  // host data through shared memory (else Gloo, TCP)
   bool operator==(const Knobs&) const = default;
 };
 

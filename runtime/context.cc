@@ -227,6 +227,19 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
         ctx->control_,
         CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
                               *control_store));
+    if (ctx->engine_options_.autotune) {
+      // Autotune may try the TCP path instead; its Gloo context is made
+      // only then (by every rank in the same cycle).
+      ctx->engine_options_.autotune->try_shm = true;
+      Context* raw = ctx.get();
+      const GlooOptions gloo = GlooFor(config, a.rank, a.size);
+      ctx->engine_options_.make_tcp_backend =
+          [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
+        std::unique_ptr<Store> store =
+            MakeRendezvousStore(raw->client_.get(), "gloo/");
+        return CreateGlooBackend(gloo, *store);
+      };
+    }
     return ctx;
   }
   const GlooOptions gloo = GlooFor(config, a.rank, a.size);

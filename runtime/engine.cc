@@ -107,10 +107,11 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
                              options.cycle_time.count() / 1000.0,
                              options.cache_capacity > 0,
                              options.hierarchical_allreduce,
-                             options.hierarchical_allgather})
+                             options.hierarchical_allgather, true})
                  : nullptr),
       cache_enabled_(options.cache_capacity > 0),
       backend_(backend),
+      shm_backend_(backend),
       control_(control),
       cache_(options.cache_capacity),
       joined_(static_cast<size_t>(options.size), false),
@@ -298,6 +299,29 @@ void Engine::FailAll(const Status& s) {
     fresh_.clear();
   }
   for (auto& [name, p] : pending) p.done->Set(s);
+}
+
+Status Engine::SetShm(bool on) {
+  Backend* was = backend_;
+  if (on) {
+    backend_ = shm_backend_;
+    if (was != backend_) {
+      HVD_LOG(Info) << "autotune: data through shared memory";
+    }
+    return Status::Ok();
+  }
+  if (!tcp_backend_) {
+    auto made = options_.make_tcp_backend();
+    if (!made.ok()) {
+      return made.status().WithContext("autotune: Gloo backend to try");
+    }
+    tcp_backend_ = std::move(*made);
+  }
+  backend_ = tcp_backend_.get();
+  if (was != backend_) {
+    HVD_LOG(Info) << "autotune: data through Gloo over TCP";
+  }
+  return Status::Ok();
 }
 
 void Engine::Pace() {
@@ -670,6 +694,9 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
         static_cast<int64_t>(msgs[0].knobs->cycle_ms * 1000));
     if (options_.cache_capacity > 0 && msgs[0].knobs->cache != cache_enabled_) {
       SetCacheEnabled(msgs[0].knobs->cache);
+    }
+    if (options_.make_tcp_backend) {
+      HVD_RETURN_IF_ERROR(SetShm(msgs[0].knobs->shm));
     }
     backend_->SetHierarchical(msgs[0].knobs->hierarchical_allreduce,
                               msgs[0].knobs->hierarchical_allgather);

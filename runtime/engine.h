@@ -95,6 +95,10 @@ struct EngineOptions {
   // tensors must all be on that device.
   std::function<StatusOr<std::unique_ptr<Backend>>(int)> make_device_backend;
   int cuda_devices = 0;  // visible to this process
+  // Where host data goes through shared memory: makes the Gloo (TCP)
+  // backend that autotune may try instead (collective: every rank calls it
+  // in the same cycle); null elsewhere.
+  std::function<StatusOr<std::unique_ptr<Backend>>()> make_tcp_backend;
   // A rank sends the data of pending allreduces of at most this many bytes
   // in its negotiation message, up to this many bytes in all per cycle.
   size_t eager_tensor_bytes = 16u << 10;
@@ -231,7 +235,11 @@ class Engine {
   // rank had pending through it in full.
   void SetCacheEnabled(bool on);
   void WriteAutotuneLog();
-  Backend* backend_;
+  Backend* backend_;  // host data: the shm one or tcp_backend_
+  Backend* const shm_backend_;
+  std::unique_ptr<Backend> tcp_backend_;  // made when autotune tries it
+  // Every rank at the same cycle: host data through shared memory or TCP.
+  Status SetShm(bool on);
   ControlPlane* control_;
   std::unique_ptr<Backend> device_backend_;  // engine thread, on first use
   int backend_device_ = -1;                  // its CUDA device

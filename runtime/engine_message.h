@@ -2,7 +2,7 @@
 // and one rank's message of a cycle:
 //   [u8 stop][u32+ cache bits][u32+ requests][u32 n][n x (u32+ name, u32+
 //   data)] [u8 has knobs][f64 fusion MB][f64 cycle ms][u8 cache|hier.
-//   allreduce|allgather]
+//   allreduce|allgather|shared memory]
 // where u32+ is a byte string after its 32-bit length. Little-endian hosts.
 #pragma once
 

@@ -197,18 +197,34 @@ TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
       {HVD_HOROVODRUN, "-np", "2", "--autotune", "--autotune-log-file", log,
        "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "2",
        "--autotune-bayes-opt-max-samples", "6", "--cycle-time-ms", "2",
-       HVD_AUTOTUNE_BENCH, "--steps", "80"},
+       "--log-level", "INFO", HVD_AUTOTUNE_BENCH, "--steps", "80"},
       std::chrono::seconds(120));
   // The program checks every result while the values change under it.
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream f(log);
   std::vector<std::string> rows;
   for (std::string line; std::getline(f, line);) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 1 + 1) << log;  // + cache choice, best
+  // + the cache and shared-memory choices, and the best.
+  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 2 + 1) << log;
   EXPECT_EQ(rows[0],
             "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
-            "hierarchical_allreduce,hierarchical_allgather,bytes_per_second");
+            "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
+            "bytes_per_second");
+  EXPECT_NE(rows[rows.size() - 3].find(",choice,"), std::string::npos);
   EXPECT_NE(rows[rows.size() - 2].find(",choice,"), std::string::npos);
+  // The shared-memory choice: its row has it off, and every rank moved its
+  // data to TCP for that sample (then to whatever was best).
+  EXPECT_NE(rows[rows.size() - 2].find(",0,"), std::string::npos)
+      << rows[rows.size() - 2];
+  for (const char* rank : {"[0]<stderr>", "[1]<stderr>"}) {
+    bool found = false;
+    for (const std::string& l : Lines(r.err + r.out)) {
+      found |=
+          l.rfind(rank, 0) == 0 &&
+          l.find("autotune: data through Gloo over TCP") != std::string::npos;
+    }
+    EXPECT_TRUE(found) << rank << " did not switch: " << r.err;
+  }
   EXPECT_NE(rows[1].find(",warmup,"), std::string::npos);
   EXPECT_NE(rows.back().find(",best,"), std::string::npos);
   // The cycle time was given: it stays fixed in every sample.
