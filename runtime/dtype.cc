@@ -4,11 +4,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/multiversion.h"
+
 namespace hvd::runtime {
 namespace {
 
 template <typename T, typename Op>
-void Apply(void* out, const void* a, const void* b, size_t n, Op op) {
+HVD_INLINE void Apply(void* out, const void* a, const void* b, size_t n,
+                      Op op) {
   T* o = static_cast<T*>(out);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
@@ -16,7 +19,8 @@ void Apply(void* out, const void* a, const void* b, size_t n, Op op) {
 }
 
 template <typename T>
-void ApplyOp(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
+HVD_INLINE void ApplyOp(ReduceOp op, void* out, const void* a, const void* b,
+                        size_t n) {
   switch (op) {
     case ReduceOp::kSum:
       return Apply<T>(out, a, b, n, [](T x, T y) { return T(x + y); });
@@ -31,7 +35,8 @@ void ApplyOp(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
 
 // 16-bit floats: widen a block to float, reduce, narrow back.
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Apply16(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
+HVD_INLINE void Apply16(ReduceOp op, void* out, const void* a, const void* b,
+                        size_t n) {
   constexpr size_t kBlock = 256;
   float fa[kBlock], fb[kBlock];
   uint16_t* o = static_cast<uint16_t*>(out);
@@ -49,7 +54,7 @@ void Apply16(ReduceOp op, void* out, const void* a, const void* b, size_t n) {
 }
 
 template <typename T>
-void Scale(void* data, size_t n, double factor) {
+HVD_INLINE void Scale(void* data, size_t n, double factor) {
   T* p = static_cast<T*>(data);
   if constexpr (std::is_floating_point_v<T>) {
     const T f = static_cast<T>(factor);
@@ -187,6 +192,7 @@ float BFloat16ToFloat(uint16_t b) {
   return f;
 }
 
+HVD_MULTIVERSION
 void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
                    const void* b, size_t n) {
   switch (type) {
@@ -209,6 +215,7 @@ void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
   }
 }
 
+HVD_MULTIVERSION
 void ScaleBuffer(DataType type, void* data, size_t n, double factor) {
   switch (type) {
     case DataType::kUInt8:

@@ -2,13 +2,7 @@
 
 #include <cmath>
 
-// GCC picks the clone at load time (ifunc); elsewhere the plain loop.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HVD_MULTIVERSION \
-  __attribute__((target_clones("default", "arch=x86-64-v3", "avx512f")))
-#else
-#define HVD_MULTIVERSION
-#endif
+#include "common/multiversion.h"
 
 namespace hvd::mnist {
 namespace {

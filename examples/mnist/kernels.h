@@ -1,9 +1,8 @@
 // The element-wise loops of the model's step that are ours rather than
 // oneDNN's or cuDNN's: dropout masks, gradients through ReLU and dropout,
-// and the Adadelta update. Each is built for several instruction sets and
-// the loader picks the widest this CPU has (the project otherwise targets
-// plain x86-64, whose SSE2 code left these loops at a quarter of the
-// speed of AVX-512 and the optimizer's square roots unvectorised).
+// and the Adadelta update. Each is built for several instruction sets
+// (common/multiversion.h); without errno the optimizer's square roots
+// vectorise too.
 #pragma once
 
 #include <cstddef>
