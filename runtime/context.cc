@@ -247,6 +247,17 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
       MakeRendezvousStore(ctx->client_.get(), "gloo/");
   HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
   HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
+  if (config.hierarchical_allreduce.value_or(false) && ctx->hosts_even_ &&
+      ctx->engine_options_.make_device_backend) {
+    // CUDA tensors too, but only when asked: NCCL's own communicator
+    // already takes NVLink inside a host and rings or trees across hosts.
+    nccl.hierarchical_allreduce = true;
+    nccl.local_rank = a.local_rank;
+    nccl.local_size = a.local_size;
+    nccl.cross_rank = a.cross_rank;
+    ctx->engine_options_.make_device_backend = MakeDeviceBackendFactory(
+        nccl, MakeRendezvousStore(ctx->client_.get(), "nccl/"));
+  }
   ControlOptions control;
   control.rank = gloo.rank;
   control.size = gloo.size;
@@ -291,6 +302,7 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
     }
     return Status::Ok();
   }
+  hosts_even_ = true;
   std::unique_ptr<Store> shm_store =
       MakeRendezvousStore(client_.get(), "hshm/");
   HVD_ASSIGN_OR_RETURN(

@@ -45,6 +45,9 @@ class Context {
   // Wraps the flat backend in the hierarchical one when asked and when
   // every host holds the same number of ranks (else logs why not).
   Status MaybeHierarchical(const WorkerConfig& config);
+  // Every host holds the same number (> 1) of ranks (MaybeHierarchical
+  // found it so).
+  bool hosts_even_ = false;
   // CPU binding of this process and its engine thread (affinity.h).
   Status Place(const WorkerConfig& config);
 

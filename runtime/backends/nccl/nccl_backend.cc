@@ -55,12 +55,23 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   return ncclSum;
 }
 
+// The communicators of a hierarchical allreduce: the host's GPUs, and the
+// GPUs of the same local rank on every host.
+struct Hierarchy {
+  ncclComm_t local = nullptr, cross = nullptr;
+  int local_rank = 0, local_size = 1;
+};
+
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(ncclComm_t comm, cudaStream_t stream, int rank, int size)
-      : comm_(comm), stream_(stream), rank_(rank), size_(size) {}
+  NcclBackend(ncclComm_t comm, cudaStream_t stream, int rank, int size,
+              Hierarchy hier)
+      : comm_(comm), stream_(stream), rank_(rank), size_(size), hier_(hier) {}
   ~NcclBackend() override {
     if (scratch_) cudaFree(scratch_);
+    if (barrier_) cudaFree(barrier_);
+    if (hier_.local) ncclCommDestroy(hier_.local);
+    if (hier_.cross) ncclCommDestroy(hier_.cross);
     ncclCommDestroy(comm_);
     cudaStreamDestroy(stream_);
   }
@@ -68,6 +79,7 @@ class NcclBackend final : public Backend {
   Status Allreduce(void* data, size_t count, DataType type,
                    ReduceOp op) override {
     if (count == 0) return Status::Ok();
+    if (hier_.local) return Hierarchical(data, count, type, NcclOp(op));
     return Run("allreduce", ncclAllReduce(data, data, count, NcclType(type),
                                           NcclOp(op), comm_, stream_));
   }
@@ -119,14 +131,19 @@ class NcclBackend final : public Backend {
         std::memcpy(scalar, &factor, sizeof(factor));
         break;
     }
+    // Hierarchical: the factor applies where each input first enters a sum
+    // (the host's reduce-scatter), plain sums after that.
+    ncclComm_t first = hier_.local ? hier_.local : comm_;
     ncclRedOp_t op;
     ncclResult_t r = ncclRedOpCreatePreMulSum(&op, scalar, NcclType(type),
-                                              ncclScalarHostImmediate, comm_);
+                                              ncclScalarHostImmediate, first);
     if (r != ncclSuccess) return Run("scaled allreduce", r);
-    Status s = Run(
-        "scaled allreduce",
-        ncclAllReduce(data, data, count, NcclType(type), op, comm_, stream_));
-    ncclRedOpDestroy(op, comm_);
+    Status s = hier_.local
+                   ? Hierarchical(data, count, type, op)
+                   : Run("scaled allreduce",
+                         ncclAllReduce(data, data, count, NcclType(type), op,
+                                       comm_, stream_));
+    ncclRedOpDestroy(op, first);
     return s;
   }
 
@@ -195,14 +212,7 @@ class NcclBackend final : public Backend {
     }
     const size_t esize = DataTypeSize(type);
     // Uneven blocks: allreduce into device scratch, keep this rank's block.
-    if (total * esize > scratch_bytes_) {
-      if (scratch_) cudaFree(scratch_);
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      cudaError_t e = cudaMalloc(&scratch_, total * esize);
-      if (e != cudaSuccess) return CudaError("reducescatter scratch", e);
-      scratch_bytes_ = total * esize;
-    }
+    HVD_RETURN_IF_ERROR(Scratch(total * esize));
     cudaMemcpyAsync(scratch_, in, total * esize, cudaMemcpyDeviceToDevice,
                     stream_);
     HVD_RETURN_IF_ERROR(Allreduce(scratch_, total, type, op));
@@ -221,6 +231,61 @@ class NcclBackend final : public Backend {
   }
 
  private:
+  // Reduce-scatter on the host (with `first_op`, which may pre-multiply),
+  // allreduce of this GPU's share across hosts, allgather on the host. The
+  // shares are equal (NCCL's reduce-scatter needs that): a count that does
+  // not divide goes through zero-padded scratch.
+  Status Hierarchical(void* data, size_t count, DataType type,
+                      ncclRedOp_t first_op) {
+    const size_t esize = DataTypeSize(type);
+    const size_t n = static_cast<size_t>(hier_.local_size);
+    const size_t share = (count + n - 1) / n;
+    uint8_t* buf = static_cast<uint8_t*>(data);
+    if (share * n != count) {
+      HVD_RETURN_IF_ERROR(Scratch(share * n * esize));
+      buf = static_cast<uint8_t*>(scratch_);
+      cudaMemsetAsync(buf + count * esize, 0, (share * n - count) * esize,
+                      stream_);
+      cudaMemcpyAsync(buf, data, count * esize, cudaMemcpyDeviceToDevice,
+                      stream_);
+    }
+    uint8_t* mine = buf + static_cast<size_t>(hier_.local_rank) * share * esize;
+    const ncclDataType_t t = NcclType(type);
+    // Sum across hosts for the sums (pre-multiplied or not); the other ops
+    // are their own.
+    const ncclRedOp_t cross_op =
+        first_op == ncclMin || first_op == ncclMax || first_op == ncclProd
+            ? first_op
+            : ncclSum;
+    // One stream orders the three; Run waits for the last.
+    ncclResult_t r =
+        ncclReduceScatter(buf, mine, share, t, first_op, hier_.local, stream_);
+    if (r == ncclSuccess) {
+      r = ncclAllReduce(mine, mine, share, t, cross_op, hier_.cross, stream_);
+    }
+    if (r == ncclSuccess) {
+      r = ncclAllGather(mine, buf, share, t, hier_.local, stream_);
+    }
+    HVD_RETURN_IF_ERROR(Run("hierarchical allreduce", r));
+    if (buf != data) {
+      cudaError_t e =
+          cudaMemcpy(data, buf, count * esize, cudaMemcpyDeviceToDevice);
+      if (e != cudaSuccess) return CudaError("hierarchical allreduce", e);
+    }
+    return Status::Ok();
+  }
+
+  Status Scratch(size_t bytes) {
+    if (bytes <= scratch_bytes_) return Status::Ok();
+    if (scratch_) cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    cudaError_t e = cudaMalloc(&scratch_, bytes);
+    if (e != cudaSuccess) return CudaError("nccl scratch", e);
+    scratch_bytes_ = bytes;
+    return Status::Ok();
+  }
+
   Status Run(const char* what, ncclResult_t r) {
     if (!broken_.ok()) return broken_;
     if (r != ncclSuccess) {
@@ -239,6 +304,7 @@ class NcclBackend final : public Backend {
   ncclComm_t comm_;
   cudaStream_t stream_;
   int rank_, size_;
+  Hierarchy hier_;
   Status broken_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
@@ -281,14 +347,31 @@ StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& o,
   ncclComm_t comm;
   ncclResult_t r = ncclCommInitRank(&comm, o.size, id, o.rank);
   if (r != ncclSuccess) return NcclError(where, r);
+  Hierarchy hier;
+  if (o.hierarchical_allreduce && o.local_size > 1 && o.local_size < o.size) {
+    // Collective over the job's communicator: every rank splits twice.
+    r = ncclCommSplit(comm, o.cross_rank, o.local_rank, &hier.local, nullptr);
+    if (r == ncclSuccess) {
+      r = ncclCommSplit(comm, o.local_rank, o.cross_rank, &hier.cross, nullptr);
+    }
+    if (r != ncclSuccess) {
+      if (hier.local) ncclCommDestroy(hier.local);
+      ncclCommDestroy(comm);
+      return NcclError(where + " (hierarchical communicators)", r);
+    }
+    hier.local_rank = o.local_rank;
+    hier.local_size = o.local_size;
+  }
   cudaStream_t stream;
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
+    if (hier.local) ncclCommDestroy(hier.local);
+    if (hier.cross) ncclCommDestroy(hier.cross);
     ncclCommDestroy(comm);
     return CudaError(where, e);
   }
   return std::unique_ptr<Backend>(
-      new NcclBackend(comm, stream, o.rank, o.size));
+      new NcclBackend(comm, stream, o.rank, o.size, hier));
 }
 
 DeviceBackendFactory MakeDeviceBackendFactory(const NcclOptions& options,

@@ -19,6 +19,12 @@ struct NcclOptions {
   int rank = 0;
   int size = 1;
   int device = 0;  // the rank's GPU (its assignment's gpu)
+  // Hierarchical allreduce (several hosts of local_size ranks each, hosts
+  // holding consecutive ranks): reduce-scatter among the host's GPUs, an
+  // allreduce of each share among the GPUs of the same local rank, and an
+  // allgather on the host; the two communicators are split from the job's.
+  bool hierarchical_allreduce = false;
+  int local_rank = 0, local_size = 1, cross_rank = 0;
 };
 
 // Rank 0 makes the ncclUniqueId and publishes it in `store`; the others
