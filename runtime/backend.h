@@ -48,6 +48,16 @@ class Backend {
   // at the same point); others ignore it.
   virtual void SetHierarchical(bool /*allreduce*/, bool /*allgather*/) {}
 
+  // In place: the allreduce, then every element times `post` (the same
+  // bits as Allreduce followed by ScaleBuffer). Backends that reduce shares
+  // override it to scale each share while it is hot.
+  virtual Status AllreduceScaled(void* data, size_t count, DataType type,
+                                 ReduceOp op, double post) {
+    HVD_RETURN_IF_ERROR(Allreduce(data, count, type, op));
+    if (post != 1.0) ScaleBuffer(type, data, count, post);
+    return Status::Ok();
+  }
+
   // In place: data[i] = sum over ranks of factor * data[i]. Backends whose
   // memory the host cannot touch (device memory) override the host-side
   // scaling of this default.

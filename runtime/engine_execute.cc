@@ -358,10 +358,10 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
     }
     if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
     begin(activity("ALLREDUCE").c_str());
-    Status s = backend->Allreduce(buffer, total, r0.dtype, r0.reduce);
+    Status s =
+        backend->AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
     end();
     if (!s.ok()) return s;
-    if (post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
     if (fused) {
       begin("MEMCPY_OUT_FUSION_BUFFER");
       size_t at = 0;

@@ -30,7 +30,16 @@ class ShmBackend final : public Backend {
 
   Status Allreduce(void* data, size_t count, DataType type,
                    ReduceOp op) override {
-    if (count == 0 || o_.size == 1) return Status::Ok();
+    return AllreduceScaled(data, count, type, op, 1.0);
+  }
+
+  Status AllreduceScaled(void* data, size_t count, DataType type, ReduceOp op,
+                         double post) override {
+    if (count == 0) return Status::Ok();
+    if (o_.size == 1) {
+      if (post != 1.0) ScaleBuffer(type, data, count, post);
+      return Status::Ok();
+    }
     return Run("allreduce", [&]() -> Status {
       const size_t esize = DataTypeSize(type);
       const size_t per_chunk = o_.slot_bytes / esize;
@@ -45,11 +54,15 @@ class ShmBackend final : public Backend {
         const size_t lo = c * o_.rank / o_.size,
                      hi = c * (o_.rank + 1) / o_.size;
         if (hi > lo) {
+          // Slot 0 op slot 1 straight into the result (no copy first),
+          // then the others; scaled while the share is in cache.
           uint8_t* acc = Out(set) + lo * esize;
-          std::memcpy(acc, In(set, 0) + lo * esize, (hi - lo) * esize);
-          for (int q = 1; q < o_.size; ++q) {
+          ReduceBuffers(type, op, acc, In(set, 0) + lo * esize,
+                        In(set, 1) + lo * esize, hi - lo);
+          for (int q = 2; q < o_.size; ++q) {
             ReduceBuffers(type, op, acc, acc, In(set, q) + lo * esize, hi - lo);
           }
+          if (post != 1.0) ScaleBuffer(type, acc, hi - lo, post);
         }
         HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
         std::memcpy(bytes + off * esize, Out(set), c * esize);
