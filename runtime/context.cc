@@ -227,9 +227,10 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
         ctx->control_,
         CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
                               *control_store));
-    if (ctx->engine_options_.autotune) {
+    if (ctx->engine_options_.autotune && !config.shm_given) {
       // Autotune may try the TCP path instead; its Gloo context is made
-      // only then (by every rank in the same cycle).
+      // only then (by every rank in the same cycle). HOROVOD_SHM_DISABLE=0
+      // given explicitly pins shared memory.
       ctx->engine_options_.autotune->try_shm = true;
       Context* raw = ctx.get();
       const GlooOptions gloo = GlooFor(config, a.rank, a.size);

@@ -57,6 +57,7 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   if (auto off = GetEnv("HOROVOD_SHM_DISABLE"); off && !off->empty()) {
     HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));
     c.shm = !disabled;
+    c.shm_given = true;
   }
   for (auto [name, field] :
        {std::pair{"HOROVOD_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce},

@@ -46,8 +46,9 @@ struct WorkerConfig {
   std::chrono::milliseconds stall_warning{60000};
   std::chrono::milliseconds stall_shutdown{0};
   std::function<void(const std::string&)> on_stall_warning;  // tests only
-  // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE).
-  bool shm = true;
+  // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);
+  // given: the variable was set (autotune then leaves it alone).
+  bool shm = true, shm_given = false;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
   // ranks and shared memory is on; "0" pins it off.

@@ -140,6 +140,19 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
             std::string::npos);
 }
 
+TEST(WorkerConfigTest, SharedMemoryGivenExplicitlyIsPinned) {
+  EnvGuard g;
+  auto c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->shm);
+  EXPECT_FALSE(c->shm_given);
+  setenv("HOROVOD_SHM_DISABLE", "0", 1);
+  c = WorkerConfig::FromEnv();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->shm);
+  EXPECT_TRUE(c->shm_given);
+}
+
 TEST(WorkerConfigTest, BindingAndThreadAffinity) {
   EnvGuard g;
   auto c = WorkerConfig::FromEnv();
