@@ -598,8 +598,9 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   const uint32_t capacity = static_cast<uint32_t>(cache_.capacity());
   std::vector<uint32_t> named;
   size_t longest = 0;
-  for (size_t r = 0; r < n; ++r)
+  for (size_t r = 0; r < n; ++r) {
     longest = std::max(longest, msgs[r].bits.size());
+  }
   for (size_t byte = 0; byte < longest; ++byte) {
     unsigned any = 0;
     for (size_t r = 0; r < n; ++r) {
