@@ -2,6 +2,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -45,6 +46,25 @@ StatusOr<double> ParseDouble(std::string_view text, std::string_view what,
                   std::to_string(max) + " (got " + copy + ")");
   }
   return value;
+}
+
+StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text,
+                                            std::string_view what, int64_t min,
+                                            int64_t max) {
+  std::vector<int64_t> out;
+  for (size_t at = 0; at <= text.size();) {
+    size_t comma = std::min(text.find(',', at), text.size());
+    if (comma == at) {
+      return Status::InvalidArgument(
+          what, "expected numbers separated by commas, got '" +
+                    std::string(text) + "'");
+    }
+    HVD_ASSIGN_OR_RETURN(
+        int64_t v, ParseInt64(text.substr(at, comma - at), what, min, max));
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
 }
 
 StatusOr<bool> ParseBool(std::string_view text, std::string_view what) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -19,6 +20,10 @@ StatusOr<int64_t> ParseInt64(std::string_view text, std::string_view what,
                              int64_t min, int64_t max);
 StatusOr<double> ParseDouble(std::string_view text, std::string_view what,
                              double min, double max);
+// "0,4,8": numbers in [min, max] separated by commas (none empty).
+StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text,
+                                            std::string_view what, int64_t min,
+                                            int64_t max);
 // Accepts 1/0, true/false, yes/no, on/off (any case).
 StatusOr<bool> ParseBool(std::string_view text, std::string_view what);
 

@@ -57,21 +57,9 @@ StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
       HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, what));
       return std::string(b ? "1" : "0");
     }
-    case FlagKind::kIntList: {
-      std::stringstream in(value);
-      std::string item;
-      int count = 0;
-      while (std::getline(in, item, ',')) {
-        HVD_RETURN_IF_ERROR(ParseInt64(item, what, 0, 1 << 20).status());
-        ++count;
-      }
-      if (count == 0 || value.back() == ',') {
-        return Status::InvalidArgument(
-            what,
-            "expected core numbers separated by commas, got '" + value + "'");
-      }
+    case FlagKind::kIntList:
+      HVD_RETURN_IF_ERROR(ParseIntList(value, what, 0, 1 << 20).status());
       return value;
-    }
   }
   return Status::Internal(what, "unknown flag kind");
 }

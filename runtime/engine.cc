@@ -122,19 +122,6 @@ Engine::~Engine() {
   WriteAutotuneLog();
 }
 
-void Engine::WriteAutotuneLog() {
-  if (!tuner_ || options_.autotune_log.empty()) return;
-  std::FILE* f = std::fopen(options_.autotune_log.c_str(), "w");
-  if (!f) {
-    HVD_LOG(Error) << "autotune log " << options_.autotune_log
-                   << " cannot be written";
-    return;
-  }
-  for (const std::string& row : tuner_->log())
-    std::fprintf(f, "%s\n", row.c_str());
-  std::fclose(f);
-}
-
 Status Engine::Validate(const Request& request, void* data, Output* out) const {
   std::string who = "tensor '" + request.name + "'";
   if (request.name.empty()) {
@@ -301,44 +288,6 @@ void Engine::FailAll(const Status& s) {
   for (auto& [name, p] : pending) p.done->Set(s);
 }
 
-Status Engine::SetShm(bool on) {
-  Backend* was = backend_;
-  if (on) {
-    backend_ = shm_backend_;
-    if (was != backend_) {
-      HVD_LOG(Info) << "autotune: data through shared memory";
-    }
-    return Status::Ok();
-  }
-  if (!tcp_backend_) {
-    auto made = options_.make_tcp_backend();
-    if (!made.ok()) {
-      return made.status().WithContext("autotune: Gloo backend to try");
-    }
-    tcp_backend_ = std::move(*made);
-  }
-  backend_ = tcp_backend_.get();
-  if (was != backend_) {
-    HVD_LOG(Info) << "autotune: data through Gloo over TCP";
-  }
-  return Status::Ok();
-}
-
-void Engine::Pace() {
-  const auto due = last_cycle_start_ + cycle_time_;
-  for (auto now = std::chrono::steady_clock::now(); now < due;
-       now = std::chrono::steady_clock::now()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-    }
-    // In slices, so a shutdown is not held up by a long cycle time.
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
-        due - now, std::chrono::milliseconds(10)));
-  }
-  last_cycle_start_ = std::chrono::steady_clock::now();
-}
-
 void Engine::Loop() {
   // Named, so tools (top -H, the tests) can tell it from the others.
   pthread_setname_np(pthread_self(), "hvd-engine");
@@ -399,89 +348,6 @@ void Engine::Loop() {
       return;
     }
   }
-}
-
-std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
-                                bool* past_shutdown) const {
-  std::string report;
-  int listed = 0;
-  for (const auto& [name, seen] : seen_) {
-    auto age = now - seen.since;
-    if (age < options_.stall_warning) continue;
-    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
-      *past_shutdown = true;
-    }
-    if (listed++ >= 10) continue;
-    std::vector<bool> has(options_.size, false);
-    for (int r : seen.ranks) has[r] = true;
-    std::string missing;
-    for (int r = 0; r < options_.size; ++r) {
-      if (!has[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    report += (report.empty() ? "" : "; ") + std::string("'") + name +
-              "' (missing ranks: " + missing + ")";
-  }
-  for (const auto& [id, since] : cached_since_) {
-    auto age = now - since;
-    if (age < options_.stall_warning || !cache_.Has(id)) continue;
-    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
-      *past_shutdown = true;
-    }
-    if (listed++ >= 10) continue;
-    std::string missing;
-    auto found = cached_ranks_.find(id);
-    static const std::vector<bool> kNone;
-    const auto& ranks = found == cached_ranks_.end() ? kNone : found->second;
-    for (int r = 0; r < options_.size; ++r) {
-      if (r < static_cast<int>(ranks.size()) && !ranks[r]) {
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-    }
-    report += (report.empty() ? "" : "; ") + std::string("'") +
-              cache_.Get(id).name + "' (missing ranks: " + missing + ")";
-  }
-  if (listed > 10) report += "; and " + std::to_string(listed - 10) + " more";
-  return report;
-}
-
-bool Engine::InspectStalls() {
-  if (!options_.stall_check) return false;
-  auto now = std::chrono::steady_clock::now();
-  // Checked once per warning period (or shutdown time, if shorter).
-  auto period =
-      std::min(options_.stall_warning, options_.stall_shutdown.count() > 0
-                                           ? options_.stall_shutdown
-                                           : options_.stall_warning);
-  if (now - last_stall_check_ < period) return false;
-  last_stall_check_ = now;
-  bool past_shutdown = false;
-  std::string report = StallReport(now, &past_shutdown);
-  if (report.empty()) return false;
-  std::string warning =
-      "stalled tensors: some ranks submitted them and others did not for " +
-      std::to_string(options_.stall_warning.count() / 1000) + " s: " + report +
-      ". Every rank must submit the same tensors (in any order).";
-  if (options_.on_stall_warning) {
-    options_.on_stall_warning(warning);
-  } else {
-    HVD_LOG(Warning) << warning;
-  }
-  return past_shutdown;
-}
-
-void Engine::SetCacheEnabled(bool on) {
-  if (!on) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint32_t id : my_cached_) {
-      auto it = pending_.find(cache_.Get(id).name);
-      if (it != pending_.end()) fresh_.push_back(it->second.request);
-    }
-  }
-  my_cached_.clear();
-  cached_since_.clear();
-  cached_ranks_.clear();
-  cache_.Clear();
-  cache_enabled_ = on;
 }
 
 bool Engine::Complete(const std::vector<int>& ranks) const {
@@ -708,31 +574,8 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
   if (tl && tl->mark_cycles() && !ready.empty()) tl->MarkCycle();
   cycle_bytes_ = 0;
   HVD_RETURN_IF_ERROR(Execute(ready));
-  if (msgs[0].knobs) {
-    fusion_threshold_ = static_cast<size_t>(msgs[0].knobs->fusion_mb * 1048576);
-    cycle_time_ = std::chrono::microseconds(
-        static_cast<int64_t>(msgs[0].knobs->cycle_ms * 1000));
-    if (options_.cache_capacity > 0 && msgs[0].knobs->cache != cache_enabled_) {
-      SetCacheEnabled(msgs[0].knobs->cache);
-    }
-    if (options_.make_tcp_backend) {
-      HVD_RETURN_IF_ERROR(SetShm(msgs[0].knobs->shm));
-    }
-    backend_->SetHierarchical(msgs[0].knobs->hierarchical_allreduce,
-                              msgs[0].knobs->hierarchical_allgather);
-  }
-  if (tuner_ && !tuner_->done() && cycle_bytes_ > 0) {
-    double secs = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count();
-    outgoing_knobs_ = tuner_->Step(cycle_bytes_, secs);
-    if (tuner_->done()) {
-      HVD_LOG(Info) << "autotune done: fusion threshold "
-                    << tuner_->current().fusion_mb << " MB, cycle time "
-                    << tuner_->current().cycle_ms << " ms";
-      WriteAutotuneLog();
-    }
-  }
+  if (msgs[0].knobs) HVD_RETURN_IF_ERROR(ApplyKnobs(*msgs[0].knobs));
+  if (tuner_) TuneAfterCycle();
   if (std::all_of(joined_.begin(), joined_.end(), [](bool b) { return b; })) {
     // Everyone has joined: every rank's join completes, and the job may go
     // on (or join again).

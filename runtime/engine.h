@@ -234,6 +234,10 @@ class Engine {
   // Every rank at the same cycle: drops the cache, and sends what this
   // rank had pending through it in full.
   void SetCacheEnabled(bool on);
+  // After a cycle (engine_tune.cc): every rank applies rank 0's chosen
+  // values; rank 0's tuner scores the cycle.
+  Status ApplyKnobs(const Knobs& knobs);
+  void TuneAfterCycle();
   void WriteAutotuneLog();
   Backend* backend_;  // host data: the shm one or tcp_backend_
   Backend* const shm_backend_;

@@ -44,15 +44,10 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
     c.bind = lower == "core";
   }
   if (auto v = GetEnv("HOROVOD_THREAD_AFFINITY"); v && !v->empty()) {
-    for (size_t at = 0; at <= v->size();) {
-      size_t comma = v->find(',', at);
-      if (comma == std::string::npos) comma = v->size();
-      HVD_ASSIGN_OR_RETURN(int64_t cpu,
-                           ParseInt64(v->substr(at, comma - at),
-                                      "HOROVOD_THREAD_AFFINITY", 0, 4095));
-      c.thread_affinity.push_back(static_cast<int>(cpu));
-      at = comma + 1;
-    }
+    HVD_ASSIGN_OR_RETURN(
+        std::vector<int64_t> cpus,
+        ParseIntList(*v, "HOROVOD_THREAD_AFFINITY", 0, 1 << 20));
+    c.thread_affinity.assign(cpus.begin(), cpus.end());
   }
   if (auto off = GetEnv("HOROVOD_SHM_DISABLE"); off && !off->empty()) {
     HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));

@@ -21,15 +21,17 @@ dn::memory::desc Any(const Dims& d) { return {d, kF32, Tag::any}; }
 // `d` (an activation's layout) for a batch of `n`; oneDNN's own choice
 // where the batch is not the outermost dimension.
 dn::memory::desc LikeBatch(const dn::memory::desc& d, int n) {
-  dn::memory::desc out = d;
   const auto& blk = d.data.format_desc.blocking;
-  for (int i = 1; i < d.data.ndims; ++i) {
-    if (d.data.format_kind != dnnl_blocked || blk.strides[i] > blk.strides[0]) {
-      Dims dims(d.data.dims, d.data.dims + d.data.ndims);
-      dims[0] = n;
-      return Any(dims);
-    }
+  bool outermost = d.data.format_kind == dnnl_blocked;
+  for (int i = 1; i < d.data.ndims && outermost; ++i) {
+    outermost = blk.strides[i] <= blk.strides[0];
   }
+  if (!outermost) {
+    Dims dims(d.data.dims, d.data.dims + d.data.ndims);
+    dims[0] = n;
+    return Any(dims);
+  }
+  dn::memory::desc out = d;
   out.data.dims[0] = n;
   out.data.padded_dims[0] = n;
   return out;

@@ -35,6 +35,18 @@ TEST(ParseDoubleTest, StrictAndRanged) {
   EXPECT_FALSE(ParseDouble("1.5", "noise", 0, 1).ok());
 }
 
+TEST(ParseIntListTest, NumbersSeparatedByCommas) {
+  auto v = ParseIntList("0,4,12", "--cores", 0, 64);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, (std::vector<int64_t>{0, 4, 12}));
+  EXPECT_EQ(*ParseIntList("7", "--cores", 0, 64), (std::vector<int64_t>{7}));
+  for (const char* bad : {"", "1,", ",1", "1,,2", "0,x", "65", "-1"}) {
+    auto r = ParseIntList(bad, "--cores", 0, 64);
+    ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+    EXPECT_NE(r.status().ToString().find("--cores"), std::string::npos) << bad;
+  }
+}
+
 TEST(ParseBoolTest, AcceptsCommonSpellings) {
   EXPECT_TRUE(*ParseBool("TRUE", "b"));
   EXPECT_TRUE(*ParseBool("1", "b"));

@@ -69,6 +69,7 @@ class NcclBackend final : public Backend {
       : comm_(comm), stream_(stream), rank_(rank), size_(size), hier_(hier) {}
   ~NcclBackend() override {
     if (scratch_) cudaFree(scratch_);
+    if (pad_) cudaFree(pad_);
     if (barrier_) cudaFree(barrier_);
     if (hier_.local) ncclCommDestroy(hier_.local);
     if (hier_.cross) ncclCommDestroy(hier_.cross);
@@ -212,7 +213,7 @@ class NcclBackend final : public Backend {
     }
     const size_t esize = DataTypeSize(type);
     // Uneven blocks: allreduce into device scratch, keep this rank's block.
-    HVD_RETURN_IF_ERROR(Scratch(total * esize));
+    HVD_RETURN_IF_ERROR(Grow(&scratch_, &scratch_bytes_, total * esize));
     cudaMemcpyAsync(scratch_, in, total * esize, cudaMemcpyDeviceToDevice,
                     stream_);
     HVD_RETURN_IF_ERROR(Allreduce(scratch_, total, type, op));
@@ -242,8 +243,9 @@ class NcclBackend final : public Backend {
     const size_t share = (count + n - 1) / n;
     uint8_t* buf = static_cast<uint8_t*>(data);
     if (share * n != count) {
-      HVD_RETURN_IF_ERROR(Scratch(share * n * esize));
-      buf = static_cast<uint8_t*>(scratch_);
+      // Its own buffer: `data` may be scratch_ (Reducescatter's).
+      HVD_RETURN_IF_ERROR(Grow(&pad_, &pad_bytes_, share * n * esize));
+      buf = static_cast<uint8_t*>(pad_);
       cudaMemsetAsync(buf + count * esize, 0, (share * n - count) * esize,
                       stream_);
       cudaMemcpyAsync(buf, data, count * esize, cudaMemcpyDeviceToDevice,
@@ -275,14 +277,15 @@ class NcclBackend final : public Backend {
     return Status::Ok();
   }
 
-  Status Scratch(size_t bytes) {
-    if (bytes <= scratch_bytes_) return Status::Ok();
-    if (scratch_) cudaFree(scratch_);
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    cudaError_t e = cudaMalloc(&scratch_, bytes);
+  // Device buffer `*buf` of at least `bytes` (its contents are lost).
+  static Status Grow(void** buf, size_t* have, size_t bytes) {
+    if (bytes <= *have) return Status::Ok();
+    if (*buf) cudaFree(*buf);
+    *buf = nullptr;
+    *have = 0;
+    cudaError_t e = cudaMalloc(buf, bytes);
     if (e != cudaSuccess) return CudaError("nccl scratch", e);
-    scratch_bytes_ = bytes;
+    *have = bytes;
     return Status::Ok();
   }
 
@@ -306,8 +309,10 @@ class NcclBackend final : public Backend {
   int rank_, size_;
   Hierarchy hier_;
   Status broken_;
-  void* scratch_ = nullptr;
+  void* scratch_ = nullptr;  // Reducescatter's
   size_t scratch_bytes_ = 0;
+  void* pad_ = nullptr;  // the hierarchical allreduce's padded copy
+  size_t pad_bytes_ = 0;
   void* barrier_ = nullptr;
 };
 

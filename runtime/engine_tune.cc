@@ -1,0 +1,103 @@
+// The engine's tunable side: autotune's samples and log, the values every
+// rank applies together, and what they switch (pacing, the response cache,
+// shared memory or TCP for host data).
+#include <cstdio>
+
+#include "common/logging.h"
+#include "runtime/engine.h"
+
+namespace hvd::runtime {
+
+void Engine::WriteAutotuneLog() {
+  if (!tuner_ || options_.autotune_log.empty()) return;
+  std::FILE* f = std::fopen(options_.autotune_log.c_str(), "w");
+  if (!f) {
+    HVD_LOG(Error) << "autotune log " << options_.autotune_log
+                   << " cannot be written";
+    return;
+  }
+  for (const std::string& row : tuner_->log())
+    std::fprintf(f, "%s\n", row.c_str());
+  std::fclose(f);
+}
+
+Status Engine::ApplyKnobs(const Knobs& k) {
+  fusion_threshold_ = static_cast<size_t>(k.fusion_mb * 1048576);
+  cycle_time_ =
+      std::chrono::microseconds(static_cast<int64_t>(k.cycle_ms * 1000));
+  if (options_.cache_capacity > 0 && k.cache != cache_enabled_) {
+    SetCacheEnabled(k.cache);
+  }
+  if (options_.make_tcp_backend) HVD_RETURN_IF_ERROR(SetShm(k.shm));
+  backend_->SetHierarchical(k.hierarchical_allreduce, k.hierarchical_allgather);
+  return Status::Ok();
+}
+
+void Engine::TuneAfterCycle() {
+  if (tuner_->done() || cycle_bytes_ == 0) return;
+  double secs = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  outgoing_knobs_ = tuner_->Step(cycle_bytes_, secs);
+  if (tuner_->done()) {
+    HVD_LOG(Info) << "autotune done: fusion threshold "
+                  << tuner_->current().fusion_mb << " MB, cycle time "
+                  << tuner_->current().cycle_ms << " ms";
+    WriteAutotuneLog();
+  }
+}
+
+void Engine::SetCacheEnabled(bool on) {
+  if (!on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t id : my_cached_) {
+      auto it = pending_.find(cache_.Get(id).name);
+      if (it != pending_.end()) fresh_.push_back(it->second.request);
+    }
+  }
+  my_cached_.clear();
+  cached_since_.clear();
+  cached_ranks_.clear();
+  cache_.Clear();
+  cache_enabled_ = on;
+}
+
+Status Engine::SetShm(bool on) {
+  Backend* was = backend_;
+  if (on) {
+    backend_ = shm_backend_;
+    if (was != backend_) {
+      HVD_LOG(Info) << "autotune: data through shared memory";
+    }
+    return Status::Ok();
+  }
+  if (!tcp_backend_) {
+    auto made = options_.make_tcp_backend();
+    if (!made.ok()) {
+      return made.status().WithContext("autotune: Gloo backend to try");
+    }
+    tcp_backend_ = std::move(*made);
+  }
+  backend_ = tcp_backend_.get();
+  if (was != backend_) {
+    HVD_LOG(Info) << "autotune: data through Gloo over TCP";
+  }
+  return Status::Ok();
+}
+
+void Engine::Pace() {
+  const auto due = last_cycle_start_ + cycle_time_;
+  for (auto now = std::chrono::steady_clock::now(); now < due;
+       now = std::chrono::steady_clock::now()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) break;
+    }
+    // In slices, so a shutdown is not held up by a long cycle time.
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        due - now, std::chrono::milliseconds(10)));
+  }
+  last_cycle_start_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace hvd::runtime
