@@ -3,7 +3,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
 #include "common/logging.h"

@@ -1,6 +1,6 @@
 #include "runtime/worker_config.h"
 
-#include <cctype>
+#include <strings.h>
 
 #include "common/parse.h"
 
@@ -35,13 +35,12 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
                        EnvInt64("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20));
   c.cache_capacity = static_cast<size_t>(cache);
   if (auto v = GetEnv("HVD_BIND_TO"); v && !v->empty()) {
-    std::string lower;
-    for (char ch : *v) lower += static_cast<char>(std::tolower(ch));
-    if (lower != "core" && lower != "none") {
+    const bool core = strcasecmp(v->c_str(), "core") == 0;
+    if (!core && strcasecmp(v->c_str(), "none") != 0) {
       return Status::InvalidArgument("HVD_BIND_TO",
                                      "must be core or none (got '" + *v + "')");
     }
-    c.bind = lower == "core";
+    c.bind = core;
   }
   if (auto v = GetEnv("HOROVOD_THREAD_AFFINITY"); v && !v->empty()) {
     HVD_ASSIGN_OR_RETURN(
