@@ -94,13 +94,15 @@ Status AverageMetrics(Metrics* m, int epoch) {
 
 // Loss and accuracy over `steps` batches starting at image `first`
 // (wrapping around), or over everything when steps is 0.
+// Loss and accuracy over `count` images of `data` from `first` on (wrapping
+// at the end), in batches of `batch`.
 StatusOr<std::pair<double, double>> Evaluate(Model& model, const Images& data,
-                                             int batch, int steps, int first) {
+                                             int batch, int count, int first) {
   double loss = 0;
   int64_t correct = 0, seen = 0;
   std::vector<float> x(static_cast<size_t>(batch) * kPixels);
   std::vector<uint8_t> y(batch);
-  const int total = steps > 0 ? steps * batch : data.count;
+  const int total = std::max(1, count);
   for (int at = 0; at < total; at += batch) {
     const int n = std::min(batch, total - at);
     for (int i = 0; i < n; ++i) {
@@ -317,9 +319,21 @@ class Trainer {
       m.loss = loss_sum / seen;
       m.accuracy = static_cast<double>(correct) / seen;
       if (basic) {
+        // Keras' validation_data: the whole test set every epoch, here in
+        // one contiguous share per rank (averaged below).
+        const int first =
+            static_cast<int>(int64_t{rank_} * test_.count / size_);
+        const int last =
+            static_cast<int>(int64_t{rank_ + 1} * test_.count / size_);
+        HVD_ASSIGN_OR_RETURN(auto val, Evaluate(model_, test_, o_.batch_size,
+                                                last - first, first));
+        m.val_loss = val.first;
+        m.val_accuracy = val.second;
         HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
         progress.Finish(Metric("loss", m.loss) + " - " +
-                        Metric("accuracy", m.accuracy));
+                        Metric("accuracy", m.accuracy) + " - " +
+                        Metric("val_loss", m.val_loss) + " - " +
+                        Metric("val_accuracy", m.val_accuracy));
         if (rank_ == 0) {
           std::string path =
               Join(o_.checkpoint_dir,
@@ -330,9 +344,10 @@ class Trainer {
         continue;
       }
       // Validation: each rank its own stretch of the test set.
-      HVD_ASSIGN_OR_RETURN(auto val,
-                           Evaluate(model_, test_, o_.batch_size, val_steps,
-                                    rank_ * val_steps * o_.batch_size));
+      HVD_ASSIGN_OR_RETURN(
+          auto val,
+          Evaluate(model_, test_, o_.batch_size, val_steps * o_.batch_size,
+                   rank_ * val_steps * o_.batch_size));
       m.val_loss = val.first;
       m.val_accuracy = val.second;
       HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
@@ -384,8 +399,8 @@ class Trainer {
       }
     }
     if (csv) std::fclose(csv);
-    HVD_ASSIGN_OR_RETURN(auto test,
-                         Evaluate(model_, test_, o_.batch_size, 0, 0));
+    HVD_ASSIGN_OR_RETURN(
+        auto test, Evaluate(model_, test_, o_.batch_size, test_.count, 0));
     if (rank_ == 0) {
       std::printf("Test loss: %.6f\nTest accuracy: %.6f\n", test.first,
                   test.second);

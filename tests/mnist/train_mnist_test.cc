@@ -180,11 +180,16 @@ TEST(TrainMnistTest, BasicModeLearnsAndCheckpointsEveryEpoch) {
   EXPECT_EQ(r.out.find("[1]<stdout>:Epoch"), std::string::npos)
       << "rank 0 only";
   EXPECT_NE(r.out.find("Test loss: "), std::string::npos);
+  // Keras' validation_data: every epoch's summary carries the test set's
+  // loss and accuracy.
+  EXPECT_NE(r.out.find(" - val_accuracy: "), std::string::npos) << r.out;
   for (int e : {1, 2}) {
     auto h = SafetensorsHeader(dir.path() + "/checkpoint-" + std::to_string(e) +
                                ".safetensors");
     EXPECT_EQ(h["__metadata__"]["epoch"], std::to_string(e));
     EXPECT_EQ(h["__metadata__"]["mode"], "basic");
+    EXPECT_GT(std::stod(h["__metadata__"]["val_accuracy"].get<std::string>()),
+              0.5);
     EXPECT_EQ(h["conv2/kernel"]["shape"], nlohmann::json({64, 32, 3, 3}));
     EXPECT_EQ(h["dense1/kernel"]["shape"], nlohmann::json({128, 64, 12, 12}));
     EXPECT_TRUE(h.contains("optimizer/dense2/bias/accum_var"));
