@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -76,6 +77,28 @@ Status BroadcastState(Model& model, Adadelta& opt) {
   Status first;
   for (auto& h : handles) first.Update(h.wait());
   return first;
+}
+
+// Data-parallel ranks apply the same averaged gradients to the same state,
+// so it must stay the same on every rank, bit for bit. Checked once an
+// epoch: a hash of every weight and optimizer slot, whose minimum and
+// maximum over the ranks must agree. False when they do not.
+StatusOr<bool> RanksAgree(Model& model, Adadelta& opt, int epoch) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over 32-bit words
+  for (auto& [name, buf] : StateBuffers(model, opt)) {
+    for (float v : *buf) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof(bits));
+      h = (h ^ bits) * 1099511628211ULL;
+    }
+  }
+  // One allreduce: the minimum of {x, -x} is {min x, -max x}.
+  const auto x = static_cast<int64_t>(h >> 2);
+  int64_t v[2] = {x, -x};
+  HVD_RETURN_IF_ERROR(hvd::allreduce("state-check." + std::to_string(epoch),
+                                     hvd::Tensor{v, hvd::DataType::kInt64, {2}},
+                                     hvd::ReduceOp::kMin));
+  return v[0] == -v[1];
 }
 
 struct Metrics {
@@ -318,6 +341,14 @@ class Trainer {
       Metrics m;
       m.loss = loss_sum / seen;
       m.accuracy = static_cast<double>(correct) / seen;
+      HVD_ASSIGN_OR_RETURN(bool agree, RanksAgree(model_, opt_, epoch));
+      if (!agree && rank_ == 0) {
+        std::fprintf(stderr,
+                     "train_mnist: warning: after epoch %d the ranks' weights "
+                     "or optimizer state differ; they should stay "
+                     "identical (please report this)\n",
+                     epoch + 1);
+      }
       if (basic) {
         // Keras' validation_data: the whole test set every epoch, here in
         // one contiguous share per rank (averaged below).

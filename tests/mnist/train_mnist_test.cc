@@ -180,6 +180,8 @@ TEST(TrainMnistTest, BasicModeLearnsAndCheckpointsEveryEpoch) {
   EXPECT_EQ(r.out.find("[1]<stdout>:Epoch"), std::string::npos)
       << "rank 0 only";
   EXPECT_NE(r.out.find("Test loss: "), std::string::npos);
+  // The ranks' state stayed identical (the trainer checks every epoch).
+  EXPECT_EQ((r.out + r.err).find("differ"), std::string::npos) << r.err;
   // Keras' validation_data: every epoch's summary carries the test set's
   // loss and accuracy.
   EXPECT_NE(r.out.find(" - val_accuracy: "), std::string::npos) << r.out;
@@ -204,6 +206,7 @@ TEST(TrainMnistTest, AdvancedModeCallbacksCsvBestCheckpointAndResume) {
                         kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_GE(TestAccuracy(r.out), 0.75) << r.out;
+  EXPECT_EQ((r.out + r.err).find("differ"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("finished gradual learning rate warmup to 2."),
             std::string::npos)
       << r.out;
