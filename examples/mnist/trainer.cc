@@ -115,8 +115,6 @@ Status AverageMetrics(Metrics* m, int epoch) {
   return Status::Ok();
 }
 
-// Loss and accuracy over `steps` batches starting at image `first`
-// (wrapping around), or over everything when steps is 0.
 // Loss and accuracy over `count` images of `data` from `first` on (wrapping
 // at the end), in batches of `batch`.
 StatusOr<std::pair<double, double>> Evaluate(Model& model, const Images& data,
