@@ -97,6 +97,10 @@ struct Conv {
     HVD_CUDNN(cudnnCreateConvolutionDescriptor(&conv));
     HVD_CUDNN(cudnnSetConvolution2dDescriptor(
         conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    // Plain float32 arithmetic, as on the CPU path: the default math type
+    // lets Ampere and later GPUs round the operands to TF32 (10-bit
+    // mantissas), and the GPU's gradients are checked against oneDNN's.
+    HVD_CUDNN(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH));
     int found = 0;
     cudnnConvolutionFwdAlgoPerf_t f;
     HVD_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x.d, filter, conv, y.d,
