@@ -66,12 +66,23 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
 
 StatusOr<Dataset> ReadIdxPair(const std::string& dir,
                               const std::string& prefix) {
+  std::string missing;
   auto find = [&](const std::string& kind) {
     std::string base = dir + "/" + prefix + "-" + kind;
-    return Exists(base + ".gz") ? base + ".gz" : base;
+    if (Exists(base + ".gz")) return base + ".gz";
+    if (!Exists(base) && missing.empty()) missing = prefix + "-" + kind;
+    return base;
   };
   const std::string images_path = find("images-idx3-ubyte");
   const std::string labels_path = find("labels-idx1-ubyte");
+  if (!missing.empty()) {
+    // Say what the folder should hold rather than only what is absent.
+    return Status::NotFound(
+        dir, "has no " + missing + " (nor " + missing +
+                 ".gz); a data folder holds MNIST's four IDX files, "
+                 "train- and t10k-{images-idx3,labels-idx1}-ubyte, "
+                 "gzipped or raw");
+  }
   std::vector<uint32_t> idims, ldims;
   HVD_ASSIGN_OR_RETURN(std::vector<uint8_t> pixels,
                        ReadIdx(images_path, 2051, &idims));

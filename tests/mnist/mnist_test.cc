@@ -88,9 +88,16 @@ TEST(IdxTest, RawFilesReadLikeGzipOnesAndBrokenOnesNameTheFile) {
   EXPECT_NE(bad.status().ToString().find("1999 labels for 2000 images"),
             std::string::npos)
       << bad.status().ToString();
-  // Missing.
-  EXPECT_EQ(ReadIdxPair(dir.path() + "/nowhere", "t10k").status().code(),
-            StatusCode::kNotFound);
+  // Missing: the message names the file and what the folder should hold.
+  Status missing = ReadIdxPair(dir.path() + "/nowhere", "t10k").status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_NE(
+      missing.ToString().find(
+          "has no t10k-images-idx3-ubyte (nor t10k-images-idx3-ubyte.gz)"),
+      std::string::npos)
+      << missing.ToString();
+  EXPECT_NE(missing.ToString().find("MNIST's four IDX files"),
+            std::string::npos);
 }
 
 TEST(IdxTest, ReadsFashionMnistUnchanged) {
