@@ -40,6 +40,20 @@ bool Shell(const std::string& cmd) {
   return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0;
 }
 
+bool ShellCapture(const std::string& cmd, std::string* output) {
+  output->clear();
+  FILE* p = popen(("(" + cmd + ") 2>&1").c_str(), "r");
+  if (!p) {
+    *output = "popen failed";
+    return false;
+  }
+  char buf[512];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, got);
+  while (!output->empty() && output->back() == '\n') output->pop_back();
+  return pclose(p) == 0;
+}
+
 namespace {
 
 int FreePort(const std::string& addr) {
@@ -160,34 +174,60 @@ TestNetwork::TestNetwork(int hosts) : hosts_(hosts) {
     error_ = "network namespaces need root";
     return;
   }
-  // Leftovers of a run that was killed.
-  Shell("ip link del hvdtbr0");
-  for (int i = 0; i < hosts_; ++i) Shell("ip netns del " + ns(i));
-  if (!Shell("ip link add hvdtbr0 type bridge && ip addr add " +
-             bridge_address() + "/24 dev hvdtbr0 && ip link set hvdtbr0 up")) {
-    error_ = "cannot create a bridge (ip link add type bridge)";
-    return;
-  }
-  for (int i = 0; i < hosts_; ++i) {
-    std::string n = ns(i), a = "hvdt" + std::to_string(i) + "a",
-                b = "hvdt" + std::to_string(i) + "b";
-    if (!Shell("ip netns add " + n + " && ip link add " + a +
-               " type veth peer name " + b + " && ip link set " + b +
-               " netns " + n + " && ip link set " + a +
-               " master hvdtbr0 && ip link set " + a + " up && ip netns exec " +
-               n + " ip addr add " + address(i) + "/24 dev " + b +
-               " && ip netns exec " + n + " ip link set " + b +
-               " up && ip netns exec " + n + " ip link set lo up")) {
-      error_ = "cannot create network namespace " + n;
+  // The kernel frees a namespace only once its last process has gone, so
+  // the veths of the previous test (or of a run that was killed) may still
+  // stand for a moment after `ip netns del`: clear them, and try again
+  // after a pause if the names are still taken.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Remove();
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+    }
+    if (Create()) {
+      ok_ = true;
       return;
     }
   }
-  ok_ = true;
+  Remove();
 }
 
-TestNetwork::~TestNetwork() {
-  for (int i = 0; i < hosts_; ++i) Shell("ip netns del " + ns(i));
+bool TestNetwork::Create() {
+  const std::string bridge = "ip link add hvdtbr0 type bridge && ip addr add " +
+                             bridge_address() +
+                             "/24 dev hvdtbr0 && ip link set hvdtbr0 up";
+  if (!ShellCapture(bridge, &error_)) {
+    error_ = "cannot create a bridge (ip link add type bridge): " + error_;
+    return false;
+  }
+  for (int i = 0; i < hosts_; ++i) {
+    std::string n = ns(i), a = veth(i), b = n + "b";
+    std::string why;
+    if (!ShellCapture("ip netns add " + n + " && ip link add " + a +
+                          " type veth peer name " + b + " && ip link set " + b +
+                          " netns " + n + " && ip link set " + a +
+                          " master hvdtbr0 && ip link set " + a +
+                          " up && ip netns exec " + n + " ip addr add " +
+                          address(i) + "/24 dev " + b + " && ip netns exec " +
+                          n + " ip link set " + b + " up && ip netns exec " +
+                          n + " ip link set lo up",
+                      &why)) {
+      error_ = "cannot create network namespace " + n + ": " + why;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Deleting the host's end of a veth deletes both ends at once, whether or
+// not its namespace still lingers.
+void TestNetwork::Remove() {
+  for (int i = 0; i < hosts_; ++i) {
+    Shell("ip link del " + veth(i));
+    Shell("ip netns del " + ns(i));
+  }
   Shell("ip link del hvdtbr0");
 }
+
+TestNetwork::~TestNetwork() { Remove(); }
 
 }  // namespace hvd::testing

@@ -55,6 +55,10 @@ class TestNetwork {
   std::string bridge_address() const { return "10.211.0.1"; }
 
  private:
+  std::string veth(int i) const { return ns(i) + "a"; }
+  bool Create();
+  void Remove();
+
   int hosts_;
   bool ok_ = false;
   std::string error_;

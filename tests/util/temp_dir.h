@@ -20,4 +20,8 @@ class TempDir {
 // Runs `cmd` with /bin/sh; true when it exits 0.
 bool Shell(const std::string& cmd);
 
+// Runs `cmd` in the shell; true when it exits 0. `output` gets what it
+// wrote to stdout and stderr, for the message when it fails.
+bool ShellCapture(const std::string& cmd, std::string* output);
+
 }  // namespace hvd::testing
