@@ -31,14 +31,19 @@ std::string SocketAddress(int fd, bool peer) {
   return buf;
 }
 
-// The user's ~/.ssh, from $HOME as OpenSSH's user tools see it.
+// The user's ~/.ssh, from $HOME as OpenSSH's user tools see it. Worked out
+// once: the hosts are checked from several threads, and getpwuid's result
+// is a static buffer.
 std::string SshDir() {
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') {
-    passwd* pw = getpwuid(getuid());
-    home = pw ? pw->pw_dir : "/";
-  }
-  return std::string(home) + "/.ssh";
+  static const std::string dir = [] {
+    const char* home = std::getenv("HOME");
+    if (home == nullptr || *home == '\0') {
+      passwd* pw = getpwuid(getuid());
+      home = pw ? pw->pw_dir : "/";
+    }
+    return std::string(home) + "/.ssh";
+  }();
+  return dir;
 }
 
 }  // namespace
