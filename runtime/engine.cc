@@ -536,9 +536,16 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
         s.first_rank = static_cast<int>(r);
         s.since = now;
       } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
-        s.mismatch = "rank " + std::to_string(r) + " asks for " +
-                     Describe(req) + " but rank " +
-                     std::to_string(s.first_rank) + " for " + Describe(s.first);
+        // Lower rank first, so the same mistake reads the same on every
+        // run, whichever rank's request happened to arrive first.
+        const bool first_lower = s.first_rank < static_cast<int>(r);
+        const Request& low = first_lower ? s.first : req;
+        const Request& high = first_lower ? req : s.first;
+        const int low_rank = first_lower ? s.first_rank : static_cast<int>(r);
+        const int high_rank = first_lower ? static_cast<int>(r) : s.first_rank;
+        s.mismatch = "rank " + std::to_string(low_rank) + " asks for " +
+                     Describe(low) + " but rank " + std::to_string(high_rank) +
+                     " for " + Describe(high);
       }
       s.ranks.push_back(static_cast<int>(r));
       if (s.counts.empty()) s.counts.assign(n, 0);

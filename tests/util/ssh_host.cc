@@ -37,7 +37,8 @@ std::string TempDir::Write(const std::string& name, const std::string& content,
 }
 
 bool Shell(const std::string& cmd) {
-  return std::system(("(" + cmd + ") >/dev/null 2>&1").c_str()) == 0;
+  std::string ignored;
+  return ShellCapture(cmd, &ignored);
 }
 
 bool ShellCapture(const std::string& cmd, std::string* output) {
