@@ -204,6 +204,7 @@ class Trainer {
   Trainer(const TrainOptions& o, Images train, Images test,
           std::unique_ptr<Model> model)
       : o_(o),
+        basic_(o.mode == "basic"),
         rank_(hvd::rank()),
         size_(hvd::size()),
         train_(std::move(train)),
@@ -211,223 +212,70 @@ class Trainer {
         model_ptr_(std::move(model)),
         model_(*model_ptr_),
         opt_(model_.params()),
-        gen_(static_cast<uint32_t>(o.seed * 1000 + rank_)) {}
+        gen_(static_cast<uint32_t>(o.seed * 1000 + rank_)),
+        x_(static_cast<size_t>(o.batch_size) * kPixels),
+        y_(o.batch_size) {}
 
   Status Run() {
-    const bool basic = o_.mode == "basic";
     const int epochs =
-        o_.epochs > 0 ? o_.epochs : (basic ? (12 + size_ - 1) / size_ : 24);
-    const double scaled_lr = o_.lr * size_;
-    double lr = scaled_lr;
+        o_.epochs > 0 ? o_.epochs : (basic_ ? (12 + size_ - 1) / size_ : 24);
+    scaled_lr_ = o_.lr * size_;
+    lr_ = scaled_lr_;
     int start_epoch = 0;
     if (!o_.resume.empty()) {
       HVD_ASSIGN_OR_RETURN(auto resumed, Resume(o_.resume, model_, opt_));
       start_epoch = resumed.first;
-      lr = resumed.second;
+      lr_ = resumed.second;
       if (rank_ == 0) {
         std::printf("Resumed from %s after epoch %d (lr %g)\n",
-                    o_.resume.c_str(), start_epoch, lr);
+                    o_.resume.c_str(), start_epoch, lr_);
       }
     }
     // Basic: the initial state is broadcast before training; advanced:
     // after the first batch (Horovod's callback). A resumed run starts
     // from the same file everywhere, and broadcasts anyway.
-    if (basic) HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
+    if (basic_) HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
+    broadcast_done_ = basic_;
 
-    // Advanced: each rank's shard of the training set.
-    std::vector<int> pool(train_.count);
-    std::iota(pool.begin(), pool.end(), 0);
-    if (!basic) {
+    // Advanced: each rank its shard of the training set, Keras'
+    // steps_per_epoch and validation_steps.
+    pool_.resize(train_.count);
+    std::iota(pool_.begin(), pool_.end(), 0);
+    if (!basic_) {
       std::vector<int> shard;
       for (int i = rank_; i < train_.count; i += size_) shard.push_back(i);
-      pool = shard;
+      pool_ = std::move(shard);
     }
     const int train_batches = train_.count / o_.batch_size;
-    const int steps = basic ? (train_.count + o_.batch_size - 1) / o_.batch_size
-                            : std::max(1, train_batches / size_);
+    steps_ = basic_ ? (train_.count + o_.batch_size - 1) / o_.batch_size
+                    : std::max(1, train_batches / size_);
     const int test_batches = test_.count / o_.batch_size;
-    const int val_steps = std::max(1, 3 * test_batches / size_);
+    val_steps_ = std::max(1, 3 * test_batches / size_);
     if (rank_ == 0) {
       std::printf(
           "train_mnist %s: %d ranks, %d train / %d test images, "
           "batch %d, %d epochs of %d steps, lr %g, %s, %d thread(s) "
           "per rank\n",
           o_.mode.c_str(), size_, train_.count, test_.count, o_.batch_size,
-          epochs, steps, lr, model_.Describe().c_str(), omp_get_max_threads());
+          epochs, steps_, lr_, model_.Describe().c_str(),
+          omp_get_max_threads());
     }
-    ReduceLrOnPlateau plateau(0.5, 10);
-    double best_val_accuracy = -1;
-    std::FILE* csv = nullptr;
-    if (rank_ == 0 && !basic) {
-      std::string path = Join(o_.checkpoint_dir, o_.csv);
-      bool append = start_epoch > 0;
-      csv = std::fopen(path.c_str(), append ? "a" : "w");
-      if (!csv) return Status::Internal(path, "cannot be written");
-      if (!append)
-        std::fprintf(csv, "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
-    }
-    // TensorBoard on rank 0, as Keras' callback lays it out.
-    std::unique_ptr<EventWriter> tb_train, tb_val;
-    if (rank_ == 0 && !basic && !o_.log_dir.empty()) {
-      HVD_ASSIGN_OR_RETURN(tb_train, EventWriter::Open(o_.log_dir + "/train"));
-      HVD_ASSIGN_OR_RETURN(tb_val,
-                           EventWriter::Open(o_.log_dir + "/validation"));
-    }
-    std::vector<float> x(static_cast<size_t>(o_.batch_size) * kPixels);
-    std::vector<uint8_t> y(o_.batch_size);
-    hvd::DistributedGradients grads;
-    size_t cursor = 0;
-    std::vector<int> order = pool;
-    bool broadcast_done = basic;
-    if (!basic) std::shuffle(order.begin(), order.end(), gen_);
+    if (rank_ == 0 && !basic_) HVD_RETURN_IF_ERROR(OpenLogs(start_epoch > 0));
+
+    // Advanced: the shard is one stream, reshuffled at each pass, across
+    // epochs (Keras' generator); basic reshuffles per epoch.
+    order_ = pool_;
+    cursor_ = 0;
+    if (!basic_) std::shuffle(order_.begin(), order_.end(), gen_);
     for (int epoch = start_epoch; epoch < epochs; ++epoch) {
       if (rank_ == 0) std::printf("Epoch %d/%d\n", epoch + 1, epochs);
-      if (basic) {
-        order = pool;
-        std::shuffle(order.begin(), order.end(), gen_);
-        cursor = 0;
-      }
-      Progress progress(steps, rank_ == 0);
-      double loss_sum = 0;
-      int64_t correct = 0, seen = 0;
-      for (int step = 0; step < steps; ++step) {
-        if (!basic && epoch < o_.warmup_epochs) {
-          lr = WarmupLr(scaled_lr, size_, o_.warmup_epochs, epoch, step, steps);
-        }
-        // The next batch of this rank's order (advanced: cycling through
-        // the shard, reshuffled at each pass, like Keras' generator).
-        int n =
-            basic ? std::min(o_.batch_size, train_.count - step * o_.batch_size)
-                  : o_.batch_size;
-        for (int i = 0; i < n; ++i) {
-          if (cursor == order.size()) {
-            std::shuffle(order.begin(), order.end(), gen_);
-            cursor = 0;
-          }
-          int idx = order[cursor++];
-          const float* img =
-              train_.pixels.data() + static_cast<ptrdiff_t>(idx) * kPixels;
-          float* dst = x.data() + static_cast<ptrdiff_t>(i) * kPixels;
-          if (!basic && o_.augment) {
-            Augment(img, dst, AugmentOptions{}, gen_);
-          } else {
-            std::copy_n(img, kPixels, dst);
-          }
-          y[i] = train_.labels[idx];
-        }
-        HVD_ASSIGN_OR_RETURN(BatchResult r,
-                             model_.Forward(x.data(), y.data(), n, true));
-        // Each gradient goes to libhvd as soon as it is final.
-        Status added;
-        HVD_RETURN_IF_ERROR(model_.Backward([&](int k) {
-          Param& p = model_.params()[k];
-          added.Update(grads.add(p.name, p.grad.data(), p.grad.size()));
-        }));
-        HVD_RETURN_IF_ERROR(added);
-        HVD_ASSIGN_OR_RETURN(bool stepped, grads.end_pass());
-        if (stepped) opt_.Apply(model_.params(), static_cast<float>(lr));
-        if (!broadcast_done) {
-          HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
-          broadcast_done = true;
-        }
-        loss_sum += r.loss * n;
-        correct += r.correct;
-        seen += n;
-        progress.Update(step + 1, loss_sum / seen,
-                        static_cast<double>(correct) / seen);
-      }
-      Metrics m;
-      m.loss = loss_sum / seen;
-      m.accuracy = static_cast<double>(correct) / seen;
-      HVD_ASSIGN_OR_RETURN(bool agree, RanksAgree(model_, opt_, epoch));
-      if (!agree && rank_ == 0) {
-        std::fprintf(stderr,
-                     "train_mnist: warning: after epoch %d the ranks' weights "
-                     "or optimizer state differ; they should stay "
-                     "identical (please report this)\n",
-                     epoch + 1);
-      }
-      if (basic) {
-        // Keras' validation_data: the whole test set every epoch, here in
-        // one contiguous share per rank (averaged below).
-        const int first =
-            static_cast<int>(int64_t{rank_} * test_.count / size_);
-        const int last =
-            static_cast<int>(int64_t{rank_ + 1} * test_.count / size_);
-        HVD_ASSIGN_OR_RETURN(auto val, Evaluate(model_, test_, o_.batch_size,
-                                                last - first, first));
-        m.val_loss = val.first;
-        m.val_accuracy = val.second;
-        HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
-        progress.Finish(Metric("loss", m.loss) + " - " +
-                        Metric("accuracy", m.accuracy) + " - " +
-                        Metric("val_loss", m.val_loss) + " - " +
-                        Metric("val_accuracy", m.val_accuracy));
-        if (rank_ == 0) {
-          std::string path =
-              Join(o_.checkpoint_dir,
-                   "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
-          HVD_RETURN_IF_ERROR(
-              SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
-        }
-        continue;
-      }
-      // Validation: each rank its own stretch of the test set.
-      HVD_ASSIGN_OR_RETURN(
-          auto val,
-          Evaluate(model_, test_, o_.batch_size, val_steps * o_.batch_size,
-                   rank_ * val_steps * o_.batch_size));
-      m.val_loss = val.first;
-      m.val_accuracy = val.second;
-      HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
-      progress.Finish(
-          Metric("loss", m.loss) + " - " + Metric("accuracy", m.accuracy) +
-          " - " + Metric("val_loss", m.val_loss) + " - " +
-          Metric("val_accuracy", m.val_accuracy) + " - " + Metric("lr", lr));
-      if (rank_ == 0 && epoch + 1 == o_.warmup_epochs) {
-        std::printf(
-            "\nEpoch %d: finished gradual learning rate warmup to %g.\n",
-            epoch + 1, lr);
-      }
-      const double epoch_lr = lr;
-      if (epoch + 1 >= o_.warmup_epochs) {
-        double next = plateau.Update(m.val_loss, lr);
-        if (next != lr && rank_ == 0) {
-          std::printf(
-              "\nEpoch %d: ReduceLROnPlateau reducing learning rate "
-              "to %g.\n",
-              epoch + 1, next);
-        }
-        lr = next;
-      }
-      if (rank_ == 0) {
-        std::fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.6g\n", epoch, m.loss,
-                     m.accuracy, m.val_loss, m.val_accuracy, epoch_lr);
-        std::fflush(csv);
-        if (tb_train) {
-          HVD_RETURN_IF_ERROR(tb_train->Scalar("epoch_loss", epoch, m.loss));
-          HVD_RETURN_IF_ERROR(
-              tb_train->Scalar("epoch_accuracy", epoch, m.accuracy));
-          HVD_RETURN_IF_ERROR(
-              tb_train->Scalar("epoch_learning_rate", epoch, epoch_lr));
-          for (const Param& p : model_.params()) {
-            HVD_RETURN_IF_ERROR(tb_train->Histogram(p.name, epoch, p.value));
-          }
-          HVD_RETURN_IF_ERROR(tb_val->Scalar("epoch_loss", epoch, m.val_loss));
-          HVD_RETURN_IF_ERROR(
-              tb_val->Scalar("epoch_accuracy", epoch, m.val_accuracy));
-        }
-        if (m.val_accuracy > best_val_accuracy) {
-          best_val_accuracy = m.val_accuracy;
-          std::string path =
-              Join(o_.checkpoint_dir,
-                   "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
-          HVD_RETURN_IF_ERROR(
-              SaveCheckpoint(path, model_, opt_, epoch + 1, lr, m, o_.mode));
-        }
-      }
+      Progress progress(steps_, rank_ == 0);
+      HVD_ASSIGN_OR_RETURN(Metrics m, TrainEpoch(epoch, progress));
+      HVD_RETURN_IF_ERROR(CheckRanksAgree(epoch));
+      HVD_RETURN_IF_ERROR(basic_ ? EndEpochBasic(epoch, m, progress)
+                                 : EndEpochAdvanced(epoch, m, progress));
     }
-    if (csv) std::fclose(csv);
+    csv_.reset();
     HVD_ASSIGN_OR_RETURN(
         auto test, Evaluate(model_, test_, o_.batch_size, test_.count, 0));
     if (rank_ == 0) {
@@ -439,13 +287,212 @@ class Trainer {
   }
 
  private:
+  struct CloseFile {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+
+  // Rank 0 of the advanced mode: the CSV log (appended to on a resume)
+  // and TensorBoard's two runs, as Keras' callbacks lay them out.
+  Status OpenLogs(bool append) {
+    std::string path = Join(o_.checkpoint_dir, o_.csv);
+    csv_.reset(std::fopen(path.c_str(), append ? "a" : "w"));
+    if (!csv_) return Status::Internal(path, "cannot be written");
+    if (!append) {
+      std::fprintf(csv_.get(),
+                   "epoch,loss,accuracy,val_loss,val_accuracy,lr\n");
+    }
+    if (o_.log_dir.empty()) return Status::Ok();
+    HVD_ASSIGN_OR_RETURN(tb_train_, EventWriter::Open(o_.log_dir + "/train"));
+    HVD_ASSIGN_OR_RETURN(tb_val_,
+                         EventWriter::Open(o_.log_dir + "/validation"));
+    return Status::Ok();
+  }
+
+  // The next `n` images of this rank's order into x_ and y_ (advanced:
+  // augmented).
+  void NextBatch(int n) {
+    for (int i = 0; i < n; ++i) {
+      if (cursor_ == order_.size()) {
+        std::shuffle(order_.begin(), order_.end(), gen_);
+        cursor_ = 0;
+      }
+      const int idx = order_[cursor_++];
+      const float* img =
+          train_.pixels.data() + static_cast<ptrdiff_t>(idx) * kPixels;
+      float* dst = x_.data() + static_cast<ptrdiff_t>(i) * kPixels;
+      if (!basic_ && o_.augment) {
+        Augment(img, dst, AugmentOptions{}, gen_);
+      } else {
+        std::copy_n(img, kPixels, dst);
+      }
+      y_[i] = train_.labels[idx];
+    }
+  }
+
+  // One epoch's steps; returns the training loss and accuracy of this
+  // rank's batches.
+  StatusOr<Metrics> TrainEpoch(int epoch, Progress& progress) {
+    if (basic_) {
+      order_ = pool_;
+      std::shuffle(order_.begin(), order_.end(), gen_);
+      cursor_ = 0;
+    }
+    double loss_sum = 0;
+    int64_t correct = 0, seen = 0;
+    for (int step = 0; step < steps_; ++step) {
+      if (!basic_ && epoch < o_.warmup_epochs) {
+        lr_ =
+            WarmupLr(scaled_lr_, size_, o_.warmup_epochs, epoch, step, steps_);
+      }
+      // Basic ends each pass with the remainder, as Keras' fit does.
+      const int n =
+          basic_ ? std::min(o_.batch_size, train_.count - step * o_.batch_size)
+                 : o_.batch_size;
+      NextBatch(n);
+      HVD_ASSIGN_OR_RETURN(BatchResult r,
+                           model_.Forward(x_.data(), y_.data(), n, true));
+      // Each gradient goes to libhvd as soon as it is final.
+      Status added;
+      HVD_RETURN_IF_ERROR(model_.Backward([&](int k) {
+        Param& p = model_.params()[k];
+        added.Update(grads_.add(p.name, p.grad.data(), p.grad.size()));
+      }));
+      HVD_RETURN_IF_ERROR(added);
+      HVD_ASSIGN_OR_RETURN(bool stepped, grads_.end_pass());
+      if (stepped) opt_.Apply(model_.params(), static_cast<float>(lr_));
+      if (!broadcast_done_) {
+        HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
+        broadcast_done_ = true;
+      }
+      loss_sum += r.loss * n;
+      correct += r.correct;
+      seen += n;
+      progress.Update(step + 1, loss_sum / seen,
+                      static_cast<double>(correct) / seen);
+    }
+    Metrics m;
+    m.loss = loss_sum / seen;
+    m.accuracy = static_cast<double>(correct) / seen;
+    return m;
+  }
+
+  Status CheckRanksAgree(int epoch) {
+    HVD_ASSIGN_OR_RETURN(bool agree, RanksAgree(model_, opt_, epoch));
+    if (!agree && rank_ == 0) {
+      std::fprintf(stderr,
+                   "train_mnist: warning: after epoch %d the ranks' weights "
+                   "or optimizer state differ; they should stay "
+                   "identical (please report this)\n",
+                   epoch + 1);
+    }
+    return Status::Ok();
+  }
+
+  Status SaveEpoch(int epoch, const Metrics& m) {
+    std::string path =
+        Join(o_.checkpoint_dir,
+             "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
+    return SaveCheckpoint(path, model_, opt_, epoch + 1, lr_, m, o_.mode);
+  }
+
+  // Basic: Keras' validation_data, the whole test set every epoch, here in
+  // one contiguous share per rank, averaged; a checkpoint per epoch.
+  Status EndEpochBasic(int epoch, Metrics m, Progress& progress) {
+    const int first = static_cast<int>(int64_t{rank_} * test_.count / size_);
+    const int last = static_cast<int>(int64_t{rank_ + 1} * test_.count / size_);
+    HVD_ASSIGN_OR_RETURN(
+        auto val, Evaluate(model_, test_, o_.batch_size, last - first, first));
+    m.val_loss = val.first;
+    m.val_accuracy = val.second;
+    HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
+    progress.Finish(Metric("loss", m.loss) + " - " +
+                    Metric("accuracy", m.accuracy) + " - " +
+                    Metric("val_loss", m.val_loss) + " - " +
+                    Metric("val_accuracy", m.val_accuracy));
+    return rank_ == 0 ? SaveEpoch(epoch, m) : Status::Ok();
+  }
+
+  // Advanced: validation on each rank's own stretch of the test set, then
+  // the callbacks in Horovod's order: metric average, the warm-up's end,
+  // ReduceLROnPlateau, CSV, TensorBoard, best-only checkpoint.
+  Status EndEpochAdvanced(int epoch, Metrics m, Progress& progress) {
+    HVD_ASSIGN_OR_RETURN(
+        auto val,
+        Evaluate(model_, test_, o_.batch_size, val_steps_ * o_.batch_size,
+                 rank_ * val_steps_ * o_.batch_size));
+    m.val_loss = val.first;
+    m.val_accuracy = val.second;
+    HVD_RETURN_IF_ERROR(AverageMetrics(&m, epoch));
+    progress.Finish(
+        Metric("loss", m.loss) + " - " + Metric("accuracy", m.accuracy) +
+        " - " + Metric("val_loss", m.val_loss) + " - " +
+        Metric("val_accuracy", m.val_accuracy) + " - " + Metric("lr", lr_));
+    if (rank_ == 0 && epoch + 1 == o_.warmup_epochs) {
+      std::printf("\nEpoch %d: finished gradual learning rate warmup to %g.\n",
+                  epoch + 1, lr_);
+    }
+    const double epoch_lr = lr_;
+    if (epoch + 1 >= o_.warmup_epochs) {
+      const double next = plateau_.Update(m.val_loss, lr_);
+      if (next != lr_ && rank_ == 0) {
+        std::printf(
+            "\nEpoch %d: ReduceLROnPlateau reducing learning rate to %g.\n",
+            epoch + 1, next);
+      }
+      lr_ = next;
+    }
+    if (rank_ != 0) return Status::Ok();
+    std::fprintf(csv_.get(), "%d,%.6f,%.6f,%.6f,%.6f,%.6g\n", epoch, m.loss,
+                 m.accuracy, m.val_loss, m.val_accuracy, epoch_lr);
+    std::fflush(csv_.get());
+    if (tb_train_) HVD_RETURN_IF_ERROR(WriteTensorBoard(epoch, m, epoch_lr));
+    if (m.val_accuracy > best_val_accuracy_) {
+      best_val_accuracy_ = m.val_accuracy;
+      HVD_RETURN_IF_ERROR(SaveEpoch(epoch, m));
+    }
+    return Status::Ok();
+  }
+
+  // Keras' TensorBoard callback: epoch scalars for both runs, and a
+  // histogram of every weight.
+  Status WriteTensorBoard(int epoch, const Metrics& m, double epoch_lr) {
+    HVD_RETURN_IF_ERROR(tb_train_->Scalar("epoch_loss", epoch, m.loss));
+    HVD_RETURN_IF_ERROR(tb_train_->Scalar("epoch_accuracy", epoch, m.accuracy));
+    HVD_RETURN_IF_ERROR(
+        tb_train_->Scalar("epoch_learning_rate", epoch, epoch_lr));
+    for (const Param& p : model_.params()) {
+      HVD_RETURN_IF_ERROR(tb_train_->Histogram(p.name, epoch, p.value));
+    }
+    HVD_RETURN_IF_ERROR(tb_val_->Scalar("epoch_loss", epoch, m.val_loss));
+    return tb_val_->Scalar("epoch_accuracy", epoch, m.val_accuracy);
+  }
+
   const TrainOptions o_;
+  const bool basic_;
   const int rank_, size_;
   Images train_, test_;
   std::unique_ptr<Model> model_ptr_;
   Model& model_;
   Adadelta opt_;
   std::mt19937 gen_;
+  hvd::DistributedGradients grads_;
+  std::vector<float> x_;    // the batch's images
+  std::vector<uint8_t> y_;  // and labels
+
+  // The schedule, fixed by Run().
+  int steps_ = 0, val_steps_ = 0;
+  double scaled_lr_ = 0;
+
+  // Training state.
+  double lr_ = 0;
+  std::vector<int> pool_;   // the images this rank trains on
+  std::vector<int> order_;  // the current pass over pool_
+  size_t cursor_ = 0;
+  bool broadcast_done_ = false;
+  ReduceLrOnPlateau plateau_{0.5, 10};
+  double best_val_accuracy_ = -1;
+  std::unique_ptr<std::FILE, CloseFile> csv_;
+  std::unique_ptr<EventWriter> tb_train_, tb_val_;
 };
 
 }  // namespace
