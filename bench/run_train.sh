@@ -26,6 +26,13 @@ ranks() { "$run" -np "$1" "$prog" --threads 1 --steps "$steps" | total; }
 echo "BENCH train.hvd.images_per_s.t1 $(threads 1) images/s"
 echo "BENCH train.hvd.images_per_s.t2 $(threads 2) images/s"
 if [[ -x $torch ]]; then
+  # The BLAS under libtorch's dense layers (Debian's alternatives pick it).
+  blas=$(readlink -f "$(ldd "$torch" | awk '/libblas\.so/ {print $3}')")
+  echo "libtorch's BLAS: $blas"
+  case $blas in
+    *openblas* | *blis* | *mkl* | *atlas*) ;;
+    *) echo "run_train.sh: warning: libtorch runs on the reference BLAS, about half its speed; install libopenblas0-openmp (packaging/install-deps.sh --bench) for a fair comparison" >&2 ;;
+  esac
   for t in 1 2; do
     v=$(for i in 1 2 3; do "$torch" --threads $t --steps "$steps" | awk '{print $4}'; done | median)
     echo "BENCH train.libtorch.images_per_s.t$t $v images/s"

