@@ -167,6 +167,25 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   return env;
 }
 
+// Horovod's elastic mode (a job that grows and shrinks with its hosts),
+// which hvd does not have: named, so its flags get a message that says so.
+bool IsElasticFlag(const std::string& word) {
+  static const char* const kElastic[] = {"--min-np",
+                                         "--min-num-proc",
+                                         "--max-np",
+                                         "--max-num-proc",
+                                         "--slots-per-host",
+                                         "--slots",
+                                         "--host-discovery-script",
+                                         "--elastic-timeout",
+                                         "--reset-limit",
+                                         "--blacklist-cooldown-range"};
+  for (const char* f : kElastic) {
+    if (word == f) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<LaunchOptions> ParseCommandLine(
@@ -190,6 +209,12 @@ StatusOr<LaunchOptions> ParseCommandLine(
       }
     }
     const FlagSpec* f = FindFlag(word);
+    if (f == nullptr && IsElasticFlag(word)) {
+      return Status::InvalidArgument(
+          word,
+          "is one of Horovod's elastic-mode flags, and hvd runs fixed-size "
+          "jobs only; give -np N with the hosts (-H or --hostfile) instead");
+    }
     if (f == nullptr) {
       return Status::InvalidArgument(word,
                                      "unknown option (see horovodrun --help)");

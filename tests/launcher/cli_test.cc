@@ -79,6 +79,11 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "1", "--start-timeout", "0", "p"}, "--start-timeout"},
       {{"-np", "1", "-H", "a:0", "p"}, "-H slots"},
       {{"-np", "1", "--mpi", "p"}, "--mpi"},
+      {{"-np", "2", "--min-np", "1", "p"},
+       "--min-np: is one of Horovod's elastic"},
+      {{"-np", "2", "--host-discovery-script=d.sh", "p"},
+       "--host-discovery-script: is one of Horovod's elastic-mode flags, and "
+       "hvd runs fixed-size jobs only; give -np N"},
   };
   for (const Case& c : cases) {
     auto o = Parse(c.args);
