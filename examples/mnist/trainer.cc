@@ -52,6 +52,29 @@ StatusOr<Images> Load(const std::string& dir, const std::string& prefix,
   return out;
 }
 
+// How pixels in [0, 1] become the network's inputs: (x - mean) / std.
+struct InputScaling {
+  double mean = 0, std = 1;  // 0 and 1: Keras' examples' plain x / 255
+};
+
+// The pixel mean and standard deviation of `images`, for standardising
+// (every rank computes the same values from the same data).
+InputScaling Measure(const Images& images) {
+  double sum = 0, squares = 0;
+  for (float v : images.pixels) sum += v;
+  const double n = std::max<double>(1, images.pixels.size());
+  const double mean = sum / n;
+  for (float v : images.pixels) squares += (v - mean) * (v - mean);
+  const double std = std::sqrt(squares / n);
+  return {mean, std > 1e-6 ? std : 1.0};
+}
+
+void Apply(const InputScaling& s, Images& images) {
+  if (s.mean == 0 && s.std == 1) return;
+  const auto mean = static_cast<float>(s.mean), std = static_cast<float>(s.std);
+  for (float& v : images.pixels) v = (v - mean) / std;
+}
+
 // Everything that defines the training state: weights, then the
 // optimizer's slots.
 std::vector<std::pair<std::string, std::vector<float>*>> StateBuffers(
@@ -147,7 +170,7 @@ std::string Join(const std::string& dir, const std::string& file) {
 
 Status SaveCheckpoint(const std::string& path, Model& model, Adadelta& opt,
                       int epoch, double lr, const Metrics& m,
-                      const std::string& mode) {
+                      const std::string& mode, const InputScaling& scaling) {
   Checkpoint ckpt;
   for (const Param& p : model.params()) {
     ckpt.tensors.push_back({p.name, p.dims, p.value});
@@ -168,13 +191,22 @@ Status SaveCheckpoint(const std::string& path, Model& model, Adadelta& opt,
                    {"loss", num(m.loss)},
                    {"accuracy", num(m.accuracy)},
                    {"val_loss", num(m.val_loss)},
-                   {"val_accuracy", num(m.val_accuracy)}};
+                   {"val_accuracy", num(m.val_accuracy)},
+                   {"input_mean", num(scaling.mean)},
+                   {"input_std", num(scaling.std)}};
   return WriteSafetensors(path, ckpt);
 }
 
-// Restores weights and optimizer state; returns the epochs done and the lr.
-StatusOr<std::pair<int, double>> Resume(const std::string& path, Model& model,
-                                        Adadelta& opt) {
+struct Resumed {
+  int epoch = 0;  // epochs done
+  double lr = 0;
+  InputScaling scaling;
+};
+
+// Restores weights and optimizer state; returns where training stood and
+// the input scaling it was trained with (a checkpoint without one was
+// trained on plain x / 255).
+StatusOr<Resumed> Resume(const std::string& path, Model& model, Adadelta& opt) {
   HVD_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadSafetensors(path));
   std::map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : ckpt.tensors) by_name[t.name] = &t;
@@ -196,7 +228,16 @@ StatusOr<std::pair<int, double>> Resume(const std::string& path, Model& model,
                                                  path + " epoch", 0, 1 << 20));
   HVD_ASSIGN_OR_RETURN(double lr,
                        ParseDouble(ckpt.metadata["lr"], path + " lr", 0, 1e9));
-  return std::make_pair(static_cast<int>(epoch), lr);
+  Resumed out{static_cast<int>(epoch), lr, {}};
+  if (ckpt.metadata.count("input_mean") || ckpt.metadata.count("input_std")) {
+    HVD_ASSIGN_OR_RETURN(out.scaling.mean,
+                         ParseDouble(ckpt.metadata["input_mean"],
+                                     path + " input_mean", -1e6, 1e6));
+    HVD_ASSIGN_OR_RETURN(out.scaling.std,
+                         ParseDouble(ckpt.metadata["input_std"],
+                                     path + " input_std", 1e-6, 1e6));
+  }
+  return out;
 }
 
 class Trainer {
@@ -222,15 +263,21 @@ class Trainer {
     scaled_lr_ = o_.lr * size_;
     lr_ = scaled_lr_;
     int start_epoch = 0;
+    // The inputs as the model was (or will be) trained on them: a resumed
+    // run keeps its checkpoint's scaling, whatever the flags say.
+    scaling_ = o_.normalize ? Measure(train_) : InputScaling{};
     if (!o_.resume.empty()) {
-      HVD_ASSIGN_OR_RETURN(auto resumed, Resume(o_.resume, model_, opt_));
-      start_epoch = resumed.first;
-      lr_ = resumed.second;
+      HVD_ASSIGN_OR_RETURN(Resumed resumed, Resume(o_.resume, model_, opt_));
+      start_epoch = resumed.epoch;
+      lr_ = resumed.lr;
+      scaling_ = resumed.scaling;
       if (rank_ == 0) {
         std::printf("Resumed from %s after epoch %d (lr %g)\n",
                     o_.resume.c_str(), start_epoch, lr_);
       }
     }
+    Apply(scaling_, train_);
+    Apply(scaling_, test_);
     // Basic: the initial state is broadcast before training; advanced:
     // after the first batch (Horovod's callback). A resumed run starts
     // from the same file everywhere, and broadcasts anyway.
@@ -252,12 +299,17 @@ class Trainer {
     const int test_batches = test_.count / o_.batch_size;
     val_steps_ = std::max(1, 3 * test_batches / size_);
     if (rank_ == 0) {
+      char inputs[64] = "x / 255";
+      if (scaling_.mean != 0 || scaling_.std != 1) {
+        std::snprintf(inputs, sizeof(inputs), "(x / 255 - %.4f) / %.4f",
+                      scaling_.mean, scaling_.std);
+      }
       std::printf(
           "train_mnist %s: %d ranks, %d train / %d test images, "
-          "batch %d, %d epochs of %d steps, lr %g, %s, %d thread(s) "
-          "per rank\n",
+          "batch %d, %d epochs of %d steps, lr %g, inputs %s, %s, %d "
+          "thread(s) per rank\n",
           o_.mode.c_str(), size_, train_.count, test_.count, o_.batch_size,
-          epochs, steps_, lr_, model_.Describe().c_str(),
+          epochs, steps_, lr_, inputs, model_.Describe().c_str(),
           omp_get_max_threads());
     }
     if (rank_ == 0 && !basic_) HVD_RETURN_IF_ERROR(OpenLogs(start_epoch > 0));
@@ -392,7 +444,8 @@ class Trainer {
     std::string path =
         Join(o_.checkpoint_dir,
              "checkpoint-" + std::to_string(epoch + 1) + ".safetensors");
-    return SaveCheckpoint(path, model_, opt_, epoch + 1, lr_, m, o_.mode);
+    return SaveCheckpoint(path, model_, opt_, epoch + 1, lr_, m, o_.mode,
+                          scaling_);
   }
 
   // Basic: Keras' validation_data, the whole test set every epoch, here in
@@ -475,6 +528,7 @@ class Trainer {
   Model& model_;
   Adadelta opt_;
   std::mt19937 gen_;
+  InputScaling scaling_;
   hvd::DistributedGradients grads_;
   std::vector<float> x_;    // the batch's images
   std::vector<uint8_t> y_;  // and labels
@@ -502,9 +556,12 @@ std::string TrainUsage() {
          "  [--batch-size N] [--epochs N] [--lr X] [--warmup-epochs N]\n"
          "  [--threads N] [--log-dir DIR] [--checkpoint-dir DIR]\n"
          "  [--resume FILE] [--seed N] [--train-limit N] [--test-limit N]\n"
-         "  [--device auto|cpu|gpu] [--no-augment]\n"
+         "  [--device auto|cpu|gpu] [--no-augment] [--no-normalize]\n"
          "Horovod's Keras MNIST examples (basic: keras_mnist.py; advanced,\n"
-         "the default: keras_mnist_advanced.py). Run under horovodrun.\n";
+         "the default: keras_mnist_advanced.py). Run under horovodrun.\n"
+         "Inputs are standardised with the training set's pixel mean and\n"
+         "standard deviation; --no-normalize feeds the examples' plain\n"
+         "x / 255. --resume keeps the checkpoint's input scaling.\n";
 }
 
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
@@ -568,6 +625,8 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
       }
     } else if (a == "--no-augment") {
       o.augment = false;
+    } else if (a == "--no-normalize") {
+      o.normalize = false;
     } else {
       return Status::InvalidArgument(
           a, "is not a flag of train_mnist (see --help)");

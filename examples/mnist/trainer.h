@@ -30,6 +30,10 @@ struct TrainOptions {
   // For short runs (tests, benchmarks): use only the first N images.
   int train_limit = 0, test_limit = 0;
   bool augment = true;
+  // Inputs standardised with the training set's pixel mean and standard
+  // deviation (PyTorch's MNIST recipe, where the reference
+  // accuracy comes from); false: Keras' examples' plain x / 255.
+  bool normalize = true;
   // auto: the rank's GPU (cuDNN) when one is visible, else the CPU.
   std::string device = "auto";
 };

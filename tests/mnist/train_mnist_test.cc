@@ -192,6 +192,12 @@ TEST(TrainMnistTest, BasicModeLearnsAndCheckpointsEveryEpoch) {
     EXPECT_EQ(h["__metadata__"]["mode"], "basic");
     EXPECT_GT(std::stod(h["__metadata__"]["val_accuracy"].get<std::string>()),
               0.5);
+    // Inputs standardised with the training images' statistics (MNIST's
+    // are well known: mean 0.1307, standard deviation 0.3081).
+    EXPECT_NEAR(std::stod(h["__metadata__"]["input_mean"].get<std::string>()),
+                0.1307, 0.01);
+    EXPECT_NEAR(std::stod(h["__metadata__"]["input_std"].get<std::string>()),
+                0.3081, 0.01);
     EXPECT_EQ(h["conv2/kernel"]["shape"], nlohmann::json({64, 32, 3, 3}));
     EXPECT_EQ(h["dense1/kernel"]["shape"], nlohmann::json({128, 64, 12, 12}));
     EXPECT_TRUE(h.contains("optimizer/dense2/bias/accum_var"));
@@ -238,18 +244,40 @@ TEST(TrainMnistTest, AdvancedModeCallbacksCsvBestCheckpointAndResume) {
   // Best-only checkpoints: epoch 1 always, epoch 2 only if it improved.
   auto h1 = SafetensorsHeader(dir.path() + "/checkpoint-1.safetensors");
   EXPECT_EQ(h1["__metadata__"]["mode"], "advanced");
-  // --resume continues after epoch 1 for one more epoch.
+  // --resume continues after epoch 1 for one more epoch, on inputs scaled
+  // as the checkpoint's were (whatever --no-normalize says).
   Result again = RunCommand(
       Train(dir, {"--epochs", "2", "--warmup-epochs", "1", "--train-limit",
-                  "4096", "--test-limit", "512", "--resume",
+                  "4096", "--test-limit", "512", "--no-normalize", "--resume",
                   dir.path() + "/checkpoint-1.safetensors"}),
       kTimeout);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.out.find("Resumed from"), std::string::npos);
+  EXPECT_NE(
+      again.out.find(
+          "inputs (x / 255 - " +
+          h1["__metadata__"]["input_mean"].get<std::string>().substr(0, 4)),
+      std::string::npos)
+      << again.out;
   EXPECT_EQ(again.out.find("Epoch 1/2"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("Epoch 2/2"), std::string::npos);
   EXPECT_GE(TestAccuracy(again.out), 0.75);
   EXPECT_EQ(Lines(Slurp(dir.path() + "/training_log.csv")).size(), 4u);
+}
+
+// --no-normalize: the Keras examples' plain x / 255, recorded as such.
+TEST(TrainMnistTest, NoNormalizeFeedsPlainPixels) {
+  TempDir dir;
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "1", HVD_TRAIN_MNIST, "--checkpoint-dir",
+       dir.path(), "--mode", "basic", "--epochs", "1", "--train-limit", "512",
+       "--test-limit", "128", "--no-normalize"},
+      kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find(", inputs x / 255, "), std::string::npos) << r.out;
+  auto h = SafetensorsHeader(dir.path() + "/checkpoint-1.safetensors");
+  EXPECT_EQ(h["__metadata__"]["input_mean"], "0");
+  EXPECT_EQ(h["__metadata__"]["input_std"], "1");
 }
 
 TEST(TrainMnistTest, BadFlagsAndDataAreOneLineErrors) {
