@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "common/logging.h"
 #include "runtime/affinity.h"
@@ -538,14 +539,13 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
       } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
         // Lower rank first, so the same mistake reads the same on every
         // run, whichever rank's request happened to arrive first.
-        const bool first_lower = s.first_rank < static_cast<int>(r);
-        const Request& low = first_lower ? s.first : req;
-        const Request& high = first_lower ? req : s.first;
-        const int low_rank = first_lower ? s.first_rank : static_cast<int>(r);
-        const int high_rank = first_lower ? static_cast<int>(r) : s.first_rank;
-        s.mismatch = "rank " + std::to_string(low_rank) + " asks for " +
-                     Describe(low) + " but rank " + std::to_string(high_rank) +
-                     " for " + Describe(high);
+        std::pair<int, const Request*> low{s.first_rank, &s.first},
+            high{static_cast<int>(r), &req};
+        if (high.first < low.first) std::swap(low, high);
+        s.mismatch = "rank " + std::to_string(low.first) + " asks for " +
+                     Describe(*low.second) + " but rank " +
+                     std::to_string(high.first) + " for " +
+                     Describe(*high.second);
       }
       s.ranks.push_back(static_cast<int>(r));
       if (s.counts.empty()) s.counts.assign(n, 0);

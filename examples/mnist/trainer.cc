@@ -265,7 +265,7 @@ class Trainer {
     int start_epoch = 0;
     // The inputs as the model was (or will be) trained on them: a resumed
     // run keeps its checkpoint's scaling, whatever the flags say.
-    scaling_ = o_.normalize ? Measure(train_) : InputScaling{};
+    if (o_.resume.empty() && o_.normalize) scaling_ = Measure(train_);
     if (!o_.resume.empty()) {
       HVD_ASSIGN_OR_RETURN(Resumed resumed, Resume(o_.resume, model_, opt_));
       start_epoch = resumed.epoch;
