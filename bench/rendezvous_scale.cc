@@ -94,10 +94,11 @@ class SessionTransport final : public Transport {
   }
   void Join(int c, const std::string& host, int slot,
             std::function<void(StatusOr<int>)> done) override {
-    C(c).JoinAsync(host, slot, [done](StatusOr<hvd::rendezvous::Assignment> a) {
-      if (!a.ok()) return done(a.status());
-      done(a->rank);
-    });
+    C(c).JoinAsync(host, slot, 0,
+                   [done](StatusOr<hvd::rendezvous::Assignment> a) {
+                     if (!a.ok()) return done(a.status());
+                     done(a->rank);
+                   });
   }
   void Set(int c, const std::string& key, const std::string& value,
            std::function<void(Status)> done) override {

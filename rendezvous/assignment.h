@@ -23,6 +23,9 @@ struct Assignment {
   int cross_rank = 0;
   int cross_size = 1;
   int gpu = -1;  // local_rank modulo the host's GPUs, -1 without GPUs
+  // The slot's join count: 1 for its first init(), then one more for each
+  // init() after a shutdown(). Set by the rendezvous, not by assignment.
+  int generation = 1;
   bool operator==(const Assignment&) const = default;
 };
 

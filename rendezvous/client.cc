@@ -147,11 +147,12 @@ std::shared_ptr<ClientSession> RendezvousClient::Session() {
 }
 
 void RendezvousClient::JoinAsync(
-    const std::string& host, int slot,
+    const std::string& host, int slot, int previous_generation,
     std::function<void(StatusOr<Assignment>)> done) {
   pb::Op op;
   op.mutable_join()->set_host(host);
   op.mutable_join()->set_slot(slot);
+  op.mutable_join()->set_previous_generation(previous_generation);
   std::string where = "rendezvous " + address_ + " join";
   Session()->Submit(std::move(op),
                     [done = std::move(done), where](const pb::OpResult& r) {
@@ -238,14 +239,17 @@ T Await(Start&& start, std::chrono::milliseconds timeout,
 }  // namespace
 
 StatusOr<Assignment> RendezvousClient::Join(const std::string& host, int slot,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            int previous_generation) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(20);
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     auto r = Await<StatusOr<Assignment>>(
-        [&](auto done) { JoinAsync(host, slot, std::move(done)); },
+        [&](auto done) {
+          JoinAsync(host, slot, previous_generation, std::move(done));
+        },
         std::max(left, std::chrono::milliseconds(1)) + kWaitSlack,
         "rendezvous " + address_ + " join");
     // Retry only while the server cannot be reached (not started yet, or

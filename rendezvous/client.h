@@ -56,9 +56,11 @@ class RendezvousClient {
   // a message, not an RPC.
 
   // Retries for up to `timeout` while the server is unreachable, so workers
-  // that start before the network is ready still join.
+  // that start before the network is ready still join. A process that has
+  // joined before passes the generation it left (JobTable::Join).
   StatusOr<Assignment> Join(const std::string& host, int slot,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout,
+                            int previous_generation = 0);
   Status Set(const std::string& key, const std::string& value);
   StatusOr<std::string> Get(const std::string& key);
   StatusOr<std::vector<std::string>> Wait(const std::vector<std::string>& keys,
@@ -68,7 +70,7 @@ class RendezvousClient {
 
   // The same calls without blocking: `done` runs once, on a gRPC thread,
   // and must not block. Many may be in flight; they are batched.
-  void JoinAsync(const std::string& host, int slot,
+  void JoinAsync(const std::string& host, int slot, int previous_generation,
                  std::function<void(StatusOr<Assignment>)> done);
   void SetAsync(const std::string& key, const std::string& value,
                 std::function<void(Status)> done);

@@ -27,6 +27,7 @@ StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts,
   HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
   Job job;
   job.assignments = ComputeAssignments(hosts);
+  job.generations.assign(job.assignments.size(), 0);
   int rank = 0;
   for (const HostSlots& h : hosts) {
     job.first_rank[h.host] = rank;
@@ -110,7 +111,8 @@ Status JobTable::Authenticate(const std::string& job_id,
 }
 
 StatusOr<Assignment> JobTable::Join(const std::string& job_id,
-                                    const std::string& host, int slot) {
+                                    const std::string& host, int slot,
+                                    int previous_generation) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
   auto it = job->first_rank.find(host);
@@ -129,8 +131,20 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
                     "', which has " + std::to_string(slots) + " slots");
   }
   int rank = first + slot;
+  int& current = job->generations[rank];
+  if (previous_generation < 0 || previous_generation > current) {
+    return Status::FailedPrecondition(
+        "generation", "rank " + std::to_string(rank) + " left generation " +
+                          std::to_string(previous_generation) +
+                          " but the job has only reached " +
+                          std::to_string(current) +
+                          " (was the rendezvous restarted?)");
+  }
+  if (previous_generation == current) ++current;
   job->joined.insert(rank);
-  return job->assignments[rank];
+  Assignment a = job->assignments[rank];
+  a.generation = current;
+  return a;
 }
 
 StatusOr<std::vector<int>> JobTable::JoinedRanks(

@@ -78,11 +78,16 @@ class JobTable {
   Status Authenticate(const std::string& job_id,
                       const std::string& token) const;
 
-  // The assignment of (host, slot). Joining the same slot again returns the
-  // same assignment. InvalidArgument for a host not in the job,
-  // FailedPrecondition for a slot past the host's share of the job.
+  // The assignment of (host, slot) in a generation. A process passes the
+  // generation it last joined (0: none) and gets the next one: the slot's
+  // first init() is generation 1, an init() after a shutdown() 2, and so on.
+  // Asking again with the same `previous_generation` (a retried request, or
+  // a restarted process with 0) answers the slot's current generation, so
+  // no generation is skipped. InvalidArgument for a host not in the job,
+  // FailedPrecondition for a slot past the host's share of the job or a
+  // generation the slot never reached.
   StatusOr<Assignment> Join(const std::string& job_id, const std::string& host,
-                            int slot);
+                            int slot, int previous_generation = 0);
 
   // Ranks that have joined, ascending.
   StatusOr<std::vector<int>> JoinedRanks(const std::string& job_id) const;
@@ -145,6 +150,7 @@ class JobTable {
     std::vector<HostSlots> hosts;
     std::unordered_map<std::string, int> first_rank;  // host -> its rank 0
     std::vector<Assignment> assignments;              // by rank
+    std::vector<int> generations;  // by rank: the last one joined (0: none)
     std::set<int> joined;
     std::string token;
     std::unordered_map<std::string, std::string> kv;

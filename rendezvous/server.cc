@@ -134,7 +134,8 @@ class Service final : public pb::Rendezvous::CallbackService {
                                  pb::JoinResponse* resp) override {
     Status s = CheckJob(ctx, req->job_id());
     if (s.ok()) {
-      auto a = table_->Join(req->job_id(), req->host(), req->slot());
+      auto a = table_->Join(req->job_id(), req->host(), req->slot(),
+                            req->previous_generation());
       if (a.ok()) {
         AssignmentToProto(*a, resp->mutable_assignment());
       }

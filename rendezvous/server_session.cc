@@ -179,7 +179,8 @@ class SessionReactor final
     result.set_id(op.id());
     switch (op.kind_case()) {
       case pb::Op::kJoin: {
-        auto a = table_->Join(job_id_, op.join().host(), op.join().slot());
+        auto a = table_->Join(job_id_, op.join().host(), op.join().slot(),
+                              op.join().previous_generation());
         if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
         SetStatus(&result, a.status());
         break;

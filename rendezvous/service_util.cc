@@ -1,5 +1,7 @@
 #include "rendezvous/service_util.h"
 
+#include <algorithm>
+
 namespace hvd::rendezvous {
 namespace {
 
@@ -33,6 +35,7 @@ void AssignmentToProto(const Assignment& a, v1::Assignment* out) {
   out->set_cross_rank(a.cross_rank);
   out->set_cross_size(a.cross_size);
   out->set_gpu(a.gpu);
+  out->set_generation(a.generation);
 }
 
 Assignment AssignmentFromProto(const v1::Assignment& a) {
@@ -44,6 +47,7 @@ Assignment AssignmentFromProto(const v1::Assignment& a) {
   out.cross_rank = a.cross_rank();
   out.cross_size = a.cross_size();
   out.gpu = a.gpu();
+  out.generation = std::max(a.generation(), 1);
   return out;
 }
 

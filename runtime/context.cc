@@ -157,7 +157,15 @@ Status Context::Place(const WorkerConfig& config) {
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
+std::unique_ptr<Store> Context::GenerationStore(
+    const std::string& prefix) const {
+  return MakeRendezvousStore(
+      client_.get(),
+      "g" + std::to_string(assignment_.generation) + "/" + prefix);
+}
+
+StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
+                                                   int previous_generation) {
   std::unique_ptr<Context> ctx(new Context());
   ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
   ctx->engine_options_.cycle_time = config.cycle_time;
@@ -189,8 +197,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
       config.rendezvous_addr, config.job_id, config.job_token,
       rendezvous::ClientTls{config.tls_ca_pem, config.tls_cert_pem,
                             config.tls_key_pem});
-  auto joined =
-      ctx->client_->Join(config.host, config.slot, config.start_timeout);
+  auto joined = ctx->client_->Join(config.host, config.slot,
+                                   config.start_timeout, previous_generation);
   if (!joined.ok()) {
     return joined.status().WithContext("host " + config.host + " slot " +
                                        std::to_string(config.slot));
@@ -202,8 +210,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   nccl.rank = ctx->assignment_.rank;
   nccl.size = ctx->assignment_.size;
   nccl.device = std::max(ctx->assignment_.gpu, 0);
-  ctx->engine_options_.make_device_backend = MakeDeviceBackendFactory(
-      nccl, MakeRendezvousStore(ctx->client_.get(), "nccl/"));
+  ctx->engine_options_.make_device_backend =
+      MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
   ctx->engine_options_.cuda_devices =
       ctx->engine_options_.make_device_backend ? CudaDeviceCount() : 0;
   if (ctx->assignment_.size == 1) {
@@ -215,14 +223,12 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   if (a.local_size == a.size && config.shm) {
     // One host: data and negotiation through shared memory, not TCP
     // loopback.
-    std::unique_ptr<Store> shm_store =
-        MakeRendezvousStore(ctx->client_.get(), "shm/");
+    std::unique_ptr<Store> shm_store = ctx->GenerationStore("shm/");
     HVD_ASSIGN_OR_RETURN(
         ctx->backend_,
         CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes),
                          *shm_store));
-    std::unique_ptr<Store> control_store =
-        MakeRendezvousStore(ctx->client_.get(), "control/");
+    std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
     HVD_ASSIGN_OR_RETURN(
         ctx->control_,
         CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
@@ -236,16 +242,14 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
       const GlooOptions gloo = GlooFor(config, a.rank, a.size);
       ctx->engine_options_.make_tcp_backend =
           [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
-        std::unique_ptr<Store> store =
-            MakeRendezvousStore(raw->client_.get(), "gloo/");
+        std::unique_ptr<Store> store = raw->GenerationStore("gloo/");
         return CreateGlooBackend(gloo, *store);
       };
     }
     return ctx;
   }
   const GlooOptions gloo = GlooFor(config, a.rank, a.size);
-  std::unique_ptr<Store> store =
-      MakeRendezvousStore(ctx->client_.get(), "gloo/");
+  std::unique_ptr<Store> store = ctx->GenerationStore("gloo/");
   HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
   HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
   if (config.hierarchical_allreduce.value_or(false) && ctx->hosts_even_ &&
@@ -256,8 +260,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
     nccl.local_rank = a.local_rank;
     nccl.local_size = a.local_size;
     nccl.cross_rank = a.cross_rank;
-    ctx->engine_options_.make_device_backend = MakeDeviceBackendFactory(
-        nccl, MakeRendezvousStore(ctx->client_.get(), "nccl/"));
+    ctx->engine_options_.make_device_backend =
+        MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
   }
   ControlOptions control;
   control.rank = gloo.rank;
@@ -266,8 +270,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config) {
   control.hostname = gloo.hostname;
   control.connect_timeout = gloo.connect_timeout;
   control.op_timeout = gloo.op_timeout;
-  std::unique_ptr<Store> control_store =
-      MakeRendezvousStore(ctx->client_.get(), "control/");
+  std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
   HVD_ASSIGN_OR_RETURN(ctx->control_,
                        CreateTcpControlPlane(control, *control_store));
   return ctx;
@@ -304,15 +307,14 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
     return Status::Ok();
   }
   hosts_even_ = true;
-  std::unique_ptr<Store> shm_store =
-      MakeRendezvousStore(client_.get(), "hshm/");
+  std::unique_ptr<Store> shm_store = GenerationStore("hshm/");
   HVD_ASSIGN_OR_RETURN(
       std::unique_ptr<Backend> local,
       CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes), *shm_store));
   // The cross communicator: the ranks with this local rank, one per host.
   const GlooOptions cross = GlooFor(config, a.cross_rank, a.cross_size);
-  std::unique_ptr<Store> cross_store = MakeRendezvousStore(
-      client_.get(), "gloo-cross-" + std::to_string(a.local_rank) + "/");
+  std::unique_ptr<Store> cross_store =
+      GenerationStore("gloo-cross-" + std::to_string(a.local_rank) + "/");
   HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,
                        CreateGlooBackend(cross, *cross_store));
   HierarchicalOptions h;

@@ -10,6 +10,7 @@
 #include "runtime/backend.h"
 #include "runtime/control_plane.h"
 #include "runtime/engine.h"
+#include "runtime/store.h"
 #include "runtime/worker_config.h"
 
 namespace hvd::rendezvous {
@@ -23,8 +24,11 @@ class Timeline;
 class Context {
  public:
   // Joins (when launched) and connects the backend. Blocks up to the start
-  // timeout for the other ranks.
-  static StatusOr<std::unique_ptr<Context>> Create(const WorkerConfig& config);
+  // timeout for the other ranks. A process that was in the job before (an
+  // init() after a shutdown()) passes the generation it left: the new one's
+  // keys, segments and connections are its own (assignment().generation).
+  static StatusOr<std::unique_ptr<Context>> Create(const WorkerConfig& config,
+                                                   int previous_generation = 0);
   ~Context();
 
   const rendezvous::Assignment& assignment() const { return assignment_; }
@@ -50,6 +54,9 @@ class Context {
   bool hosts_even_ = false;
   // CPU binding of this process and its engine thread (affinity.h).
   Status Place(const WorkerConfig& config);
+  // The rendezvous store of this generation under `prefix`: a key set in
+  // one generation is never seen by the next.
+  std::unique_ptr<Store> GenerationStore(const std::string& prefix) const;
 
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;

@@ -15,6 +15,9 @@ namespace {
 std::mutex g_mu;
 std::unique_ptr<runtime::Context>
     g_context;  // guarded by g_mu for init/shutdown
+// The generation this process last joined (0: none yet); the next init()
+// joins the one after it.
+int g_generation = 0;  // guarded by g_mu
 
 runtime::Context* Current() { return g_context.get(); }
 
@@ -26,17 +29,18 @@ Status NotInitialized(const std::string& what) {
 
 Status init() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_context) {
-    return Status::FailedPrecondition(
-        "hvd::init", "already initialized; call shutdown() first");
-  }
+  // Horovod's init() is idempotent: a second call keeps the job as it is.
+  if (g_context) return Status::Ok();
   HVD_RETURN_IF_ERROR(ConfigureLoggingFromEnv());
   HVD_ASSIGN_OR_RETURN(runtime::WorkerConfig config,
                        runtime::WorkerConfig::FromEnv());
-  HVD_ASSIGN_OR_RETURN(g_context, runtime::Context::Create(config));
-  SetLogPrefix("rank " + std::to_string(g_context->assignment().rank));
-  HVD_LOG(Debug) << "joined as rank " << g_context->assignment().rank << " of "
-                 << g_context->assignment().size;
+  HVD_ASSIGN_OR_RETURN(g_context,
+                       runtime::Context::Create(config, g_generation));
+  const rendezvous::Assignment& a = g_context->assignment();
+  g_generation = a.generation;
+  SetLogPrefix("rank " + std::to_string(a.rank));
+  HVD_LOG(Debug) << "joined generation " << a.generation << " as rank "
+                 << a.rank << " of " << a.size;
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -42,6 +43,61 @@ TEST_P(HelloTest, EveryRankPrintsTheSum) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Np, HelloTest, ::testing::Values(1, 2, 3, 4));
+
+// hvd_hello --rounds: init, allreduce, shutdown 20 times in each worker
+// process, on shared memory and on TCP, with a rank that is late to every
+// round after the first.
+struct RoundsCase {
+  int np;
+  bool tcp;
+  bool late;
+};
+
+class RoundsTest : public ::testing::TestWithParam<RoundsCase> {};
+
+TEST_P(RoundsTest, EveryRoundJoinsAgainAndSumsRight) {
+  const RoundsCase c = GetParam();
+  std::vector<std::string> argv = {
+      HVD_HOROVODRUN, "-np", std::to_string(c.np), HVD_HELLO, "--rounds", "20"};
+  if (c.late) {
+    argv.insert(argv.end(),
+                {"--late-rank", std::to_string(c.np - 1), "--late-ms", "100"});
+  }
+  std::vector<std::string> env;
+  if (c.tcp) env.push_back("HOROVOD_SHM_DISABLE=1");
+  Result r = RunCommand(argv, kTimeout, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(
+      R"(\[(\d+)\]<stdout>:rank (\d+)/(\d+): round (\d+) sum=(\d+))");
+  std::map<int, int> rounds_of_rank;
+  for (const std::string& l : Lines(r.out)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(l, m, line)) << l;
+    const int round = std::stoi(m[4]);
+    EXPECT_EQ(std::stoi(m[5]), c.np * (c.np + 1) / 2 + c.np * (round - 1));
+    // Each rank prints its rounds in order.
+    EXPECT_EQ(round, ++rounds_of_rank[std::stoi(m[1])]) << l;
+  }
+  ASSERT_EQ(rounds_of_rank.size(), static_cast<size_t>(c.np));
+  for (auto [rank, n] : rounds_of_rank) EXPECT_EQ(n, 20) << "rank " << rank;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rounds, RoundsTest,
+    ::testing::Values(RoundsCase{2, false, false}, RoundsCase{3, false, false},
+                      RoundsCase{2, true, false}, RoundsCase{3, true, false},
+                      RoundsCase{3, false, true}, RoundsCase{3, true, true}),
+    [](const auto& info) {
+      return std::string(info.param.tcp ? "Tcp" : "Shm") + "Np" +
+             std::to_string(info.param.np) + (info.param.late ? "Late" : "");
+    });
+
+TEST(HorovodrunTest, HelloRefusesABadRoundCount) {
+  Result r = RunCommand({HVD_HELLO, "--rounds", "x"}, kTimeout);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--rounds needs a whole number"), std::string::npos)
+      << r.err;
+}
 
 TEST(HorovodrunTest, ThreeSlotsOnLocalhostPrintSixThreeTimes) {
   Result r = RunCommand(

@@ -50,6 +50,39 @@ TEST_F(JobTableTest, JoinAssignsByHostAndSlotAndIsIdempotent) {
   EXPECT_EQ(*table_.JoinedRanks(job_.job_id), std::vector<int>{2});
 }
 
+TEST_F(JobTableTest, EachJoinAfterTheLastGenerationStartsTheNextOne) {
+  auto first = table_.Join(job_.job_id, "h2", 0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->generation, 1);
+  for (int g = 1; g < 5; ++g) {
+    auto next = table_.Join(job_.job_id, "h2", 0, g);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ(next->generation, g + 1);
+    EXPECT_EQ(next->rank, 2);
+  }
+  // Another slot counts on its own.
+  EXPECT_EQ(table_.Join(job_.job_id, "h1", 0)->generation, 1);
+}
+
+TEST_F(JobTableTest, ARepeatedJoinDoesNotSkipAGeneration) {
+  ASSERT_TRUE(table_.Join(job_.job_id, "h2", 0).ok());
+  ASSERT_EQ(table_.Join(job_.job_id, "h2", 0, 1)->generation, 2);
+  // The same request again (its answer was lost): the same generation.
+  EXPECT_EQ(table_.Join(job_.job_id, "h2", 0, 1)->generation, 2);
+  // A fresh process for the slot: the slot's current generation.
+  EXPECT_EQ(table_.Join(job_.job_id, "h2", 0, 0)->generation, 2);
+}
+
+TEST_F(JobTableTest, JoinRefusesAGenerationTheSlotNeverReached) {
+  ASSERT_TRUE(table_.Join(job_.job_id, "h2", 0).ok());
+  auto ahead = table_.Join(job_.job_id, "h2", 0, 3);
+  EXPECT_EQ(ahead.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(ahead.status().message().find("only reached 1"), std::string::npos)
+      << ahead.status().ToString();
+  EXPECT_EQ(table_.Join(job_.job_id, "h2", 0, -1).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST_F(JobTableTest, JoinRejectsUnknownHostAndBadSlot) {
   EXPECT_EQ(table_.Join(job_.job_id, "h3", 0).status().code(),
             StatusCode::kInvalidArgument);

@@ -27,7 +27,11 @@
 
 namespace hvd {
 
-// Joins the job. FailedPrecondition when called twice without shutdown().
+// Joins the job. Calling it again while initialized does nothing and
+// returns Ok (as Horovod does). After shutdown() it joins the job again, in
+// a new generation: every rank that calls init() again gets fresh
+// connections and shared memory, and nothing of the previous generation is
+// reused, so a program may init()/shutdown() any number of times.
 Status init();
 bool is_initialized();
 
@@ -225,7 +229,10 @@ Status barrier();
 // Blocks until every rank has joined; returns the last rank to join.
 StatusOr<int> join();
 
-// Closes connections. Safe to call when not initialized.
+// Stops the engine and releases everything init() made: threads, sockets,
+// shared-memory segments, NCCL communicators. Operations still pending on
+// other ranks complete with an error saying this rank shut down. Safe to
+// call when not initialized, and twice.
 Status shutdown();
 
 }  // namespace hvd

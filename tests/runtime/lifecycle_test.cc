@@ -1,0 +1,196 @@
+// init -> shutdown -> init: ranks as threads, each creating and destroying
+// its context round after round, as hvd::init() and hvd::shutdown() do in
+// one process. Every round must join a new generation, compute the right
+// values, and leave no socket, segment or thread behind.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "hvd/hvd.h"
+#include "rendezvous/server.h"
+#include "runtime/context.h"
+
+namespace hvd::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Entries of a /proc folder (fds or threads of this process).
+int CountEntries(const char* dir) {
+  int n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+int ShmEntriesOf(const std::string& job_id) {
+  const std::string prefix = "hvd-" + job_id.substr(0, 16) + "-";
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
+struct Rounds {
+  int size;
+  bool shm;
+  int late_rank;  // starts every round after the first late; -1: none
+};
+
+class LifecycleTest : public ::testing::TestWithParam<Rounds> {};
+
+// Each round allreduces (rank + 1 + round) through the engine, so a round
+// that read an older generation's connection or segment shows a wrong sum.
+TEST_P(LifecycleTest, TwentyRoundsEachInANewGeneration) {
+  const Rounds p = GetParam();
+  constexpr int kRounds = 20;
+  rendezvous::ServerOptions options;
+  options.admin_token = "admin";
+  auto server = rendezvous::RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto job = (*server)->table().CreateJob({{"localhost", p.size}}, p.size);
+  ASSERT_TRUE(job.ok());
+  std::vector<std::vector<int>> fds_after(p.size);
+  std::atomic<int> fds_base{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p.size; ++r) {
+    threads.emplace_back([&, r] {
+      WorkerConfig c;
+      c.launched = true;
+      c.rendezvous_addr = (*server)->address();
+      c.job_id = job->job_id;
+      c.job_token = job->token;
+      c.host = "localhost";
+      c.slot = r;
+      c.shm = p.shm;
+      c.start_timeout = milliseconds(20000);
+      c.gloo_timeout = milliseconds(20000);
+      int generation = 0;
+      for (int round = 0; round < kRounds; ++round) {
+        if (r == p.late_rank && round > 0) {
+          std::this_thread::sleep_for(milliseconds(150));
+        }
+        auto ctx = Context::Create(c, generation);
+        ASSERT_TRUE(ctx.ok())
+            << "round " << round << ": " << ctx.status().ToString();
+        ASSERT_EQ((*ctx)->assignment().generation, round + 1);
+        generation = (*ctx)->assignment().generation;
+        const int rank = (*ctx)->assignment().rank;
+        // Two sizes: one that travels with the negotiation, one that takes
+        // the data backend.
+        for (size_t count : {size_t{3}, size_t{70000}}) {
+          std::vector<float> v(count, float(rank + 1 + round));
+          Request req;
+          req.name = "x." + std::to_string(count);
+          req.type = OpType::kAllreduce;
+          req.dtype = DataType::kFloat32;
+          req.count = static_cast<int64_t>(count);
+          req.shape = {req.count};
+          Status s = (*ctx)->engine().Enqueue(req, v.data())->Wait();
+          ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
+          const float want = p.size * (p.size + 1) / 2.0f + p.size * round;
+          ASSERT_EQ(v.front(), want) << "round " << round;
+          ASSERT_EQ(v.back(), want) << "round " << round;
+        }
+        ctx->reset();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ShmEntriesOf(job->job_id), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Transports, LifecycleTest,
+    ::testing::Values(Rounds{2, true, -1}, Rounds{3, true, -1},
+                      Rounds{2, false, -1}, Rounds{3, false, -1},
+                      Rounds{3, true, 2}, Rounds{3, false, 1}),
+    [](const auto& info) {
+      return std::string(info.param.shm ? "Shm" : "Tcp") + "Np" +
+             std::to_string(info.param.size) +
+             (info.param.late_rank >= 0
+                  ? "LateRank" + std::to_string(info.param.late_rank)
+                  : "");
+    });
+
+// A process that inits and shuts down again and again keeps the same
+// number of open files and threads: every round releases what it made.
+TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
+  rendezvous::ServerOptions options;
+  options.admin_token = "admin";
+  auto server = rendezvous::RendezvousServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  constexpr int kSize = 2;
+  auto job = (*server)->table().CreateJob({{"localhost", kSize}}, kSize);
+  ASSERT_TRUE(job.ok());
+  for (bool shm : {true, false}) {
+    std::vector<int> fds, threads_seen;
+    int generation[kSize] = {0, 0};
+    for (int round = 0; round < 8; ++round) {
+      std::vector<std::thread> ranks;
+      for (int r = 0; r < kSize; ++r) {
+        ranks.emplace_back([&, r] {
+          WorkerConfig c;
+          c.launched = true;
+          c.rendezvous_addr = (*server)->address();
+          c.job_id = job->job_id;
+          c.job_token = job->token;
+          c.host = "localhost";
+          c.slot = r;
+          c.shm = shm;
+          c.start_timeout = milliseconds(20000);
+          c.gloo_timeout = milliseconds(20000);
+          auto ctx = Context::Create(c, generation[r]);
+          ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+          generation[r] = (*ctx)->assignment().generation;
+          std::vector<float> v(100000, 1.0f);
+          Request req;
+          req.name = "x";
+          req.type = OpType::kAllreduce;
+          req.dtype = DataType::kFloat32;
+          req.count = static_cast<int64_t>(v.size());
+          req.shape = {req.count};
+          ASSERT_TRUE((*ctx)->engine().Enqueue(req, v.data())->Wait().ok());
+        });
+      }
+      for (auto& t : ranks) t.join();
+      fds.push_back(CountEntries("/proc/self/fd"));
+      threads_seen.push_back(CountEntries("/proc/self/task"));
+    }
+    // gRPC keeps a few process-wide threads and descriptors once started;
+    // after the first rounds nothing may grow from one round to the next.
+    EXPECT_LE(fds.back(), fds[2]) << (shm ? "shm" : "tcp");
+    EXPECT_LE(threads_seen.back(), threads_seen[2] + 2)
+        << (shm ? "shm" : "tcp");
+  }
+  EXPECT_EQ(ShmEntriesOf(job->job_id), 0);
+}
+
+// The public API as Horovod has it: init() while initialized is a no-op
+// returning Ok, shutdown() may be called twice, and init() works again after.
+TEST(LifecycleTest, PublicInitIsIdempotentAndShutdownSafeTwice) {
+  ASSERT_FALSE(hvd::is_initialized());
+  EXPECT_TRUE(hvd::shutdown().ok());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(hvd::init().ok());
+    ASSERT_TRUE(hvd::init().ok());
+    EXPECT_TRUE(hvd::is_initialized());
+    EXPECT_EQ(hvd::size(), 1);
+    double v = 2.5;
+    ASSERT_TRUE(hvd::allreduce(&v, 1, hvd::ReduceOp::kSum).ok());
+    EXPECT_EQ(v, 2.5);
+    EXPECT_TRUE(hvd::shutdown().ok());
+    EXPECT_TRUE(hvd::shutdown().ok());
+    EXPECT_FALSE(hvd::is_initialized());
+    EXPECT_EQ(hvd::rank(), -1);
+  }
+}
+
+}  // namespace
+}  // namespace hvd::runtime
