@@ -135,6 +135,7 @@ int Main(int argc, char** argv) {
   sup.timestamps = options->prefix_output_with_timestamp;
   sup.output_dir = options->output_filename;
   sup.watchdog = here + "/hvd-remote-exec";
+  sup.job_id = access.job_id;
   JobRendezvous* job = rendezvous->get();
   sup.joined_ranks = [job] { return job->JoinedRanks(); };
   auto spawner = MakeLocalSpawner();

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shm_names.h"
 #include "launcher/remote_protocol.h"
 #include "launcher/spawner.h"
 
@@ -49,14 +50,23 @@ int Fail(const std::string& what) {
 
 }  // namespace
 
+// Removes the job's shared-memory names that no live process uses, the
+// processes of `dying` (just killed) not counting. A worker killed before
+// its host's peers mapped a segment leaves its name; nobody else would.
+void SweepSegments(const std::string& job_id, const std::vector<pid_t>& dying) {
+  (void)hvd::SweepJobSegments(job_id, dying);
+}
+
 // --watchdog: started by horovodrun beside its local workers, outliving it.
-// Reads "PG <pgid>" lines; if stdin closes before "DONE" (the launcher was
-// killed), kills every group it was told about.
+// Reads "JOB <id>" and "PG <pgid>" lines; if stdin closes before "DONE"
+// (the launcher was killed), kills every group it was told about. Either
+// way it then removes the job's shared-memory names its workers left.
 int Watchdog() {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   std::vector<pid_t> groups;
+  std::string job_id;
   std::string buffer;
   char chunk[4096];
   for (;;) {
@@ -68,14 +78,19 @@ int Watchdog() {
     while ((nl = buffer.find('\n')) != std::string::npos) {
       std::string line = buffer.substr(0, nl);
       buffer.erase(0, nl + 1);
-      if (line == "DONE") return 0;
+      if (line == "DONE") {
+        SweepSegments(job_id, groups);
+        return 0;
+      }
       if (line.rfind("PG ", 0) == 0)
         groups.push_back(std::atoi(line.c_str() + 3));
+      if (line.rfind("JOB ", 0) == 0) job_id = line.substr(4);
     }
   }
   for (pid_t g : groups) {
     if (g > 1) kill(-g, SIGKILL);
   }
+  SweepSegments(job_id, groups);
   return 0;
 }
 
@@ -143,16 +158,26 @@ int main(int argc, char** args) {
     _exit(127);
   }
   setpgid(pid, pid);
+  std::string job_id;
+  for (const std::string& kv : launch.env) {
+    if (kv.rfind("HVD_JOB_ID=", 0) == 0) job_id = kv.substr(11);
+  }
+  // Every way out ends the worker's group, then sweeps what it left.
+  auto finish = [&](int code) {
+    kill(-pid, SIGKILL);
+    SweepSegments(job_id, {pid});
+    return code;
+  };
 
   bool stdin_open = true;
   std::string control = buffer;
   for (;;) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);  // whatever the worker left in its group
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      return 1;
+      // Whatever the worker left in its group goes too.
+      if (WIFEXITED(status)) return finish(WEXITSTATUS(status));
+      if (WIFSIGNALED(status)) return finish(128 + WTERMSIG(status));
+      return finish(1);
     }
     // Control lines already buffered with the header.
     size_t nl;
@@ -170,10 +195,7 @@ int main(int argc, char** args) {
       while (read(g_sigchld_pipe[0], drain, sizeof(drain)) > 0) {
       }
     }
-    if (g_parent_died) {
-      kill(-pid, SIGKILL);
-      return 129;
-    }
+    if (g_parent_died) return finish(129);
     if (stdin_open && fds[1].revents) {
       ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
       if (n > 0) {
@@ -185,6 +207,5 @@ int main(int argc, char** args) {
       }
     }
   }
-  kill(-pid, SIGKILL);
-  return 1;
+  return finish(1);
 }

@@ -304,6 +304,9 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     watchdog = *w;
     close(watchdog.stdout_fd);
     close(watchdog.stderr_fd);
+    if (!options_.job_id.empty()) {
+      WriteAll(watchdog.stdin_fd, "JOB " + options_.job_id + "\n");
+    }
   }
   for (size_t r = 0; r < specs.size(); ++r) {
     Worker& w = workers_[r];
@@ -385,7 +388,8 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
   }
 
   if (watchdog.pid > 0) {
-    // Everything is reaped and killed; the watchdog has nothing to do.
+    // Everything is reaped and killed; the watchdog only sweeps what a
+    // worker that died early left in /dev/shm.
     WriteAll(watchdog.stdin_fd, "DONE\n");
     close(watchdog.stdin_fd);
     int status;

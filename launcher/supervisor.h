@@ -39,6 +39,9 @@ struct SupervisorOptions {
   // process group if the launcher is killed (PR_SET_PDEATHSIG reaches only
   // the workers themselves, not what they started). Empty: none.
   std::string watchdog;
+  // The job whose shared-memory names the watchdog removes once the
+  // workers are gone (common/shm_names.h). Empty: none.
+  std::string job_id;
 };
 
 class Supervisor {

@@ -209,6 +209,35 @@ TEST(SshNetnsTest, JobAcrossThreeHosts) {
   ExpectHello(r, 5);
 }
 
+// A namespace host's worker dies before its host's peer maps the segment
+// that peer made: the job ends, and nothing of it stays in /dev/shm (the
+// hosts share this machine's /dev/shm, so the test sees theirs).
+TEST(SshNetnsTest, RemoteRankKilledBeforeMappingLeavesNoSegment) {
+  TestNetwork net(1);
+  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
+  TempDir dir, home, out;
+  SshHost a(dir, "a", net.address(0), net.ns(0));
+  ASSERT_TRUE(a.ok()) << a.error();
+  const std::string script =
+      "echo $HVD_JOB_ID > " + out.path() +
+      "/job; if [ \"$HOROVOD_RANK\" = 1 ]; then sleep 2; kill -9 $$; fi; "
+      "exec " HVD_HELLO;
+  // Both ranks on the namespace host: their data goes through its shared
+  // memory.
+  Result r = Horovodrun(home, {"-i", a.user_key(), "-np", "2", "-H",
+                               net.address(0) + ":2", "sh", "-c", script});
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  std::ifstream f(out.path() + "/job");
+  std::string job;
+  f >> job;
+  ASSERT_FALSE(job.empty()) << "no job id written";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_NE(e.path().filename().string().rfind("hvd-" + job.substr(0, 16), 0),
+              0u)
+        << e.path() << " outlived the job";
+  }
+}
+
 // Two hosts of two ranks: hierarchical allreduce and allgather (shared
 // memory on each host, Gloo between them) give exact results; with a third
 // host of one rank the hosts differ, and the job falls back to the flat

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "common/shm_names.h"
 
 namespace hvd::runtime {
 namespace {
@@ -144,7 +145,7 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Map(
   int fd = -1;
   if (o.rank == 0) {
     HVD_ASSIGN_OR_RETURN(std::string tag, RandomHex(8));
-    name = "/hvd-" + o.job_id.substr(0, 16) + "-" + purpose + "-" + tag;
+    name = "/" + ShmJobPrefix(o.job_id) + purpose + "-" + tag;
     fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
       return Status::Internal(where,

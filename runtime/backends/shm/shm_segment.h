@@ -1,8 +1,11 @@
 // A shared-memory segment for the ranks of one host, and the barrier over
 // its per-rank counters. Local rank 0 creates it (mode 0600) under a random
-// name it publishes in the rendezvous store; the others map it, and the
-// last to map unlinks the name, so once a job runs nothing of it is left in
-// /dev/shm whatever happens to its processes.
+// name of the job (common/shm_names.h) it publishes in the rendezvous
+// store; the others map it, and the last to map unlinks the name, so once a
+// job runs nothing of it is left in /dev/shm whatever happens to its
+// processes. A rank that dies before every peer has mapped leaves the name
+// to whoever outlives the host's workers (the launcher's watchdog, or
+// hvd-remote-exec), which sweeps the job's names when they are gone.
 #pragma once
 
 #include <atomic>

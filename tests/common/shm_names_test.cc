@@ -1,0 +1,121 @@
+#include "common/shm_names.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "common/random.h"
+
+namespace hvd {
+namespace {
+
+bool Exists(const std::string& name) {
+  return std::filesystem::exists("/dev/shm/" + name);
+}
+
+// A /dev/shm entry of its own, removed at the end whatever the test did.
+class ShmFile {
+ public:
+  explicit ShmFile(std::string name) : name_(std::move(name)) {
+    int fd = ::open(("/dev/shm/" + name_).c_str(),
+                    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    EXPECT_GE(fd, 0) << name_;
+    EXPECT_EQ(::ftruncate(fd, 4096), 0);
+    ::close(fd);
+  }
+  ~ShmFile() { ::unlink(("/dev/shm/" + name_).c_str()); }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+std::string NewJobId() { return *RandomHex(16); }
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(ShmNamesTest, PrefixIsTheFirstSixteenCharactersOfTheJob) {
+  EXPECT_EQ(ShmJobPrefix("0123456789abcdef0123"), "hvd-0123456789abcdef-");
+  EXPECT_EQ(ShmJobPrefix("abc"), "hvd-abc-");
+}
+
+TEST(ShmNamesTest, RemovesOnlyTheJobsUnusedNames) {
+  const std::string job = NewJobId(), other = NewJobId();
+  const std::string p = ShmJobPrefix(job);
+  ShmFile unused(p + "data-1"), held(p + "data-2"), mapped(p + "control-3"),
+      foreign(ShmJobPrefix(other) + "data-1");
+  // Held through an open descriptor, and through a mapping whose
+  // descriptor is closed: both are in use.
+  int fd = ::open(("/dev/shm/" + held.name()).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int mfd = ::open(("/dev/shm/" + mapped.name()).c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(mfd, 0);
+  void* m = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, mfd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  ::close(mfd);
+
+  ShmSweep sweep = SweepJobSegments(job);
+  EXPECT_EQ(sweep.removed, std::vector<std::string>{unused.name()});
+  EXPECT_TRUE(Has(sweep.in_use, held.name()));
+  EXPECT_TRUE(Has(sweep.in_use, mapped.name()));
+  EXPECT_FALSE(Exists(unused.name()));
+  EXPECT_TRUE(Exists(held.name()));
+  EXPECT_TRUE(Exists(mapped.name()));
+  EXPECT_TRUE(Exists(foreign.name()));
+
+  ::close(fd);
+  ::munmap(m, 4096);
+  sweep = SweepJobSegments(job);
+  EXPECT_EQ(sweep.removed.size(), 2u);
+  EXPECT_TRUE(sweep.in_use.empty());
+  EXPECT_FALSE(Exists(held.name()));
+  EXPECT_FALSE(Exists(mapped.name()));
+  EXPECT_TRUE(Exists(foreign.name()));
+}
+
+// A process of a group that was just killed does not keep a name: it will
+// never use it again.
+TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
+  const std::string job = NewJobId();
+  ShmFile held(ShmJobPrefix(job) + "data-1");
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setpgid(0, 0);
+    int fd = ::open(("/dev/shm/" + held.name()).c_str(), O_RDONLY);
+    (void)!::write(pipefd[1], fd >= 0 ? "y" : "n", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::setpgid(child, child);
+  char ready = 0;
+  ASSERT_EQ(::read(pipefd[0], &ready, 1), 1);
+  ASSERT_EQ(ready, 'y');
+  EXPECT_TRUE(SweepJobSegments(job).removed.empty());
+  EXPECT_TRUE(SweepJobSegments(job, {child}).removed.size() == 1);
+  EXPECT_FALSE(Exists(held.name()));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(pipefd[0]);
+  ::close(pipefd[1]);
+}
+
+TEST(ShmNamesTest, AnEmptyJobIdSweepsNothing) {
+  ShmFile stray("hvd--data-" + NewJobId());
+  EXPECT_TRUE(SweepJobSegments("").removed.empty());
+  EXPECT_TRUE(Exists(stray.name()));
+}
+
+}  // namespace
+}  // namespace hvd
