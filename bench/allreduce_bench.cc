@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     if (hvd::rank() == 0) std::printf("RESULT engine fusion %.9f\n", step);
     (void)hvd::shutdown();
   } else {
-    auto config = hvd::runtime::WorkerConfig::FromEnv();
+    auto config =
+        hvd::runtime::WorkerConfig::FromEnv(hvd::settings::ProcessEnv());
     if (!config.ok()) return Fail(config.status());
     auto ctx = hvd::runtime::Context::Create(*config);
     if (!ctx.ok()) return Fail(ctx.status());

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/parse.h"
+#include "common/settings.h"
 
 namespace hvd {
 namespace {
@@ -39,16 +40,17 @@ std::string_view LogLevelName(LogLevel level) {
   return kNames[static_cast<int>(level)];
 }
 
-Status ConfigureLoggingFromEnv() {
-  if (auto level = GetEnv("HOROVOD_LOG_LEVEL"); level && !level->empty()) {
-    auto parsed = ParseLogLevel(*level);
-    if (!parsed.ok()) return parsed.status().WithContext("HOROVOD_LOG_LEVEL");
-    SetLogLevel(*parsed);
+Status ConfigureLogging(const settings::EnvMap& env) {
+  const settings::Reader read(env);
+  // Only what is given: a level a program set itself stays otherwise.
+  if (read.Given("log_level")) {
+    HVD_ASSIGN_OR_RETURN(std::string level, read.Choice("log_level"));
+    HVD_ASSIGN_OR_RETURN(LogLevel parsed, ParseLogLevel(level));
+    SetLogLevel(parsed);
   }
-  if (auto hide = GetEnv("HOROVOD_LOG_HIDE_TIME"); hide && !hide->empty()) {
-    auto parsed = ParseBool(*hide, "HOROVOD_LOG_HIDE_TIME");
-    if (!parsed.ok()) return parsed.status();
-    g_with_time = !*parsed;
+  if (read.Given("log_without_timestamp")) {
+    HVD_ASSIGN_OR_RETURN(bool hide, read.Bool("log_without_timestamp"));
+    g_with_time = !hide;
   }
   return Status::Ok();
 }

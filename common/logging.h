@@ -6,6 +6,7 @@
 // runtime sets a prefix such as "rank 3" so every line says who wrote it.
 #pragma once
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -19,9 +20,10 @@ enum class LogLevel { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };
 StatusOr<LogLevel> ParseLogLevel(std::string_view text);
 std::string_view LogLevelName(LogLevel level);
 
-// Reads HOROVOD_LOG_LEVEL and HOROVOD_LOG_HIDE_TIME; an invalid level is an
-// error the caller reports.
-Status ConfigureLoggingFromEnv();
+// Applies HOROVOD_LOG_LEVEL and HOROVOD_LOG_HIDE_TIME from `env` where
+// given (common/settings.h); an invalid level is an error the caller
+// reports.
+Status ConfigureLogging(const std::map<std::string, std::string>& env);
 void SetLogLevel(LogLevel level);
 void SetLogPrefix(std::string prefix);
 bool LogEnabled(LogLevel level);

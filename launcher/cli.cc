@@ -128,8 +128,9 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   for (const FlagSpec& f : FlagTable()) {
     auto v = Get(s, f.key);
     if (!v || f.env.empty()) continue;
-    if (f.key == "fusion_threshold_mb") {
-      env[f.env] = std::to_string(std::stoll(*v) * 1024 * 1024);
+    if (f.env_scale != 1) {
+      // Converted once, here: the variable's unit is the table's.
+      env[f.env] = std::to_string(std::stoll(*v) * f.env_scale);
     } else if (f.key == "network_interface") {
       // Gloo binds one interface: the first given.
       env[f.env] = v->substr(0, v->find(','));
@@ -146,17 +147,15 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
           "conflicts with --no-hierarchical-" + std::string(which));
     }
     // The --no- form pins the value, so autotune leaves it alone.
-    if (On(s, off)) env["HOROVOD_HIERARCHICAL_" + Upper(which)] = "0";
+    if (On(s, off)) env[settings::Get(on).env] = "0";
   }
   if (On(s, "disable_cache")) {
     if (auto c = Get(s, "cache_capacity"); c && *c != "0") {
       return Status::InvalidArgument("--disable-cache",
                                      "conflicts with --cache-capacity " + *c);
     }
-    env["HOROVOD_CACHE_CAPACITY"] = "0";
+    env[settings::Get("cache_capacity").env] = "0";
   }
-  if (On(s, "no_stall_check")) env["HOROVOD_STALL_CHECK_DISABLE"] = "1";
-  if (On(s, "log_without_timestamp")) env["HOROVOD_LOG_HIDE_TIME"] = "1";
   if (auto w = Get(s, "stall_check_warning_time_seconds"),
       d = Get(s, "stall_check_shutdown_time_seconds");
       w && d && *d != "0" && std::stoll(*d) < std::stoll(*w)) {
@@ -268,11 +267,11 @@ StatusOr<LaunchOptions> ParseCommandLine(
     return Status::InvalidArgument(
         "command", "missing: give the program to run after the options");
   }
-  if (auto it = env.find("HOROVOD_START_TIMEOUT"); it != env.end()) {
-    HVD_ASSIGN_OR_RETURN(
-        int64_t t, ParseInt64(it->second, "HOROVOD_START_TIMEOUT", 1, 86400));
-    o.start_timeout_s = static_cast<int>(t);
-  }
+  // The flag, else the launcher's own HOROVOD_START_TIMEOUT, else the
+  // table's default.
+  HVD_ASSIGN_OR_RETURN(int64_t start_timeout,
+                       settings::Reader(env).Int("start_timeout"));
+  o.start_timeout_s = static_cast<int>(start_timeout);
   if (auto t = Get(s, "start_timeout")) o.start_timeout_s = std::stoi(*t);
   o.verbose = On(s, "verbose");
 
@@ -378,7 +377,11 @@ std::string HelpText() {
       } else {
         line += "\n" + std::string(38, ' ');
       }
-      out += line + f.help + "\n";
+      std::string help = f.help;
+      if (!f.default_value.empty() && f.kind != FlagKind::kSwitch) {
+        help += " (" + f.default_value + ")";
+      }
+      out += line + help + "\n";
     }
   }
   return out;

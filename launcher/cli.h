@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "launcher/hosts.h"
 
@@ -21,7 +22,8 @@ struct LaunchOptions {
   int num_proc = 0;                    // -np, required
   std::vector<HostSpec> hosts;         // -H, --hostfile, Slurm, or localhost:NP
   std::string hosts_from = "default";  // "-H", "--hostfile FILE", "Slurm"
-  int start_timeout_s = 30;  // --start-timeout / HOROVOD_START_TIMEOUT
+  // --start-timeout, else HOROVOD_START_TIMEOUT, else the settings table's.
+  int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
   bool verbose = false;
 
   int ssh_port = 22;              // -p

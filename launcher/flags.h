@@ -1,39 +1,26 @@
 // The table of horovodrun's flags: names, value kinds and ranges, the
 // YAML key of --config-file, the worker variable each one sets, and help.
 // One table drives parsing, the config file, the environment and --help,
-// so a flag cannot be wired in one place and forgotten in another.
+// so a flag cannot be wired in one place and forgotten in another. The
+// tuning flags are the settings table's (common/settings.h), which the
+// workers read too.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
+
 namespace hvd::launcher {
 
-enum class FlagKind {
-  kInt,     // whole number in [min, max]
-  kDouble,  // number in [dmin, dmax]
-  kString,  // any non-empty text
-  kChoice,  // one of `choices` (case-insensitive, stored upper case)
-  kSwitch,  // no value; true when given
-  kIntList  // comma-separated whole numbers >= 0
-};
+// A flag is a setting (common/settings.h): the worker's settings come from
+// that table, and the flags only the launcher has are declared beside them
+// in flags.cc with the same fields.
+using FlagKind = settings::Kind;
+using FlagSpec = settings::Setting;
 
-struct FlagSpec {
-  std::vector<std::string> names;  // first is the canonical spelling
-  std::string key;                 // settings key, e.g. "fusion_threshold_mb"
-  FlagKind kind = FlagKind::kString;
-  int64_t min = 0, max = 0;
-  double dmin = 0, dmax = 0;
-  std::vector<std::string> choices;
-  std::string yaml;   // "section.key" in --config-file, "" when none
-  std::string env;    // HOROVOD_* set on workers when given, "" when none
-  std::string group;  // heading in --help
-  std::string metavar;
-  std::string help;         // includes the default
-  bool repeatable = false;  // given several times, values join with ','
-};
-
+// Every flag: the launcher's own, then the workers' settings that have a
+// flag, in --help order.
 const std::vector<FlagSpec>& FlagTable();
 // The spec with this name ("-np", "--fusion-threshold-mb"), or null.
 const FlagSpec* FindFlag(const std::string& name);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "launcher/cli.h"
 #include "rendezvous/assignment.h"
@@ -31,7 +32,7 @@ struct LaunchPlan {
   std::vector<rendezvous::HostSlots> hosts;
   std::vector<WorkerPlan> workers;  // by rank
   std::vector<std::string> command;
-  int start_timeout_s = 30;
+  int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
   bool verbose = false;
   // HOROVOD_* of the tuning flags the user gave (LaunchOptions::worker_env).
   std::map<std::string, std::string> tuning_env;

@@ -13,15 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "runtime/bayes_opt.h"
 
 namespace hvd::runtime {
 
 struct TuneOptions {
-  int warmup_samples = 3;
-  int steps_per_sample = 10;
-  int max_samples = 20;
-  double noise = 0.8;
+  // The settings table's defaults (HOROVOD_AUTOTUNE_*).
+  int warmup_samples = int(settings::DefaultInt("autotune_warmup_samples"));
+  int steps_per_sample = int(settings::DefaultInt("autotune_steps_per_sample"));
+  int max_samples = int(settings::DefaultInt("autotune_bayes_opt_max_samples"));
+  double noise = settings::DefaultDouble("autotune_gaussian_process_noise");
   bool fixed_fusion = false, fixed_cycle = false;
   // The on/off choices tried after the search, one sample each (kept when
   // the score improves): the response cache, the hierarchical collectives

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/store.h"
 
@@ -52,8 +53,10 @@ struct ControlOptions {
   // given (HOROVOD_GLOO_IFACE), else `hostname`.
   std::string iface;
   std::string hostname = "127.0.0.1";
-  std::chrono::milliseconds connect_timeout{30000};
-  std::chrono::milliseconds op_timeout{30000};  // per Exchange
+  std::chrono::milliseconds connect_timeout{
+      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+  std::chrono::milliseconds op_timeout{std::chrono::seconds(
+      settings::DefaultInt("gloo_timeout_seconds"))};  // per Exchange
   // How long Exchange polls its sockets without sleeping: a peer that is
   // a few microseconds behind answers before a sleep-and-wake would.
   std::chrono::microseconds spin{50};

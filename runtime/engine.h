@@ -54,6 +54,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "hvd/hvd.h"
 #include "runtime/autotune.h"
@@ -70,7 +71,9 @@ class Timeline;
 struct EngineOptions {
   int rank = 0;
   int size = 1;
-  size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
+  // The settings table's defaults (HOROVOD_FUSION_THRESHOLD, ...).
+  size_t fusion_threshold_bytes =
+      size_t(settings::DefaultScaled("fusion_threshold_mb"));
   // HOROVOD_CYCLE_TIME. Zero (the default): a cycle starts as soon as a
   // rank has something new. Positive: cycles are paced as in Horovod, each
   // at least this long after the previous one started, so whatever arrives
@@ -78,13 +81,14 @@ struct EngineOptions {
   // a quiet spell longer than that still starts at once.
   std::chrono::microseconds cycle_time{0};
   // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
-  size_t cache_capacity = 1024;
+  size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
   // Stall inspector (rank 0): warn about tensors some ranks submitted and
   // others not for longer than the warning time, naming the missing ranks;
   // after the shutdown time (0: never) end the job with an error.
   bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
-  std::chrono::milliseconds stall_warning{60000};  // ..._CHECK_TIME_SECONDS
-  std::chrono::milliseconds stall_shutdown{0};     // ..._SHUTDOWN_TIME_SECONDS
+  std::chrono::milliseconds stall_warning{std::chrono::seconds(
+      settings::DefaultInt("stall_check_warning_time_seconds"))};
+  std::chrono::milliseconds stall_shutdown{0};  // ..._SHUTDOWN_TIME_SECONDS
   // Where warnings go; default: the log at WARNING.
   std::function<void(const std::string&)> on_stall_warning;
   // Rank 0's timeline, or null. Not owned; outlives the engine.

@@ -31,9 +31,10 @@ Status init() {
   std::lock_guard<std::mutex> lock(g_mu);
   // Horovod's init() is idempotent: a second call keeps the job as it is.
   if (g_context) return Status::Ok();
-  HVD_RETURN_IF_ERROR(ConfigureLoggingFromEnv());
+  const settings::EnvMap env = settings::ProcessEnv();
+  HVD_RETURN_IF_ERROR(ConfigureLogging(env));
   HVD_ASSIGN_OR_RETURN(runtime::WorkerConfig config,
-                       runtime::WorkerConfig::FromEnv());
+                       runtime::WorkerConfig::FromEnv(env));
   HVD_ASSIGN_OR_RETURN(g_context,
                        runtime::Context::Create(config, g_generation));
   const rendezvous::Assignment& a = g_context->assignment();

@@ -1,123 +1,115 @@
 #include "runtime/worker_config.h"
 
-#include <strings.h>
+#include <optional>
+#include <string_view>
 
 #include "common/parse.h"
 
 namespace hvd::runtime {
 
-StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
+namespace {
+
+// The launch plumbing horovodrun sets (not tuning settings, so not in the
+// settings table): the variable's value, or nullopt when unset or empty.
+std::optional<std::string> Lookup(const settings::EnvMap& env,
+                                  const char* name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+StatusOr<std::string> Require(const settings::EnvMap& env, const char* name,
+                              std::string_view hint) {
+  auto v = Lookup(env, name);
+  if (!v) {
+    return Status::FailedPrecondition(name, "is not set; " + std::string(hint));
+  }
+  return *v;
+}
+
+}  // namespace
+
+StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   WorkerConfig c;
-  HVD_ASSIGN_OR_RETURN(int64_t start,
-                       EnvInt64("HOROVOD_START_TIMEOUT", 30, 1, 86400));
+  const settings::Reader read(env);
+  HVD_ASSIGN_OR_RETURN(int64_t start, read.Int("start_timeout"));
   c.start_timeout = std::chrono::seconds(start);
-  HVD_ASSIGN_OR_RETURN(int64_t gloo,
-                       EnvInt64("HOROVOD_GLOO_TIMEOUT_SECONDS", 30, 1, 86400));
+  HVD_ASSIGN_OR_RETURN(int64_t gloo, read.Int("gloo_timeout_seconds"));
   c.gloo_timeout = std::chrono::seconds(gloo);
-  if (auto iface = GetEnv("HOROVOD_GLOO_IFACE")) c.gloo_iface = *iface;
-  HVD_ASSIGN_OR_RETURN(int64_t fusion, EnvInt64("HOROVOD_FUSION_THRESHOLD",
-                                                128LL << 20, 0, 1LL << 40));
+  c.gloo_iface = read.String("network_interface");
+  HVD_ASSIGN_OR_RETURN(int64_t fusion, read.Int("fusion_threshold_mb"));
   c.fusion_threshold_bytes = static_cast<size_t>(fusion);
-  if (auto off = GetEnv("HOROVOD_STALL_CHECK_DISABLE"); off && !off->empty()) {
-    HVD_ASSIGN_OR_RETURN(bool disabled,
-                         ParseBool(*off, "HOROVOD_STALL_CHECK_DISABLE"));
-    c.stall_check = !disabled;
-  }
-  HVD_ASSIGN_OR_RETURN(
-      int64_t warn,
-      EnvInt64("HOROVOD_STALL_CHECK_TIME_SECONDS", 60, 1, 7 * 86400));
+  HVD_ASSIGN_OR_RETURN(double cycle_ms, read.Double("cycle_time_ms"));
+  c.cycle_time =
+      std::chrono::microseconds(static_cast<int64_t>(cycle_ms * 1000));
+  c.fusion_given = read.Given("fusion_threshold_mb");
+  c.cycle_given = read.Given("cycle_time_ms");
+  HVD_ASSIGN_OR_RETURN(bool no_stall, read.Bool("no_stall_check"));
+  c.stall_check = !no_stall;
+  HVD_ASSIGN_OR_RETURN(int64_t warn,
+                       read.Int("stall_check_warning_time_seconds"));
   c.stall_warning = std::chrono::seconds(warn);
-  HVD_ASSIGN_OR_RETURN(
-      int64_t stop,
-      EnvInt64("HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0, 0, 7 * 86400));
+  HVD_ASSIGN_OR_RETURN(int64_t stop,
+                       read.Int("stall_check_shutdown_time_seconds"));
   c.stall_shutdown = std::chrono::seconds(stop);
-  HVD_ASSIGN_OR_RETURN(int64_t cache,
-                       EnvInt64("HOROVOD_CACHE_CAPACITY", 1024, 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(int64_t cache, read.Int("cache_capacity"));
   c.cache_capacity = static_cast<size_t>(cache);
-  if (auto v = GetEnv("HVD_BIND_TO"); v && !v->empty()) {
-    const bool core = strcasecmp(v->c_str(), "core") == 0;
-    if (!core && strcasecmp(v->c_str(), "none") != 0) {
-      return Status::InvalidArgument("HVD_BIND_TO",
-                                     "must be core or none (got '" + *v + "')");
-    }
-    c.bind = core;
-  }
-  if (auto v = GetEnv("HOROVOD_THREAD_AFFINITY"); v && !v->empty()) {
-    HVD_ASSIGN_OR_RETURN(
-        std::vector<int64_t> cpus,
-        ParseIntList(*v, "HOROVOD_THREAD_AFFINITY", 0, 1 << 20));
-    c.thread_affinity.assign(cpus.begin(), cpus.end());
-  }
-  if (auto off = GetEnv("HOROVOD_SHM_DISABLE"); off && !off->empty()) {
-    HVD_ASSIGN_OR_RETURN(bool disabled, ParseBool(*off, "HOROVOD_SHM_DISABLE"));
-    c.shm = !disabled;
-    c.shm_given = true;
-  }
-  for (auto [name, field] :
-       {std::pair{"HOROVOD_HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce},
-        std::pair{"HOROVOD_HIERARCHICAL_ALLGATHER",
-                  &c.hierarchical_allgather}}) {
-    if (auto v = GetEnv(name); v && !v->empty()) {
-      HVD_ASSIGN_OR_RETURN(bool on, ParseBool(*v, name));
-      *field = on;
-    }
-  }
-  if (auto v = GetEnv("HOROVOD_AUTOTUNE"); v && !v->empty()) {
-    HVD_ASSIGN_OR_RETURN(c.autotune, ParseBool(*v, "HOROVOD_AUTOTUNE"));
-  }
-  if (auto v = GetEnv("HOROVOD_AUTOTUNE_LOG")) c.autotune_log = *v;
-  HVD_ASSIGN_OR_RETURN(
-      int64_t warm, EnvInt64("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", 3, 0, 1 << 20));
-  HVD_ASSIGN_OR_RETURN(
-      int64_t steps,
-      EnvInt64("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", 10, 1, 1 << 20));
-  HVD_ASSIGN_OR_RETURN(
-      int64_t most,
-      EnvInt64("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 20, 1, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(std::string bind, read.Choice("bind_to"));
+  if (!bind.empty()) c.bind = bind == "CORE";
+  HVD_ASSIGN_OR_RETURN(std::vector<int64_t> cpus,
+                       read.IntList("thread_affinity"));
+  c.thread_affinity.assign(cpus.begin(), cpus.end());
+  HVD_ASSIGN_OR_RETURN(bool shm_off, read.Bool("shm_disable"));
+  c.shm = !shm_off;
+  c.shm_given = read.Given("shm_disable");
+  HVD_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
+                       read.OptionalBool("hierarchical_allreduce"));
+  HVD_ASSIGN_OR_RETURN(c.hierarchical_allgather,
+                       read.OptionalBool("hierarchical_allgather"));
+  HVD_ASSIGN_OR_RETURN(c.autotune, read.Bool("autotune"));
+  c.autotune_log = read.String("autotune_log_file");
+  HVD_ASSIGN_OR_RETURN(int64_t warm, read.Int("autotune_warmup_samples"));
+  HVD_ASSIGN_OR_RETURN(int64_t steps, read.Int("autotune_steps_per_sample"));
+  HVD_ASSIGN_OR_RETURN(int64_t most,
+                       read.Int("autotune_bayes_opt_max_samples"));
   c.autotune_warmup_samples = static_cast<int>(warm);
   c.autotune_steps_per_sample = static_cast<int>(steps);
   c.autotune_max_samples = static_cast<int>(most);
-  if (auto v = GetEnv("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE");
-      v && !v->empty()) {
-    HVD_ASSIGN_OR_RETURN(
-        c.autotune_noise,
-        ParseDouble(*v, "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", 0, 1));
-  }
-  c.fusion_given = GetEnv("HOROVOD_FUSION_THRESHOLD").has_value();
+  HVD_ASSIGN_OR_RETURN(c.autotune_noise,
+                       read.Double("autotune_gaussian_process_noise"));
   // Where autotune starts without pinning the values (bench/run_autotune.sh
-  // starts it from a poor point): "FUSION_MB,CYCLE_MS".
-  if (auto v = GetEnv("HVD_AUTOTUNE_START"); v && !v->empty()) {
+  // starts it from a poor point): "FUSION_MB,CYCLE_MS". A value given
+  // explicitly is the user's and wins over the starting point.
+  if (auto v = read.Text("autotune_start")) {
+    const char* what = "HVD_AUTOTUNE_START";
     size_t comma = v->find(',');
     if (comma == std::string::npos) {
-      return Status::InvalidArgument("HVD_AUTOTUNE_START",
-                                     "must be FUSION_MB,CYCLE_MS");
+      return Status::InvalidArgument(what, "must be FUSION_MB,CYCLE_MS");
     }
+    const settings::Setting& f = settings::Get("fusion_threshold_mb");
+    const settings::Setting& t = settings::Get("cycle_time_ms");
+    HVD_ASSIGN_OR_RETURN(double mb, ParseDouble(v->substr(0, comma), what,
+                                                double(f.min), double(f.max)));
     HVD_ASSIGN_OR_RETURN(
-        double mb,
-        ParseDouble(v->substr(0, comma), "HVD_AUTOTUNE_START", 0, 1 << 20));
-    HVD_ASSIGN_OR_RETURN(double ms, ParseDouble(v->substr(comma + 1),
-                                                "HVD_AUTOTUNE_START", 0, 1e6));
-    c.fusion_threshold_bytes = static_cast<size_t>(mb * 1048576);
-    c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+        double ms, ParseDouble(v->substr(comma + 1), what, t.dmin, t.dmax));
+    if (!c.fusion_given) {
+      c.fusion_threshold_bytes = static_cast<size_t>(mb * f.env_scale);
+    }
+    if (!c.cycle_given) {
+      c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+    }
   }
-  c.cycle_given = GetEnv("HOROVOD_CYCLE_TIME").has_value();
-  if (auto tl = GetEnv("HOROVOD_TIMELINE")) c.timeline = *tl;
-  if (auto mc = GetEnv("HOROVOD_TIMELINE_MARK_CYCLES"); mc && !mc->empty()) {
-    HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
-                         ParseBool(*mc, "HOROVOD_TIMELINE_MARK_CYCLES"));
-  }
-  if (auto cycle = GetEnv("HOROVOD_CYCLE_TIME")) {
-    HVD_ASSIGN_OR_RETURN(double ms,
-                         ParseDouble(*cycle, "HOROVOD_CYCLE_TIME", 0, 1e6));
-    c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
-  }
-  if (auto addr = GetEnv("HVD_GLOO_ADDR"); addr && !addr->empty()) {
-    c.gloo_addr = *addr;
-  }
+  c.timeline = read.String("timeline_filename");
+  HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
+                       read.Bool("timeline_mark_cycles"));
+  if (auto addr = Lookup(env, "HVD_GLOO_ADDR")) c.gloo_addr = *addr;
 
-  auto addr = GetEnv("HVD_RENDEZVOUS_ADDR");
-  if (!addr || addr->empty()) {
-    HVD_ASSIGN_OR_RETURN(int64_t size, EnvInt64("HOROVOD_SIZE", 1, 1, 1 << 24));
+  auto addr = Lookup(env, "HVD_RENDEZVOUS_ADDR");
+  if (!addr) {
+    int64_t size = 1;
+    if (auto v = Lookup(env, "HOROVOD_SIZE")) {
+      HVD_ASSIGN_OR_RETURN(size, ParseInt64(*v, "HOROVOD_SIZE", 1, 1 << 24));
+    }
     if (size != 1) {
       return Status::FailedPrecondition(
           "hvd::init",
@@ -130,18 +122,20 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
   c.launched = true;
   c.rendezvous_addr = *addr;
   constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
-  HVD_ASSIGN_OR_RETURN(c.job_id, RequireEnv("HVD_JOB_ID", kHint));
-  HVD_ASSIGN_OR_RETURN(c.job_token, RequireEnv("HVD_JOB_TOKEN", kHint));
-  HVD_ASSIGN_OR_RETURN(c.host, RequireEnv("HVD_HOST", kHint));
-  HVD_ASSIGN_OR_RETURN(std::string slot, RequireEnv("HVD_SLOT", kHint));
+  HVD_ASSIGN_OR_RETURN(c.job_id, Require(env, "HVD_JOB_ID", kHint));
+  HVD_ASSIGN_OR_RETURN(c.job_token, Require(env, "HVD_JOB_TOKEN", kHint));
+  HVD_ASSIGN_OR_RETURN(c.host, Require(env, "HVD_HOST", kHint));
+  HVD_ASSIGN_OR_RETURN(std::string slot, Require(env, "HVD_SLOT", kHint));
   HVD_ASSIGN_OR_RETURN(int64_t slot_n,
                        ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
   c.slot = static_cast<int>(slot_n);
-  if (auto ca = GetEnv("HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
-  if (auto cert = GetEnv("HVD_RENDEZVOUS_TLS_CERT")) c.tls_cert_pem = *cert;
-  if (auto key = GetEnv("HVD_RENDEZVOUS_TLS_KEY")) c.tls_key_pem = *key;
+  if (auto ca = Lookup(env, "HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
+  if (auto cert = Lookup(env, "HVD_RENDEZVOUS_TLS_CERT")) {
+    c.tls_cert_pem = *cert;
+  }
+  if (auto key = Lookup(env, "HVD_RENDEZVOUS_TLS_KEY")) c.tls_key_pem = *key;
 
-  if (GetEnv("HOROVOD_RANK")) {
+  if (Lookup(env, "HOROVOD_RANK")) {
     rendezvous::Assignment a;
     struct Field {
       const char* name;
@@ -153,7 +147,7 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv() {
                   {"HOROVOD_CROSS_RANK", &a.cross_rank},
                   {"HOROVOD_CROSS_SIZE", &a.cross_size}};
     for (const Field& f : fields) {
-      HVD_ASSIGN_OR_RETURN(std::string v, RequireEnv(f.name, kHint));
+      HVD_ASSIGN_OR_RETURN(std::string v, Require(env, f.name, kHint));
       HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, f.name, 0, 1 << 24));
       *f.out = static_cast<int>(n);
     }

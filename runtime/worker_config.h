@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 
@@ -34,16 +35,20 @@ struct WorkerConfig {
   std::string tls_ca_pem, tls_cert_pem, tls_key_pem;
   std::string gloo_iface;
   std::string gloo_addr = "127.0.0.1";
-  std::chrono::milliseconds start_timeout{30000};  // HOROVOD_START_TIMEOUT
+  // The tuning settings, with the settings table's defaults.
+  std::chrono::milliseconds start_timeout{
+      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
   std::chrono::milliseconds gloo_timeout{
-      30000};                                  // HOROVOD_GLOO_TIMEOUT_SECONDS
-  size_t fusion_threshold_bytes = 128u << 20;  // HOROVOD_FUSION_THRESHOLD
+      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
+  size_t fusion_threshold_bytes =
+      size_t(settings::DefaultScaled("fusion_threshold_mb"));
   // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
   std::chrono::microseconds cycle_time{0};
-  size_t cache_capacity = 1024;  // HOROVOD_CACHE_CAPACITY (0 disables)
-  bool stall_check = true;       // !HOROVOD_STALL_CHECK_DISABLE
+  size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
+  bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
-  std::chrono::milliseconds stall_warning{60000};
+  std::chrono::milliseconds stall_warning{std::chrono::seconds(
+      settings::DefaultInt("stall_check_warning_time_seconds"))};
   std::chrono::milliseconds stall_shutdown{0};
   std::function<void(const std::string&)> on_stall_warning;  // tests only
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);
@@ -67,16 +72,24 @@ struct WorkerConfig {
   // threshold and cycle time given explicitly stay fixed.
   bool autotune = false;
   std::string autotune_log;
-  int autotune_warmup_samples = 3, autotune_steps_per_sample = 10,
-      autotune_max_samples = 20;
-  double autotune_noise = 0.8;
+  int autotune_warmup_samples =
+      int(settings::DefaultInt("autotune_warmup_samples"));
+  int autotune_steps_per_sample =
+      int(settings::DefaultInt("autotune_steps_per_sample"));
+  int autotune_max_samples =
+      int(settings::DefaultInt("autotune_bayes_opt_max_samples"));
+  double autotune_noise =
+      settings::DefaultDouble("autotune_gaussian_process_noise");
   bool fusion_given = false, cycle_given = false;
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
   // What the launcher planned (HOROVOD_*), if it said.
   std::optional<rendezvous::Assignment> expected;
 
-  static StatusOr<WorkerConfig> FromEnv();
+  // Parses a worker's environment (settings::ProcessEnv() in a worker;
+  // tests pass maps). Tuning settings come from the settings table, with
+  // its defaults and ranges.
+  static StatusOr<WorkerConfig> FromEnv(const settings::EnvMap& env);
 };
 
 // FailedPrecondition when `got` differs from what the launcher planned.

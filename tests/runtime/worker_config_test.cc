@@ -1,74 +1,41 @@
 #include "runtime/worker_config.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include "runtime/affinity.h"
 
 namespace hvd::runtime {
 namespace {
 
-class EnvGuard {
- public:
-  EnvGuard() {
-    for (const char* k : kKeys) unsetenv(k);
-  }
-  ~EnvGuard() {
-    for (const char* k : kKeys) unsetenv(k);
-  }
-  static constexpr const char* kKeys[] = {"HVD_RENDEZVOUS_ADDR",
-                                          "HVD_JOB_ID",
-                                          "HVD_JOB_TOKEN",
-                                          "HVD_HOST",
-                                          "HVD_SLOT",
-                                          "HOROVOD_RANK",
-                                          "HOROVOD_SIZE",
-                                          "HOROVOD_LOCAL_RANK",
-                                          "HOROVOD_LOCAL_SIZE",
-                                          "HOROVOD_CROSS_RANK",
-                                          "HOROVOD_CROSS_SIZE",
-                                          "HOROVOD_START_TIMEOUT",
-                                          "HOROVOD_GLOO_TIMEOUT_SECONDS",
-                                          "HOROVOD_GLOO_IFACE",
-                                          "HVD_GLOO_ADDR",
-                                          "HOROVOD_SHM_DISABLE",
-                                          "HOROVOD_HIERARCHICAL_ALLREDUCE",
-                                          "HOROVOD_HIERARCHICAL_ALLGATHER",
-                                          "HOROVOD_AUTOTUNE",
-                                          "HOROVOD_AUTOTUNE_LOG",
-                                          "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
-                                          "HOROVOD_FUSION_THRESHOLD",
-                                          "HOROVOD_CYCLE_TIME",
-                                          "HVD_AUTOTUNE_START",
-                                          "HVD_BIND_TO",
-                                          "HOROVOD_THREAD_AFFINITY"};
-};
+// Tests pass the worker's environment as a map (no setenv): what the
+// process itself has does not leak in.
+using Env = settings::EnvMap;
 
 TEST(WorkerConfigTest, NoLauncherMeansStandalone) {
-  EnvGuard g;
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->launched);
 }
 
 TEST(WorkerConfigTest, SizeWithoutRendezvousIsAnError) {
-  EnvGuard g;
-  setenv("HOROVOD_SIZE", "4", 1);
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  env["HOROVOD_SIZE"] = "4";
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("start the job with horovodrun"),
             std::string::npos);
 }
 
 TEST(WorkerConfigTest, LaunchedReadsEverything) {
-  EnvGuard g;
-  setenv("HVD_RENDEZVOUS_ADDR", "127.0.0.1:1", 1);
-  setenv("HVD_JOB_ID", "j", 1);
-  setenv("HVD_JOB_TOKEN", "t", 1);
-  setenv("HVD_HOST", "h", 1);
-  setenv("HVD_SLOT", "2", 1);
-  setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "7", 1);
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
+  env["HVD_JOB_ID"] = "j";
+  env["HVD_JOB_TOKEN"] = "t";
+  env["HVD_HOST"] = "h";
+  env["HVD_SLOT"] = "2";
+  env["HOROVOD_GLOO_TIMEOUT_SECONDS"] = "7";
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->launched);
   EXPECT_EQ(c->slot, 2);
@@ -77,21 +44,21 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
 }
 
 TEST(WorkerConfigTest, MissingOrBadVariablesAreNamed) {
-  EnvGuard g;
-  setenv("HVD_RENDEZVOUS_ADDR", "127.0.0.1:1", 1);
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("HVD_JOB_ID"), std::string::npos);
-  setenv("HVD_JOB_ID", "j", 1);
-  setenv("HVD_JOB_TOKEN", "t", 1);
-  setenv("HVD_HOST", "h", 1);
-  setenv("HVD_SLOT", "x", 1);
-  c = WorkerConfig::FromEnv();
+  env["HVD_JOB_ID"] = "j";
+  env["HVD_JOB_TOKEN"] = "t";
+  env["HVD_HOST"] = "h";
+  env["HVD_SLOT"] = "x";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("HVD_SLOT"), std::string::npos);
-  setenv("HVD_SLOT", "0", 1);
-  setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "0", 1);
-  EXPECT_FALSE(WorkerConfig::FromEnv().ok());
+  env["HVD_SLOT"] = "0";
+  env["HOROVOD_GLOO_TIMEOUT_SECONDS"] = "0";
+  EXPECT_FALSE(WorkerConfig::FromEnv(env).ok());
 }
 
 TEST(WorkerConfigTest, AssignmentMismatchIsCaught) {
@@ -104,19 +71,19 @@ TEST(WorkerConfigTest, AssignmentMismatchIsCaught) {
 }
 
 TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
-  EnvGuard g;
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->shm);
   EXPECT_FALSE(c->hierarchical_allreduce.has_value());  // automatic
   EXPECT_FALSE(c->autotune);
-  setenv("HOROVOD_SHM_DISABLE", "1", 1);
-  setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1", 1);
-  setenv("HOROVOD_AUTOTUNE", "1", 1);
-  setenv("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "7", 1);
-  setenv("HOROVOD_CYCLE_TIME", "5", 1);
-  setenv("HVD_AUTOTUNE_START", "2,40", 1);
-  c = WorkerConfig::FromEnv();
+  env["HOROVOD_SHM_DISABLE"] = "1";
+  env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1";
+  env["HOROVOD_AUTOTUNE"] = "1";
+  env["HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE"] = "7";
+  env["HOROVOD_CYCLE_TIME"] = "5";
+  env["HVD_AUTOTUNE_START"] = "2,40";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->shm);
   EXPECT_EQ(c->hierarchical_allreduce, std::optional<bool>(true));
@@ -127,53 +94,105 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   EXPECT_FALSE(c->fusion_given);
   EXPECT_EQ(c->fusion_threshold_bytes, 2u << 20);  // the start, not pinned
   // Bad values name the variable.
-  setenv("HOROVOD_SHM_DISABLE", "banana", 1);
-  c = WorkerConfig::FromEnv();
+  env["HOROVOD_SHM_DISABLE"] = "banana";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find("HOROVOD_SHM_DISABLE"),
             std::string::npos);
-  unsetenv("HOROVOD_SHM_DISABLE");
-  setenv("HVD_AUTOTUNE_START", "fast", 1);
-  c = WorkerConfig::FromEnv();
+  env.erase("HOROVOD_SHM_DISABLE");
+  env["HVD_AUTOTUNE_START"] = "fast";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find("HVD_AUTOTUNE_START"),
             std::string::npos);
 }
 
+// The autotune starting point moves what is not given, never what is.
+TEST(WorkerConfigTest, ExplicitValuesWinOverTheAutotuneStart) {
+  Env env = {{"HOROVOD_AUTOTUNE", "1"}, {"HVD_AUTOTUNE_START", "2,40"}};
+  auto c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->fusion_threshold_bytes, 2u << 20);
+  EXPECT_EQ(c->cycle_time, std::chrono::milliseconds(40));
+  // Whichever order a map or an environment lists them in.
+  env["HOROVOD_FUSION_THRESHOLD"] = std::to_string(8 << 20);
+  c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->fusion_threshold_bytes, 8u << 20);
+  EXPECT_TRUE(c->fusion_given);
+  EXPECT_EQ(c->cycle_time, std::chrono::milliseconds(40));
+  EXPECT_FALSE(c->cycle_given);
+  env["HOROVOD_CYCLE_TIME"] = "3.5";
+  c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->fusion_threshold_bytes, 8u << 20);
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(3500));
+  EXPECT_TRUE(c->cycle_given);
+}
+
+// Unset variables take the settings table's defaults, in the variable's
+// unit (the fusion threshold in bytes), and the table's ranges apply.
+TEST(WorkerConfigTest, DefaultsAndRangesComeFromTheSettingsTable) {
+  auto c = WorkerConfig::FromEnv({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->fusion_threshold_bytes,
+            size_t(settings::DefaultInt("fusion_threshold_mb")) << 20);
+  EXPECT_EQ(c->start_timeout,
+            std::chrono::seconds(settings::DefaultInt("start_timeout")));
+  EXPECT_EQ(c->gloo_timeout,
+            std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds")));
+  EXPECT_EQ(c->cache_capacity, size_t(settings::DefaultInt("cache_capacity")));
+  EXPECT_EQ(c->stall_warning, std::chrono::seconds(settings::DefaultInt(
+                                  "stall_check_warning_time_seconds")));
+  EXPECT_EQ(c->autotune_noise, 0.8);
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(0));
+  EXPECT_TRUE(c->stall_check);
+  const int64_t max_cache = settings::Get("cache_capacity").max;
+  c = WorkerConfig::FromEnv(
+      {{"HOROVOD_CACHE_CAPACITY", std::to_string(max_cache + 1)}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().ToString().find("HOROVOD_CACHE_CAPACITY"),
+            std::string::npos);
+  // An empty variable counts as unset.
+  c = WorkerConfig::FromEnv({{"HOROVOD_FUSION_THRESHOLD", ""}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->fusion_given);
+}
+
 TEST(WorkerConfigTest, SharedMemoryGivenExplicitlyIsPinned) {
-  EnvGuard g;
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->shm);
   EXPECT_FALSE(c->shm_given);
-  setenv("HOROVOD_SHM_DISABLE", "0", 1);
-  c = WorkerConfig::FromEnv();
+  env["HOROVOD_SHM_DISABLE"] = "0";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->shm);
   EXPECT_TRUE(c->shm_given);
 }
 
 TEST(WorkerConfigTest, BindingAndThreadAffinity) {
-  EnvGuard g;
-  auto c = WorkerConfig::FromEnv();
+  Env env;
+  auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->bind.has_value());  // chosen by the data path
   EXPECT_TRUE(c->thread_affinity.empty());
-  setenv("HVD_BIND_TO", "NONE", 1);
-  setenv("HOROVOD_THREAD_AFFINITY", "3,0,12", 1);
-  c = WorkerConfig::FromEnv();
+  env["HVD_BIND_TO"] = "NONE";
+  env["HOROVOD_THREAD_AFFINITY"] = "3,0,12";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->bind, false);
   EXPECT_EQ(c->thread_affinity, (std::vector<int>{3, 0, 12}));
-  setenv("HVD_BIND_TO", "socket", 1);
-  c = WorkerConfig::FromEnv();
+  env["HVD_BIND_TO"] = "socket";
+  c = WorkerConfig::FromEnv(env);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().ToString().find("HVD_BIND_TO"), std::string::npos);
   EXPECT_NE(c.status().ToString().find("'socket'"), std::string::npos);
-  setenv("HVD_BIND_TO", "core", 1);
+  env["HVD_BIND_TO"] = "core";
   for (const char* bad : {"0,x", "1,", "-1", "0;1"}) {
-    setenv("HOROVOD_THREAD_AFFINITY", bad, 1);
-    c = WorkerConfig::FromEnv();
+    env["HOROVOD_THREAD_AFFINITY"] = bad;
+    c = WorkerConfig::FromEnv(env);
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_NE(c.status().ToString().find("HOROVOD_THREAD_AFFINITY"),
               std::string::npos)

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/backend.h"
 #include "runtime/store.h"
@@ -19,9 +20,11 @@ struct GlooOptions {
   // Address or name to bind and advertise when no interface is given.
   std::string hostname = "127.0.0.1";
   // How long the full-mesh connection may take (peers still starting).
-  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds connect_timeout{
+      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
   // How long any one collective may wait for a peer before it fails.
-  std::chrono::milliseconds op_timeout{30000};
+  std::chrono::milliseconds op_timeout{
+      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
 };
 
 // Connects the full mesh through `store` (which must outlive the call only).

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/store.h"
 
@@ -47,8 +48,10 @@ struct ShmOptions {
   std::string group = "host";
   std::string job_id;
   size_t slot_bytes = 1u << 20;
-  std::chrono::milliseconds connect_timeout{30000};
-  std::chrono::milliseconds op_timeout{30000};
+  std::chrono::milliseconds connect_timeout{
+      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+  std::chrono::milliseconds op_timeout{
+      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
 };
 
 class ShmSegment {

@@ -1,0 +1,347 @@
+#include "common/settings.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/parse.h"
+
+extern char** environ;
+
+namespace hvd::settings {
+namespace {
+
+constexpr int64_t kWeek = 7 * 86400;
+
+Setting Make(std::string key, std::vector<std::string> names, Kind kind,
+             std::string env, std::string yaml, std::string group,
+             std::string help) {
+  Setting s;
+  s.key = std::move(key);
+  s.names = std::move(names);
+  s.kind = kind;
+  s.env = std::move(env);
+  s.yaml = std::move(yaml);
+  s.group = std::move(group);
+  s.help = std::move(help);
+  switch (kind) {
+    case Kind::kInt:
+      s.metavar = "N";
+      break;
+    case Kind::kDouble:
+      s.metavar = "X";
+      break;
+    case Kind::kSwitch:
+      s.default_value = "0";
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+Setting Int(std::string key, std::vector<std::string> names, std::string env,
+            std::string yaml, std::string group, int64_t min, int64_t max,
+            std::string default_value, std::string help,
+            std::string unit = "") {
+  Setting s = Make(std::move(key), std::move(names), Kind::kInt, std::move(env),
+                   std::move(yaml), std::move(group), std::move(help));
+  s.min = min;
+  s.max = max;
+  s.default_value = std::move(default_value);
+  s.unit = std::move(unit);
+  return s;
+}
+
+Setting Dbl(std::string key, std::vector<std::string> names, std::string env,
+            std::string yaml, std::string group, double min, double max,
+            std::string default_value, std::string help,
+            std::string unit = "") {
+  Setting s =
+      Make(std::move(key), std::move(names), Kind::kDouble, std::move(env),
+           std::move(yaml), std::move(group), std::move(help));
+  s.dmin = min;
+  s.dmax = max;
+  s.default_value = std::move(default_value);
+  s.unit = std::move(unit);
+  return s;
+}
+
+std::vector<Setting> Build() {
+  const std::string kGeneral = "general";
+  const std::string kHosts = "hosts";
+  const std::string kTune = "tuning";
+  const std::string kAuto = "autotune";
+  const std::string kTimeline = "timeline";
+  const std::string kStall = "stall check";
+  const std::string kLib = "library";
+  const std::string kLog = "logging and output";
+  std::vector<Setting> t;
+  t.push_back(Int("start_timeout", {"--start-timeout"}, "HOROVOD_START_TIMEOUT",
+                  "", kGeneral, 1, 86400, "30",
+                  "seconds for every worker to start and join", "s"));
+  {
+    Setting s = Make("network_interface", {"--network-interface"},
+                     Kind::kString, "HOROVOD_GLOO_IFACE", "", kHosts,
+                     "interface for Gloo traffic and the advertised "
+                     "rendezvous address (repeatable; Gloo takes the first)");
+    s.metavar = "IF";
+    s.repeatable = true;
+    t.push_back(s);
+  }
+  {
+    Setting s =
+        Int("fusion_threshold_mb", {"--fusion-threshold-mb"},
+            "HOROVOD_FUSION_THRESHOLD", "params.fusion_threshold_mb", kTune, 0,
+            1 << 20, "128", "tensor fusion buffer size in MB", "MB");
+    s.env_scale = 1 << 20;  // the variable holds bytes, as Horovod's
+    t.push_back(s);
+  }
+  t.push_back(Dbl("cycle_time_ms", {"--cycle-time-ms"}, "HOROVOD_CYCLE_TIME",
+                  "params.cycle_time_ms", kTune, 0, 1e6, "0",
+                  "pace cycles this many ms apart, batching what arrives "
+                  "between them, as Horovod does; 0 starts each at once",
+                  "ms"));
+  t.push_back(Int("cache_capacity", {"--cache-capacity"},
+                  "HOROVOD_CACHE_CAPACITY", "params.cache_capacity", kTune, 0,
+                  1 << 20, "1024", "response cache entries, 0 disables"));
+  t.push_back(Make("hierarchical_allreduce", {"--hierarchical-allreduce"},
+                   Kind::kSwitch, "HOROVOD_HIERARCHICAL_ALLREDUCE",
+                   "params.hierarchical_allreduce", kTune,
+                   "reduce within hosts, then across them (default: on "
+                   "where every host holds the same number of ranks)"));
+  t.back().default_value = "";
+  t.push_back(Make("hierarchical_allgather", {"--hierarchical-allgather"},
+                   Kind::kSwitch, "HOROVOD_HIERARCHICAL_ALLGATHER",
+                   "params.hierarchical_allgather", kTune,
+                   "gather within hosts, then across them (default: as "
+                   "hierarchical allreduce)"));
+  t.back().default_value = "";
+  t.push_back(Make("shm_disable", {}, Kind::kSwitch, "HOROVOD_SHM_DISABLE", "",
+                   kTune,
+                   "move data between the ranks of a host over TCP instead "
+                   "of shared memory"));
+  t.push_back(Make("autotune", {"--autotune"}, Kind::kSwitch,
+                   "HOROVOD_AUTOTUNE", "autotune.enabled", kAuto,
+                   "tune fusion threshold and cycle time while training"));
+  {
+    Setting s = Make("autotune_log_file", {"--autotune-log-file"},
+                     Kind::kString, "HOROVOD_AUTOTUNE_LOG", "autotune.log_file",
+                     kAuto, "CSV of every sample, best values last");
+    s.metavar = "FILE";
+    t.push_back(s);
+  }
+  t.push_back(Int("autotune_warmup_samples", {"--autotune-warmup-samples"},
+                  "HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "autotune.warmup_samples",
+                  kAuto, 0, 1 << 20, "3", "samples discarded first"));
+  t.push_back(Int("autotune_steps_per_sample", {"--autotune-steps-per-sample"},
+                  "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+                  "autotune.steps_per_sample", kAuto, 1, 1 << 20, "10",
+                  "steps scored per sample"));
+  t.push_back(Int("autotune_bayes_opt_max_samples",
+                  {"--autotune-bayes-opt-max-samples"},
+                  "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+                  "autotune.bayes_opt_max_samples", kAuto, 1, 1 << 20, "20",
+                  "Bayesian optimisation samples"));
+  t.push_back(Dbl("autotune_gaussian_process_noise",
+                  {"--autotune-gaussian-process-noise"},
+                  "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+                  "autotune.gaussian_process_noise", kAuto, 0, 1, "0.8",
+                  "noise of the Gaussian process, in [0, 1]"));
+  t.push_back(Make("autotune_start", {}, Kind::kString, "HVD_AUTOTUNE_START",
+                   "", kAuto,
+                   "where autotune starts, FUSION_MB,CYCLE_MS, without "
+                   "pinning either (a fusion threshold or cycle time given "
+                   "explicitly wins)"));
+  {
+    Setting s =
+        Make("timeline_filename", {"--timeline-filename"}, Kind::kString,
+             "HOROVOD_TIMELINE", "timeline.filename", kTimeline,
+             "write a Chrome trace of every tensor's phases (rank 0)");
+    s.metavar = "FILE";
+    t.push_back(s);
+  }
+  t.push_back(Make("timeline_mark_cycles", {"--timeline-mark-cycles"},
+                   Kind::kSwitch, "HOROVOD_TIMELINE_MARK_CYCLES",
+                   "timeline.mark_cycles", kTimeline,
+                   "mark each engine cycle in the timeline"));
+  // Its YAML key is the inverse, stall_check.enabled (launcher/cli.cc).
+  t.push_back(Make("no_stall_check", {"--no-stall-check"}, Kind::kSwitch,
+                   "HOROVOD_STALL_CHECK_DISABLE", "", kStall,
+                   "do not warn about tensors some ranks never submit"));
+  t.push_back(Int("stall_check_warning_time_seconds",
+                  {"--stall-check-warning-time-seconds"},
+                  "HOROVOD_STALL_CHECK_TIME_SECONDS",
+                  "stall_check.warning_time_seconds", kStall, 1, kWeek, "60",
+                  "warn after this many seconds", "s"));
+  t.push_back(Int("stall_check_shutdown_time_seconds",
+                  {"--stall-check-shutdown-time-seconds"},
+                  "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS",
+                  "stall_check.shutdown_time_seconds", kStall, 0, kWeek, "0",
+                  "end the job after this many seconds of stall; 0 never",
+                  "s"));
+  t.push_back(Int("gloo_timeout_seconds", {"--gloo-timeout-seconds"},
+                  "HOROVOD_GLOO_TIMEOUT_SECONDS",
+                  "library_options.gloo_timeout_seconds", kLib, 1, 86400, "30",
+                  "seconds a collective may wait for a peer", "s"));
+  t.push_back(Int("num_nccl_streams", {"--num-nccl-streams"},
+                  "HOROVOD_NUM_NCCL_STREAMS",
+                  "library_options.num_nccl_streams", kLib, 1, 64, "1",
+                  "NCCL streams per GPU"));
+  {
+    Setting s =
+        Make("thread_affinity", {"--thread-affinity"}, Kind::kIntList,
+             "HOROVOD_THREAD_AFFINITY", "library_options.thread_affinity", kLib,
+             "cores for the background threads, one per local rank "
+             "(e.g. 0,8)");
+    s.min = 0;
+    s.max = 1 << 20;
+    s.metavar = "CORES";
+    t.push_back(s);
+  }
+  {
+    // Not Horovod's: mpirun's --bind-to, whose default ours follows.
+    Setting s = Make("bind_to", {"--bind-to"}, Kind::kChoice, "HVD_BIND_TO",
+                     "library_options.bind_to", kLib,
+                     "core: each local rank keeps to its share of the host's "
+                     "CPUs (as mpirun; the default where all ranks share a "
+                     "host and shared memory); none: the kernel places them");
+    s.choices = {"CORE", "NONE"};
+    s.metavar = "CORE|NONE";
+    t.push_back(s);
+  }
+  {
+    Setting s = Make("log_level", {"--log-level"}, Kind::kChoice,
+                     "HOROVOD_LOG_LEVEL", "logging.level", kLog,
+                     "TRACE, DEBUG, INFO, WARNING, ERROR or FATAL");
+    s.choices = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"};
+    s.default_value = "WARNING";
+    s.metavar = "LEVEL";
+    t.push_back(s);
+  }
+  // Its YAML key is the inverse, logging.with_timestamp (launcher/cli.cc).
+  t.push_back(Make("log_without_timestamp", {"--log-without-timestamp"},
+                   Kind::kSwitch, "HOROVOD_LOG_HIDE_TIME", "", kLog,
+                   "log lines without timestamps"));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Setting>& Table() {
+  static const std::vector<Setting> table = Build();
+  return table;
+}
+
+const Setting& Get(std::string_view key) {
+  for (const Setting& s : Table()) {
+    if (s.key == key) return s;
+  }
+  std::fprintf(stderr, "hvd: no setting '%.*s' in the table\n",
+               static_cast<int>(key.size()), key.data());
+  std::abort();
+}
+
+int64_t DefaultInt(std::string_view key) {
+  return std::stoll(Get(key).default_value);
+}
+
+double DefaultDouble(std::string_view key) {
+  return std::stod(Get(key).default_value);
+}
+
+int64_t DefaultScaled(std::string_view key) {
+  return DefaultInt(key) * Get(key).env_scale;
+}
+
+EnvMap ProcessEnv() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    env.emplace(std::string(*e, static_cast<size_t>(eq - *e)),
+                std::string(eq + 1));
+  }
+  return env;
+}
+
+bool Reader::Given(std::string_view key) const {
+  auto it = env_.find(Get(key).env);
+  return it != env_.end() && !it->second.empty();
+}
+
+std::optional<std::string> Reader::Text(std::string_view key) const {
+  auto it = env_.find(Get(key).env);
+  if (it == env_.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> Reader::Value(const Setting& s) const {
+  auto it = env_.find(s.env);
+  if (it != env_.end() && !it->second.empty()) return it->second;
+  if (s.default_value.empty()) return std::nullopt;
+  return s.default_value;
+}
+
+StatusOr<int64_t> Reader::Int(std::string_view key) const {
+  const Setting& s = Get(key);
+  if (auto text = Text(key)) {
+    return ParseInt64(*text, s.env, s.min * s.env_scale, s.max * s.env_scale);
+  }
+  HVD_ASSIGN_OR_RETURN(int64_t d,
+                       ParseInt64(s.default_value, s.key, s.min, s.max));
+  return d * s.env_scale;
+}
+
+StatusOr<double> Reader::Double(std::string_view key) const {
+  const Setting& s = Get(key);
+  if (auto text = Text(key)) {
+    return ParseDouble(*text, s.env, s.dmin * s.env_scale,
+                       s.dmax * s.env_scale);
+  }
+  HVD_ASSIGN_OR_RETURN(double d,
+                       ParseDouble(s.default_value, s.key, s.dmin, s.dmax));
+  return d * s.env_scale;
+}
+
+StatusOr<bool> Reader::Bool(std::string_view key) const {
+  HVD_ASSIGN_OR_RETURN(std::optional<bool> b, OptionalBool(key));
+  return b.value_or(false);
+}
+
+StatusOr<std::optional<bool>> Reader::OptionalBool(std::string_view key) const {
+  const Setting& s = Get(key);
+  auto v = Value(s);
+  if (!v) return std::optional<bool>();
+  HVD_ASSIGN_OR_RETURN(bool b, ParseBool(*v, s.env));
+  return std::optional<bool>(b);
+}
+
+StatusOr<std::string> Reader::Choice(std::string_view key) const {
+  const Setting& s = Get(key);
+  auto v = Value(s);
+  if (!v) return std::string();
+  std::string up = *v;
+  std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+  if (std::find(s.choices.begin(), s.choices.end(), up) == s.choices.end()) {
+    std::string list;
+    for (const std::string& c : s.choices)
+      list += (list.empty() ? "" : ", ") + c;
+    return Status::InvalidArgument(
+        s.env, "must be one of " + list + " (got '" + *v + "')");
+  }
+  return up;
+}
+
+StatusOr<std::vector<int64_t>> Reader::IntList(std::string_view key) const {
+  const Setting& s = Get(key);
+  auto v = Value(s);
+  if (!v) return std::vector<int64_t>();
+  return ParseIntList(*v, s.env, s.min, s.max);
+}
+
+std::string Reader::String(std::string_view key) const {
+  return Value(Get(key)).value_or("");
+}
+
+}  // namespace hvd::settings

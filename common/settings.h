@@ -1,0 +1,104 @@
+// The one table of hvd's settings.
+//
+// Every setting a worker reads from its environment is declared here once:
+// the launcher's flag, the HOROVOD_* (or HVD_*) variable, the key of
+// horovodrun's --config-file, the unit, the default, the range and the help
+// text. horovodrun's parser, its config file and --help read this table
+// (launcher/flags.h adds the flags only the launcher has), and so does the
+// worker's configuration (runtime/worker_config.h), so a default is written
+// in one place and a unit is converted in one place (env_scale).
+//
+// Flow of a setting: table -> flag or YAML -> canonical text in the flag's
+// unit -> the worker's variable (times env_scale) -> Reader -> the one
+// component that uses it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::settings {
+
+enum class Kind {
+  kInt,     // whole number in [min, max]
+  kDouble,  // number in [dmin, dmax]
+  kString,  // any non-empty text
+  kChoice,  // one of `choices` (case-insensitive, stored upper case)
+  kSwitch,  // a flag without a value; the variable holds 1 or 0
+  kIntList  // comma-separated whole numbers in [min, max]
+};
+
+struct Setting {
+  std::string key;                 // e.g. "fusion_threshold_mb"
+  std::vector<std::string> names;  // flags, canonical first; may be empty
+  Kind kind = Kind::kString;
+  int64_t min = 0, max = 0;   // kInt, kIntList (in the flag's unit)
+  double dmin = 0, dmax = 0;  // kDouble
+  std::vector<std::string> choices;
+  std::string yaml;  // "section.key" in --config-file, "" when none
+  std::string env;   // the worker's variable, "" when none
+  // The flag's unit ("MB", "ms", "s"), and what the variable holds per
+  // unit of the flag: HOROVOD_FUSION_THRESHOLD is bytes, the flag MB.
+  std::string unit;
+  int64_t env_scale = 1;
+  // In the flag's unit; "" when unset means "decided at run time" (the
+  // help says how).
+  std::string default_value;
+  std::string group;  // heading in --help
+  std::string metavar;
+  std::string help;         // without the default, which --help appends
+  bool repeatable = false;  // given several times, values join with ','
+};
+
+// The worker's settings, in --help order.
+const std::vector<Setting>& Table();
+// The setting with this key; a key missing from the table is a programming
+// error and aborts.
+const Setting& Get(std::string_view key);
+
+// The default of a kInt or kDouble setting, in the flag's unit. Option
+// structs of the components initialise from these, so that a default is
+// written in the table alone.
+int64_t DefaultInt(std::string_view key);
+double DefaultDouble(std::string_view key);
+// The default of a kInt setting in the variable's unit (times env_scale).
+int64_t DefaultScaled(std::string_view key);
+
+using EnvMap = std::map<std::string, std::string>;
+// This process's environment as a map.
+EnvMap ProcessEnv();
+
+// Reads settings from an environment map, strictly: a value that does not
+// parse or is out of range is InvalidArgument naming the variable; a
+// variable that is unset or empty gives the table's default.
+class Reader {
+ public:
+  explicit Reader(const EnvMap& env) : env_(env) {}
+
+  // The variable is set to a non-empty value.
+  bool Given(std::string_view key) const;
+  // The raw text of a given variable.
+  std::optional<std::string> Text(std::string_view key) const;
+  // In the variable's unit (the flag's times env_scale).
+  StatusOr<int64_t> Int(std::string_view key) const;
+  StatusOr<double> Double(std::string_view key) const;
+  StatusOr<bool> Bool(std::string_view key) const;
+  // nullopt when neither given nor defaulted.
+  StatusOr<std::optional<bool>> OptionalBool(std::string_view key) const;
+  // Upper case; "" when neither given nor defaulted.
+  StatusOr<std::string> Choice(std::string_view key) const;
+  StatusOr<std::vector<int64_t>> IntList(std::string_view key) const;
+  std::string String(std::string_view key) const;
+
+ private:
+  // The given text, else the default converted to the variable's unit.
+  std::optional<std::string> Value(const Setting& s) const;
+  const EnvMap& env_;
+};
+
+}  // namespace hvd::settings
