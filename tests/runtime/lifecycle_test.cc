@@ -17,6 +17,7 @@
 #include "hvd/hvd.h"
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
 namespace {
@@ -58,6 +59,17 @@ int ShmEntriesOf(const std::string& job_id) {
   return n;
 }
 
+// A float32 sum through the engine, in place.
+Status Allreduce(Context& ctx, const std::string& name, std::vector<float>& v) {
+  Request req;
+  req.name = name;
+  req.type = OpType::kAllreduce;
+  req.dtype = DataType::kFloat32;
+  req.count = static_cast<int64_t>(v.size());
+  req.shape = {req.count};
+  return ctx.engine().Enqueue(req, v.data())->Wait();
+}
+
 struct Rounds {
   int size;
   bool shm;
@@ -71,27 +83,13 @@ class LifecycleTest : public ::testing::TestWithParam<Rounds> {};
 TEST_P(LifecycleTest, TwentyRoundsEachInANewGeneration) {
   const Rounds p = GetParam();
   constexpr int kRounds = 20;
-  rendezvous::ServerOptions options;
-  options.admin_token = "admin";
-  auto server = rendezvous::RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto job = (*server)->table().CreateJob({{"localhost", p.size}}, p.size);
+  TestJob job(p.size);
   ASSERT_TRUE(job.ok());
-  std::vector<std::vector<int>> fds_after(p.size);
-  std::atomic<int> fds_base{0};
   std::vector<std::thread> threads;
   for (int r = 0; r < p.size; ++r) {
     threads.emplace_back([&, r] {
-      WorkerConfig c;
-      c.launched = true;
-      c.rendezvous_addr = (*server)->address();
-      c.job_id = job->job_id;
-      c.job_token = job->token;
-      c.host = "localhost";
-      c.slot = r;
+      WorkerConfig c = job.Config(r);
       c.shm = p.shm;
-      c.start_timeout = milliseconds(20000);
-      c.gloo_timeout = milliseconds(20000);
       int generation = 0;
       for (int round = 0; round < kRounds; ++round) {
         if (r == p.late_rank && round > 0) {
@@ -107,13 +105,7 @@ TEST_P(LifecycleTest, TwentyRoundsEachInANewGeneration) {
         // the data backend.
         for (size_t count : {size_t{3}, size_t{70000}}) {
           std::vector<float> v(count, float(rank + 1 + round));
-          Request req;
-          req.name = "x." + std::to_string(count);
-          req.type = OpType::kAllreduce;
-          req.dtype = DataType::kFloat32;
-          req.count = static_cast<int64_t>(count);
-          req.shape = {req.count};
-          Status s = (*ctx)->engine().Enqueue(req, v.data())->Wait();
+          Status s = Allreduce(**ctx, "x." + std::to_string(count), v);
           ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
           const float want = p.size * (p.size + 1) / 2.0f + p.size * round;
           ASSERT_EQ(v.front(), want) << "round " << round;
@@ -124,7 +116,7 @@ TEST_P(LifecycleTest, TwentyRoundsEachInANewGeneration) {
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_EQ(ShmEntriesOf(job->job_id), 0);
+  EXPECT_EQ(ShmEntriesOf(job.job_id()), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -143,12 +135,8 @@ INSTANTIATE_TEST_SUITE_P(
 // A process that inits and shuts down again and again keeps the same
 // number of open files and threads: every round releases what it made.
 TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
-  rendezvous::ServerOptions options;
-  options.admin_token = "admin";
-  auto server = rendezvous::RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
   constexpr int kSize = 2;
-  auto job = (*server)->table().CreateJob({{"localhost", kSize}}, kSize);
+  TestJob job(kSize);
   ASSERT_TRUE(job.ok());
   for (bool shm : {true, false}) {
     std::vector<int> fds, threads_seen;
@@ -158,27 +146,13 @@ TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
       std::vector<std::thread> ranks;
       for (int r = 0; r < kSize; ++r) {
         ranks.emplace_back([&, r] {
-          WorkerConfig c;
-          c.launched = true;
-          c.rendezvous_addr = (*server)->address();
-          c.job_id = job->job_id;
-          c.job_token = job->token;
-          c.host = "localhost";
-          c.slot = r;
+          WorkerConfig c = job.Config(r);
           c.shm = shm;
-          c.start_timeout = milliseconds(20000);
-          c.gloo_timeout = milliseconds(20000);
           auto ctx = Context::Create(c, generation[r]);
           ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
           generation[r] = (*ctx)->assignment().generation;
           std::vector<float> v(100000, 1.0f);
-          Request req;
-          req.name = "x";
-          req.type = OpType::kAllreduce;
-          req.dtype = DataType::kFloat32;
-          req.count = static_cast<int64_t>(v.size());
-          req.shape = {req.count};
-          ASSERT_TRUE((*ctx)->engine().Enqueue(req, v.data())->Wait().ok());
+          ASSERT_TRUE(Allreduce(**ctx, "x", v).ok());
         });
       }
       for (auto& t : ranks) t.join();
@@ -201,7 +175,7 @@ TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
     // And no engine thread outlives its context.
     EXPECT_EQ(engines_left, 0) << (shm ? "shm" : "tcp");
   }
-  EXPECT_EQ(ShmEntriesOf(job->job_id), 0);
+  EXPECT_EQ(ShmEntriesOf(job.job_id()), 0);
 }
 
 // The public API as Horovod has it: init() while initialized is a no-op

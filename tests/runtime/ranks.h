@@ -15,28 +15,52 @@
 
 namespace hvd::runtime {
 
+// A real rendezvous server on 127.0.0.1:0 with one job of `size` slots on
+// "localhost", and each slot's worker configuration.
+class TestJob {
+ public:
+  explicit TestJob(int size) {
+    rendezvous::ServerOptions options;
+    options.admin_token = "admin";
+    auto server = rendezvous::RendezvousServer::Start(options);
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    if (!server.ok()) return;
+    server_ = std::move(*server);
+    auto job = server_->table().CreateJob({{"localhost", size}}, size);
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    if (job.ok()) job_ = *job;
+  }
+  bool ok() const { return server_ && !job_.job_id.empty(); }
+  const std::string& job_id() const { return job_.job_id; }
+
+  WorkerConfig Config(int slot) const {
+    WorkerConfig c;
+    c.launched = true;
+    c.rendezvous_addr = server_->address();
+    c.job_id = job_.job_id;
+    c.job_token = job_.token;
+    c.host = "localhost";
+    c.slot = slot;
+    c.start_timeout = std::chrono::milliseconds(20000);
+    c.gloo_timeout = std::chrono::milliseconds(20000);
+    return c;
+  }
+
+ private:
+  std::unique_ptr<rendezvous::RendezvousServer> server_;
+  rendezvous::CreatedJob job_;
+};
+
 // Runs `body(context, rank)` on `size` ranks; `tune` may adjust each rank's
 // configuration first.
 inline void RunRanks(int size, const std::function<void(Context&, int)>& body,
                      const std::function<void(WorkerConfig&)>& tune = nullptr) {
-  rendezvous::ServerOptions options;
-  options.admin_token = "admin";
-  auto server = rendezvous::RendezvousServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  auto job = (*server)->table().CreateJob({{"localhost", size}}, size);
-  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  TestJob job(size);
+  ASSERT_TRUE(job.ok());
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      WorkerConfig c;
-      c.launched = true;
-      c.rendezvous_addr = (*server)->address();
-      c.job_id = job->job_id;
-      c.job_token = job->token;
-      c.host = "localhost";
-      c.slot = r;
-      c.start_timeout = std::chrono::milliseconds(20000);
-      c.gloo_timeout = std::chrono::milliseconds(20000);
+      WorkerConfig c = job.Config(r);
       if (tune) tune(c);
       auto ctx = Context::Create(c);
       ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();

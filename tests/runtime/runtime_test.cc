@@ -7,34 +7,19 @@
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
 namespace {
 
 using std::chrono::milliseconds;
 
-class World {
+class World : public TestJob {
  public:
-  explicit World(int size) : size_(size) {
-    rendezvous::ServerOptions options;
-    options.admin_token = "admin";
-    auto server = rendezvous::RendezvousServer::Start(options);
-    EXPECT_TRUE(server.ok()) << server.status().ToString();
-    server_ = std::move(*server);
-    auto job = server_->table().CreateJob({{"localhost", size}}, size);
-    EXPECT_TRUE(job.ok());
-    job_ = *job;
-  }
+  explicit World(int size) : TestJob(size), size_(size) {}
 
   WorkerConfig Config(int slot) const {
-    WorkerConfig c;
-    c.launched = true;
-    c.rendezvous_addr = server_->address();
-    c.job_id = job_.job_id;
-    c.job_token = job_.token;
-    c.host = "localhost";
-    c.slot = slot;
-    c.start_timeout = milliseconds(20000);
+    WorkerConfig c = TestJob::Config(slot);
     c.gloo_timeout = milliseconds(10000);
     return c;
   }
@@ -53,8 +38,6 @@ class World {
   }
 
   int size_;
-  std::unique_ptr<rendezvous::RendezvousServer> server_;
-  rendezvous::CreatedJob job_;
 };
 
 class CollectivesTest : public ::testing::TestWithParam<int> {};
