@@ -14,10 +14,10 @@
 #include <cstdio>
 #include <string>
 
-#include "examples/mnist/adadelta.h"
-#include "examples/mnist/idx.h"
-#include "examples/mnist/model.h"
 #include "hvd/hvd.h"
+#include "mnist/adadelta.h"
+#include "mnist/idx.h"
+#include "mnist/model.h"
 
 int main(int argc, char** argv) {
   int threads = 1, steps = 40;

@@ -1,6 +1,6 @@
-#include "examples/mnist/adadelta.h"
+#include "mnist/adadelta.h"
 
-#include "examples/mnist/kernels.h"
+#include "mnist/kernels.h"
 
 namespace hvd::mnist {
 

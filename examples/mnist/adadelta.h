@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/mnist/model.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 

@@ -1,9 +1,9 @@
-#include "examples/mnist/augment.h"
+#include "mnist/augment.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "examples/mnist/model.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 

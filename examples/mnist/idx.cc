@@ -1,4 +1,4 @@
-#include "examples/mnist/idx.h"
+#include "mnist/idx.h"
 
 #include <sys/stat.h>
 #include <zlib.h>

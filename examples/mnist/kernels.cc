@@ -1,8 +1,18 @@
-#include "examples/mnist/kernels.h"
+#include "mnist/kernels.h"
 
 #include <cmath>
 
-#include "common/multiversion.h"
+// Each loop is built for AVX-512, AVX2 (x86-64 level 3) and plain x86-64,
+// and the loader picks the widest the CPU has (GCC on x86-64; not under the
+// sanitizers, whose instrumented ifunc resolvers run before their runtime
+// is up). The example's own, as it uses libhvd's public API alone.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define HVD_MULTIVERSION \
+  __attribute__((target_clones("default", "arch=x86-64-v3", "avx512f")))
+#else
+#define HVD_MULTIVERSION
+#endif
 
 namespace hvd::mnist {
 namespace {

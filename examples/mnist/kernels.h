@@ -1,7 +1,7 @@
 // The element-wise loops of the model's step that are ours rather than
 // oneDNN's or cuDNN's: dropout masks, gradients through ReLU and dropout,
 // and the Adadelta update. Each is built for several instruction sets
-// (common/multiversion.h); without errno the optimizer's square roots
+// (kernels.cc); without errno the optimizer's square roots
 // vectorise too.
 #pragma once
 

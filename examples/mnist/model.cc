@@ -1,4 +1,4 @@
-#include "examples/mnist/model.h"
+#include "mnist/model.h"
 
 #include <algorithm>
 #include <cmath>

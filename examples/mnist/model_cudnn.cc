@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "examples/mnist/model.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 namespace {

@@ -4,8 +4,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 
-#include "examples/mnist/kernels.h"
-#include "examples/mnist/model.h"
+#include "mnist/kernels.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 namespace {

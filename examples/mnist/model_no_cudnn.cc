@@ -1,5 +1,5 @@
 // train_mnist without CUDA and cuDNN: the CPU only.
-#include "examples/mnist/model.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 

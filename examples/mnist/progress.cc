@@ -1,4 +1,4 @@
-#include "examples/mnist/progress.h"
+#include "mnist/progress.h"
 
 #include <unistd.h>
 

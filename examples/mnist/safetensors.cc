@@ -1,13 +1,12 @@
-#include "examples/mnist/safetensors.h"
+#include "mnist/safetensors.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
-
-#include "common/files.h"
 
 namespace hvd::mnist {
 namespace {
@@ -83,7 +82,13 @@ Status WriteSafetensors(const std::string& path, const Checkpoint& ckpt) {
 }
 
 StatusOr<Checkpoint> ReadSafetensors(const std::string& path) {
-  HVD_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::NotFound("'" + path + "'", std::string("cannot be read: ") +
+                                                  std::strerror(errno));
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
   auto bad = [&](const std::string& why) {
     return Status::DataLoss(path, "is not a valid safetensors file: " + why);
   };

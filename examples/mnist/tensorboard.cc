@@ -1,4 +1,4 @@
-#include "examples/mnist/tensorboard.h"
+#include "mnist/tensorboard.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

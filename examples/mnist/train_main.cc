@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "examples/mnist/trainer.h"
 #include "hvd/hvd.h"
+#include "mnist/trainer.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,4 +1,4 @@
-#include "examples/mnist/trainer.h"
+#include "mnist/trainer.h"
 
 #include <omp.h>
 #include <sys/stat.h>
@@ -13,16 +13,16 @@
 #include <random>
 #include <thread>
 
-#include "common/parse.h"
-#include "examples/mnist/adadelta.h"
-#include "examples/mnist/augment.h"
-#include "examples/mnist/idx.h"
-#include "examples/mnist/model.h"
-#include "examples/mnist/progress.h"
-#include "examples/mnist/safetensors.h"
-#include "examples/mnist/schedule.h"
-#include "examples/mnist/tensorboard.h"
 #include "hvd/hvd.h"
+#include "mnist/adadelta.h"
+#include "mnist/augment.h"
+#include "mnist/idx.h"
+#include "mnist/model.h"
+#include "mnist/numbers.h"
+#include "mnist/progress.h"
+#include "mnist/safetensors.h"
+#include "mnist/schedule.h"
+#include "mnist/tensorboard.h"
 
 #ifndef HVD_MNIST_DATA_DIR
 #define HVD_MNIST_DATA_DIR "examples/mnist/data"
@@ -224,17 +224,18 @@ StatusOr<Resumed> Resume(const std::string& path, Model& model, Adadelta& opt) {
     }
     *buf = it->second->data;
   }
-  HVD_ASSIGN_OR_RETURN(int64_t epoch, ParseInt64(ckpt.metadata["epoch"],
-                                                 path + " epoch", 0, 1 << 20));
-  HVD_ASSIGN_OR_RETURN(double lr,
-                       ParseDouble(ckpt.metadata["lr"], path + " lr", 0, 1e9));
+  HVD_ASSIGN_OR_RETURN(int64_t epoch,
+                       ParseNumber<int64_t>(ckpt.metadata["epoch"],
+                                            path + " epoch", 0, 1 << 20));
+  HVD_ASSIGN_OR_RETURN(
+      double lr, ParseNumber(ckpt.metadata["lr"], path + " lr", 0.0, 1e9));
   Resumed out{static_cast<int>(epoch), lr, {}};
   if (ckpt.metadata.count("input_mean") || ckpt.metadata.count("input_std")) {
     HVD_ASSIGN_OR_RETURN(out.scaling.mean,
-                         ParseDouble(ckpt.metadata["input_mean"],
+                         ParseNumber(ckpt.metadata["input_mean"],
                                      path + " input_mean", -1e6, 1e6));
     HVD_ASSIGN_OR_RETURN(out.scaling.std,
-                         ParseDouble(ckpt.metadata["input_std"],
+                         ParseNumber(ckpt.metadata["input_std"],
                                      path + " input_std", 1e-6, 1e6));
   }
   return out;
@@ -578,7 +579,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
     };
     auto int_flag = [&](int* out, int64_t min, int64_t max) -> Status {
       HVD_ASSIGN_OR_RETURN(std::string v, value());
-      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, a, min, max));
+      HVD_ASSIGN_OR_RETURN(int64_t n, ParseNumber<int64_t>(v, a, min, max));
       *out = static_cast<int>(n);
       return Status::Ok();
     };
@@ -598,7 +599,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
       HVD_RETURN_IF_ERROR(int_flag(&o.epochs, 1, 100000));
     } else if (a == "--lr") {
       HVD_ASSIGN_OR_RETURN(std::string v, value());
-      HVD_ASSIGN_OR_RETURN(o.lr, ParseDouble(v, a, 1e-12, 1e6));
+      HVD_ASSIGN_OR_RETURN(o.lr, ParseNumber(v, a, 1e-12, 1e6));
     } else if (a == "--warmup-epochs") {
       HVD_RETURN_IF_ERROR(int_flag(&o.warmup_epochs, 0, 100000));
     } else if (a == "--threads") {

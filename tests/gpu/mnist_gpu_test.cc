@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "examples/mnist/idx.h"
-#include "examples/mnist/model.h"
+#include "mnist/idx.h"
+#include "mnist/model.h"
 
 namespace hvd::mnist {
 namespace {

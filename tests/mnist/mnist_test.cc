@@ -15,13 +15,13 @@
 #include <random>
 #include <sstream>
 
-#include "examples/mnist/adadelta.h"
-#include "examples/mnist/augment.h"
-#include "examples/mnist/idx.h"
-#include "examples/mnist/kernels.h"
-#include "examples/mnist/model.h"
-#include "examples/mnist/safetensors.h"
-#include "examples/mnist/schedule.h"
+#include "mnist/adadelta.h"
+#include "mnist/augment.h"
+#include "mnist/idx.h"
+#include "mnist/kernels.h"
+#include "mnist/model.h"
+#include "mnist/safetensors.h"
+#include "mnist/schedule.h"
 #include "tests/util/temp_dir.h"
 
 namespace hvd::mnist {

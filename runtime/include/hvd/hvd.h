@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
+#include "hvd/status.h"
 
 namespace hvd {
 
