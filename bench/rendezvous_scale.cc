@@ -3,10 +3,8 @@
 // Every worker joins one job (hosts of --slots slots each), sets its own
 // key, waits for its neighbour's, and enters a barrier; then a KV phase
 // runs --kv-ops sets and gets with --window calls in flight. Everything is
-// asynchronous, over --channels clients (each one connection):
-//   --transport session  the client library (one Session stream per client;
-//                        what libhvd uses), the default
-//   --transport unary    one gRPC call per operation, for comparison
+// asynchronous, over --channels clients (each one connection) of the
+// client library: one Session stream per client, as libhvd uses.
 //
 //   rendezvous_scale --workers 10000 [--addr HOST:PORT --admin-token-file F]
 //
@@ -15,7 +13,6 @@
 //   BENCH rendezvous.join.N <s> s        first join sent -> last assignment
 //   BENCH rendezvous.kv.ops <ops/s> ops/s
 //   BENCH rendezvous.rpc.p99 <ms> ms      per-call latency in the KV phase
-// (with --transport unary the names end in .unary).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -48,7 +45,6 @@ struct Options {
   int channels = 4;
   int kv_ops = 200000;
   int window = 256;
-  bool unary = false;
   std::string addr;
   std::string admin_token_file;
 };
@@ -122,112 +118,6 @@ class SessionTransport final : public Transport {
   std::vector<std::unique_ptr<hvd::rendezvous::RendezvousClient>> clients_;
 };
 
-// One gRPC call per operation, through the generated callback stubs.
-class UnaryTransport final : public Transport {
- public:
-  UnaryTransport(const Options& o, const std::string& address, std::string job,
-                 std::string token)
-      : job_(std::move(job)), token_(std::move(token)) {
-    for (int c = 0; c < o.channels; ++c) {
-      grpc::ChannelArguments args;
-      args.SetInt("hvd.bench.channel", c);  // its own connection
-      args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-      stubs_.push_back(pb::Rendezvous::NewStub(grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args)));
-    }
-  }
-
-  template <typename Req, typename Resp, typename Method, typename Then>
-  void Call(int c, Method method, Req req, Then then) {
-    struct CallState {
-      grpc::ClientContext ctx;
-      Req req;
-      Resp resp;
-    };
-    auto state = std::make_shared<CallState>();
-    state->ctx.AddMetadata("hvd-job-token", token_);
-    state->ctx.set_deadline(std::chrono::system_clock::now() + kTimeout);
-    state->req = std::move(req);
-    state->req.set_job_id(job_);
-    auto* async = stubs_[c % stubs_.size()]->async();
-    method(async, &state->ctx, &state->req, &state->resp,
-           [state, then](grpc::Status s) {
-             Status st =
-                 s.ok() ? Status::Ok() : Status::Unavailable(s.error_message());
-             then(st, state->resp);
-           });
-  }
-
-  void Join(int c, const std::string& host, int slot,
-            std::function<void(StatusOr<int>)> done) override {
-    pb::JoinRequest req;
-    req.set_host(host);
-    req.set_slot(slot);
-    Call<pb::JoinRequest, pb::JoinResponse>(
-        c,
-        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
-          a->Join(ctx, q, r, std::move(cb));
-        },
-        req,
-        [done](Status s, const pb::JoinResponse& r) {
-          if (!s.ok()) return done(s);
-          done(r.assignment().rank());
-        });
-  }
-  void Set(int c, const std::string& key, const std::string& value,
-           std::function<void(Status)> done) override {
-    pb::SetRequest req;
-    req.set_key(key);
-    req.set_value(value);
-    Call<pb::SetRequest, pb::SetResponse>(
-        c,
-        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
-          a->Set(ctx, q, r, std::move(cb));
-        },
-        req, [done](Status s, const pb::SetResponse&) { done(s); });
-  }
-  void Get(int c, const std::string& key,
-           std::function<void(Status)> done) override {
-    pb::GetRequest req;
-    req.set_key(key);
-    Call<pb::GetRequest, pb::GetResponse>(
-        c,
-        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
-          a->Get(ctx, q, r, std::move(cb));
-        },
-        req, [done](Status s, const pb::GetResponse&) { done(s); });
-  }
-  void Wait(int c, const std::string& key,
-            std::function<void(Status)> done) override {
-    pb::WaitRequest req;
-    req.add_keys(key);
-    req.set_timeout_ms(100000);
-    Call<pb::WaitRequest, pb::WaitResponse>(
-        c,
-        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
-          a->Wait(ctx, q, r, std::move(cb));
-        },
-        req, [done](Status s, const pb::WaitResponse&) { done(s); });
-  }
-  void Barrier(int c, int rank, std::function<void(Status)> done) override {
-    pb::BarrierRequest req;
-    req.set_name("started");
-    req.set_rank(rank);
-    req.set_timeout_ms(100000);
-    Call<pb::BarrierRequest, pb::BarrierResponse>(
-        c,
-        [](auto* a, auto* ctx, auto* q, auto* r, auto cb) {
-          a->Barrier(ctx, q, r, std::move(cb));
-        },
-        req, [done](Status s, const pb::BarrierResponse&) { done(s); });
-  }
-
- private:
-  std::string job_, token_;
-  std::vector<std::unique_ptr<pb::Rendezvous::Stub>> stubs_;
-};
-
-// Counts completions; Wait blocks until `n` have arrived.
 class Latch {
  public:
   void Arrive() {
@@ -334,19 +224,15 @@ class Bench {
                      ? 0
                      : latencies_[std::min(latencies_.size() - 1,
                                            latencies_.size() * 99 / 100)];
-    const char* suffix = o_.unary ? ".unary" : "";
     std::printf(
         "%s transport, %d workers on %d hosts, %d channels: joined in "
         "%.3f s, set+get+barrier done in %.3f s; %d KV ops with %d in "
         "flight in %.3f s\n",
-        o_.unary ? "unary" : "session", o_.workers,
-        (o_.workers + o_.slots - 1) / o_.slots, o_.channels, join_s_, all_s_,
-        o_.kv_ops, o_.window, kv_s_);
-    std::printf("BENCH rendezvous.join.%d%s %.3f s\n", o_.workers, suffix,
-                join_s_);
-    std::printf("BENCH rendezvous.kv.ops%s %.0f ops/s\n", suffix,
-                o_.kv_ops / kv_s_);
-    std::printf("BENCH rendezvous.rpc.p99%s %.3f ms\n", suffix, p99);
+        "session", o_.workers, (o_.workers + o_.slots - 1) / o_.slots,
+        o_.channels, join_s_, all_s_, o_.kv_ops, o_.window, kv_s_);
+    std::printf("BENCH rendezvous.join.%d %.3f s\n", o_.workers, join_s_);
+    std::printf("BENCH rendezvous.kv.ops %.0f ops/s\n", o_.kv_ops / kv_s_);
+    std::printf("BENCH rendezvous.rpc.p99 %.3f ms\n", p99);
   }
 
   int failures() const { return failures_; }
@@ -388,11 +274,7 @@ int main(int argc, char** argv) {
       ok = num(o.kv_ops, 1, 100000000);
     else if (a == "--window")
       ok = num(o.window, 1, 100000);
-    else if (a == "--transport") {
-      if (v != "session" && v != "unary")
-        return Usage("--transport session|unary");
-      o.unary = v == "unary";
-    } else if (a == "--addr")
+    else if (a == "--addr")
       o.addr = v;
     else if (a == "--admin-token-file")
       o.admin_token_file = v;
@@ -427,14 +309,8 @@ int main(int argc, char** argv) {
       address, admin, hosts, o.workers, std::chrono::seconds(30));
   if (!job.ok()) return Usage(job.status().ToString());
 
-  std::unique_ptr<Transport> transport;
-  if (o.unary) {
-    transport =
-        std::make_unique<UnaryTransport>(o, address, job->job_id, job->token);
-  } else {
-    transport =
-        std::make_unique<SessionTransport>(o, address, job->job_id, job->token);
-  }
+  std::unique_ptr<Transport> transport =
+      std::make_unique<SessionTransport>(o, address, job->job_id, job->token);
   Bench bench(o, *transport);
   if (!bench.RunWorkers()) return 1;
   bench.RunKv();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The rendezvous at scale: starts hvd-rendezvousd on a free loopback port
 # and runs rendezvous_scale against it (N simulated workers; see the
-# program's header), then the same with one gRPC call per operation.
+# program's header).
 #   BUILD_DIR=build bench/run_rendezvous_scale.sh [WORKERS]
 set -euo pipefail
 build=${BUILD_DIR:-build}
@@ -26,5 +26,3 @@ for _ in $(seq 100); do
 done
 [[ -n ${addr:-} ]] || { echo "run_rendezvous_scale.sh: the daemon did not start:" >&2; cat "$dir/log" >&2; exit 1; }
 "$scale" --workers "$workers" --addr "$addr" --admin-token-file "$dir/token"
-"$scale" --workers "$workers" --addr "$addr" --admin-token-file "$dir/token" \
-  --transport unary --kv-ops 50000

@@ -21,39 +21,6 @@ namespace {
 
 namespace pb = ::hvd::rendezvous::v1;
 
-// A unary call that blocks in the table; the client going away cancels it.
-class BlockingReactor : public grpc::ServerUnaryReactor {
- public:
-  explicit BlockingReactor(JobTable* table) : table_(table) {}
-  // Called before the handler returns the reactor, so OnDone cannot have
-  // run yet even when the wait completed at once.
-  void SetWaitId(JobTable::WaitId id) {
-    bool cancelled;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      id_ = id;
-      cancelled = cancelled_;
-    }
-    if (cancelled) table_->CancelWait(id);  // OnCancel ran first
-  }
-  void OnCancel() override {
-    JobTable::WaitId id;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_ = true;
-      id = id_;
-    }
-    table_->CancelWait(id);
-  }
-  void OnDone() override { delete this; }
-
- private:
-  JobTable* table_;
-  std::mutex mu_;
-  JobTable::WaitId id_ = 0;  // guarded by mu_
-  bool cancelled_ = false;   // guarded by mu_
-};
-
 class Service final : public pb::Rendezvous::CallbackService {
  public:
   Service(JobTable* table, std::string admin_token, Expirer* expirer)
@@ -127,79 +94,6 @@ class Service final : public pb::Rendezvous::CallbackService {
       s = info.status();
     }
     return Answer(ctx, s);
-  }
-
-  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx,
-                                 const pb::JoinRequest* req,
-                                 pb::JoinResponse* resp) override {
-    Status s = CheckJob(ctx, req->job_id());
-    if (s.ok()) {
-      auto a = table_->Join(req->job_id(), req->host(), req->slot(),
-                            req->previous_generation());
-      if (a.ok()) {
-        AssignmentToProto(*a, resp->mutable_assignment());
-      }
-      s = a.status();
-    }
-    return Answer(ctx, s);
-  }
-
-  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx,
-                                const pb::SetRequest* req,
-                                pb::SetResponse*) override {
-    Status s = CheckJob(ctx, req->job_id());
-    if (s.ok()) s = table_->Set(req->job_id(), req->key(), req->value());
-    return Answer(ctx, s);
-  }
-
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx,
-                                const pb::GetRequest* req,
-                                pb::GetResponse* resp) override {
-    Status s = CheckJob(ctx, req->job_id());
-    if (s.ok()) {
-      auto v = table_->Get(req->job_id(), req->key());
-      if (v.ok()) resp->set_value(std::move(v).value());
-      s = v.status();
-    }
-    return Answer(ctx, s);
-  }
-
-  grpc::ServerUnaryReactor* Wait(grpc::CallbackServerContext* ctx,
-                                 const pb::WaitRequest* req,
-                                 pb::WaitResponse* resp) override {
-    Status s = CheckJob(ctx, req->job_id());
-    StatusOr<Clock::time_point> deadline = DeadlineFrom(req->timeout_ms());
-    if (s.ok()) s = deadline.status();
-    if (!s.ok()) return Answer(ctx, s);
-    auto* reactor = new BlockingReactor(table_);
-    std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-    JobTable::WaitId id = table_->Wait(
-        req->job_id(), std::move(keys), *deadline,
-        [reactor, resp](StatusOr<std::vector<std::string>> values) {
-          if (values.ok()) {
-            for (std::string& v : *values) resp->add_values(std::move(v));
-          }
-          reactor->Finish(ToGrpcStatus(values.status()));
-        });
-    reactor->SetWaitId(id);
-    if (id != 0) expirer_->Kick();
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx,
-                                    const pb::BarrierRequest* req,
-                                    pb::BarrierResponse*) override {
-    Status s = CheckJob(ctx, req->job_id());
-    StatusOr<Clock::time_point> deadline = DeadlineFrom(req->timeout_ms());
-    if (s.ok()) s = deadline.status();
-    if (!s.ok()) return Answer(ctx, s);
-    auto* reactor = new BlockingReactor(table_);
-    JobTable::WaitId id = table_->Barrier(
-        req->job_id(), req->name(), req->rank(), *deadline,
-        [reactor](Status status) { reactor->Finish(ToGrpcStatus(status)); });
-    reactor->SetWaitId(id);
-    if (id != 0) expirer_->Kick();
-    return reactor;
   }
 
  private:
