@@ -13,62 +13,6 @@
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
-namespace {
-
-std::string Describe(const Request& r) {
-  std::string op;
-  switch (r.type) {
-    case OpType::kAllreduce:
-      op = std::string(r.average ? "average" : ReduceOpName(r.reduce)) +
-           " allreduce";
-      break;
-    case OpType::kAllgather:
-      op = "allgather";
-      break;
-    case OpType::kReducescatter:
-      op = std::string(ReduceOpName(r.reduce)) + " reducescatter";
-      break;
-    case OpType::kAlltoall:
-      op = "alltoall";
-      break;
-    case OpType::kBroadcast:
-      op = "broadcast from root " + std::to_string(r.root);
-      break;
-    case OpType::kBarrier:
-      return "a barrier";
-    case OpType::kJoin:
-      return "join";
-  }
-  std::string shape;
-  for (int64_t d : r.shape)
-    shape += (shape.empty() ? "" : "x") + std::to_string(d);
-  return op + " of " + std::string(DataTypeName(r.dtype)) + " shape [" + shape +
-         "]" +
-         (r.device >= 0 ? " on CUDA device " + std::to_string(r.device) : "") +
-         (r.prescale != 1.0 || r.postscale != 1.0
-              ? " (prescale " + std::to_string(r.prescale) + ", postscale " +
-                    std::to_string(r.postscale) + ")"
-              : "");
-}
-
-bool SameShape(const Request& a, const Request& b) {
-  if (a.type != b.type || a.dtype != b.dtype || a.device != b.device) {
-    return false;
-  }
-  if (a.type == OpType::kBarrier) return true;
-  // An allgather's first dimension, and an alltoall's splits, may differ
-  // per rank; the other dimensions may not.
-  if (a.type == OpType::kAllgather || a.type == OpType::kAlltoall) {
-    return a.shape.size() == b.shape.size() &&
-           std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
-  }
-  return a.reduce == b.reduce && a.average == b.average && a.shape == b.shape &&
-         a.prescale == b.prescale && a.postscale == b.postscale &&
-         a.root == b.root;
-}
-
-}  // namespace
-
 bool Completion::done() const {
   std::lock_guard<std::mutex> lock(mu_);
   return done_;
@@ -113,8 +57,8 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
       backend_(backend),
       shm_backend_(backend),
       control_(control),
+      negotiator_(options.size, options.timeline != nullptr),
       cache_(options.cache_capacity),
-      joined_(static_cast<size_t>(options.size), false),
       thread_([this] { Loop(); }) {}
 
 Engine::~Engine() {
@@ -350,12 +294,6 @@ void Engine::Loop() {
   }
 }
 
-bool Engine::Complete(const std::vector<int>& ranks) const {
-  std::vector<bool> has = joined_;
-  for (int r : ranks) has[r] = true;
-  return std::all_of(has.begin(), has.end(), [](bool b) { return b; });
-}
-
 std::string Engine::BuildMessage(uint8_t stop,
                                  const std::vector<Request>& uncached) {
   std::string msg;
@@ -433,18 +371,11 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     }
     if (msgs[r].stop > *everyone_stop) *everyone_stop = msgs[r].stop;
   }
-  std::vector<std::vector<Request>> reqs(n);
-  bool joins = false;
+  std::vector<RankOffer> offers(n);
   for (size_t r = 0; r < n; ++r) {
     uint8_t unused = 0;
-    HVD_ASSIGN_OR_RETURN(reqs[r], Decode(msgs[r].requests, &unused));
-    for (const Request& q : reqs[r]) {
-      if (q.type == OpType::kJoin && !joined_[r]) {
-        joined_[r] = true;
-        last_joined_ = static_cast<int>(r);
-        joins = true;
-      }
-    }
+    offers[r].cache_bits = msgs[r].bits;
+    HVD_ASSIGN_OR_RETURN(offers[r].requests, Decode(msgs[r].requests, &unused));
   }
   eager_.clear();
   for (size_t r = 0; r < n; ++r) {
@@ -455,134 +386,40 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     }
   }
 
-  std::vector<std::pair<std::string, Request>> ready;
-  auto now = std::chrono::steady_clock::now();
+  HVD_ASSIGN_OR_RETURN(
+      Negotiation round,
+      negotiator_.Round(offers, cache_, std::chrono::steady_clock::now()));
+  for (const auto& [id, name] : round.dropped) {
+    // This rank had it pending through the dropped entry: in full next.
+    if (my_cached_.erase(id)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(name);
+      if (it != pending_.end()) fresh_.push_back(it->second.request);
+    }
+  }
   Timeline* tl = options_.timeline;
-  // Cached tensors: ready when every rank set the bit (or joined). Only
-  // the ids some rank named are visited (the OR of the bit vectors, a
-  // byte at a time): walking the whole capacity cost microseconds a cycle.
-  const uint32_t capacity = static_cast<uint32_t>(cache_.capacity());
-  std::vector<uint32_t> named;
-  size_t longest = 0;
-  for (size_t r = 0; r < n; ++r) {
-    longest = std::max(longest, msgs[r].bits.size());
-  }
-  for (size_t byte = 0; byte < longest; ++byte) {
-    unsigned any = 0;
-    for (size_t r = 0; r < n; ++r) {
-      if (byte < msgs[r].bits.size()) {
-        any |= static_cast<uint8_t>(msgs[r].bits[byte]);
-      }
-    }
-    for (; any; any &= any - 1) {
-      named.push_back(static_cast<uint32_t>(byte * 8) +
-                      static_cast<uint32_t>(__builtin_ctz(any)));
-    }
-  }
-  // Nobody names these any more: no stall to watch.
-  for (auto it = cached_since_.begin(); it != cached_since_.end();) {
-    bool someone = false;
-    for (size_t r = 0; r < n && !someone; ++r) {
-      someone = Bit(msgs[r].bits, it->first);
-    }
-    it = someone ? std::next(it) : cached_since_.erase(it);
-  }
-  for (uint32_t id : named) {
-    bool complete = true;
-    for (size_t r = 0; r < n; ++r) {
-      complete &= Bit(msgs[r].bits, id) || joined_[r];
-    }
-    if (id >= capacity || !cache_.Has(id)) {
-      return Status::DataLoss("negotiation",
-                              "a peer named an unknown cached tensor");
-    }
-    const Request& meta = cache_.Get(id);
-    if (complete) {
-      ready.emplace_back(meta.name, meta);
-      if (tl) {
-        tl->NegotiateStart(meta.name, OpTypeName(meta.type));
-        tl->NegotiateEnd(meta.name);
-      }
-      cached_since_.erase(id);
-    } else {
-      cached_since_.emplace(id, now);  // for the stall inspector
-      auto& ranks = cached_ranks_[id];
-      ranks.assign(n, false);
-      for (size_t r = 0; r < n; ++r) ranks[r] = Bit(msgs[r].bits, id);
-    }
-  }
-
-  // Requests in full, in rank order.
-  for (size_t r = 0; r < n; ++r) {
-    for (Request& req : reqs[r]) {
-      if (req.type == OpType::kJoin) continue;
-      // A full request for a cached name means some rank changed its
-      // metadata: every rank drops the entry (they all see this message),
-      // and one that had it pending through the cache sends it in full.
-      if (std::optional<uint32_t> stale = cache_.Erase(req.name)) {
-        cached_since_.erase(*stale);
-        if (my_cached_.erase(*stale)) {
-          std::lock_guard<std::mutex> lock(mu_);
-          auto it = pending_.find(req.name);
-          if (it != pending_.end()) fresh_.push_back(it->second.request);
-        }
-      }
-      Seen& s = seen_[req.name];
-      if (tl && s.ranks.empty()) {
-        tl->NegotiateStart(req.name, OpTypeName(req.type));
-      }
-      if (tl) tl->NegotiateRankReady(req.name, static_cast<int>(r));
-      if (s.ranks.empty()) {
-        s.first = req;
-        s.first_rank = static_cast<int>(r);
-        s.since = now;
-      } else if (s.mismatch.empty() && !SameShape(s.first, req)) {
-        // Lower rank first, so the same mistake reads the same on every
-        // run, whichever rank's request happened to arrive first.
-        std::pair<int, const Request*> low{s.first_rank, &s.first},
-            high{static_cast<int>(r), &req};
-        if (high.first < low.first) std::swap(low, high);
-        s.mismatch = "rank " + std::to_string(low.first) + " asks for " +
-                     Describe(*low.second) + " but rank " +
-                     std::to_string(high.first) + " for " +
-                     Describe(*high.second);
-      }
-      s.ranks.push_back(static_cast<int>(r));
-      if (s.counts.empty()) s.counts.assign(n, 0);
-      s.counts[r] = req.shape.empty() ? req.count : req.shape[0];
-      if (req.type == OpType::kAlltoall) {
-        if (s.splits.empty()) s.splits.assign(n, {});
-        if (req.splits.size() != n) {
-          s.mismatch = "rank " + std::to_string(r) + " gives " +
-                       std::to_string(req.splits.size()) +
-                       " alltoall splits for " + std::to_string(n) + " ranks";
-        } else {
-          s.splits[r] = req.splits;
-        }
-      }
-      if (Complete(s.ranks)) {
-        ready.emplace_back(req.name, s.first);
-        if (tl) tl->NegotiateEnd(req.name);
+  if (tl) {
+    for (const NegotiationEvent& e : round.events) {
+      switch (e.kind) {
+        case NegotiationEvent::kStart:
+          tl->NegotiateStart(e.name, OpTypeName(e.type));
+          break;
+        case NegotiationEvent::kRankReady:
+          tl->NegotiateRankReady(e.name, e.rank);
+          break;
+        case NegotiationEvent::kEnd:
+          tl->NegotiateEnd(e.name);
+          break;
       }
     }
   }
-  // A join can complete tensors the joined rank never named.
-  if (joins) {
-    for (const auto& [name, s] : seen_) {
-      bool listed = std::any_of(ready.begin(), ready.end(),
-                                [&](const auto& e) { return e.first == name; });
-      if (!listed && !s.ranks.empty() && Complete(s.ranks)) {
-        ready.emplace_back(name, s.first);
-        if (tl) tl->NegotiateEnd(name);
-      }
-    }
-  }
+  std::vector<Agreed>& ready = round.ready;
   if (tl && tl->mark_cycles() && !ready.empty()) tl->MarkCycle();
   cycle_bytes_ = 0;
   HVD_RETURN_IF_ERROR(Execute(ready));
   if (msgs[0].knobs) HVD_RETURN_IF_ERROR(ApplyKnobs(*msgs[0].knobs));
   if (tuner_) TuneAfterCycle();
-  if (std::all_of(joined_.begin(), joined_.end(), [](bool b) { return b; })) {
+  if (negotiator_.AllJoined()) {
     // Everyone has joined: every rank's join completes, and the job may go
     // on (or join again).
     std::shared_ptr<Completion> done;
@@ -594,8 +431,8 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
         pending_.erase(it);
       }
     }
-    if (done) done->Set(Status::Ok(), last_joined_);
-    joined_.assign(n, false);
+    if (done) done->Set(Status::Ok(), negotiator_.last_joined());
+    negotiator_.ResetJoins();
   }
   return Status::Ok();
 }

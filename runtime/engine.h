@@ -61,6 +61,7 @@
 #include "runtime/backend.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
+#include "runtime/engine/negotiator.h"
 #include "runtime/engine_request.h"
 #include "runtime/response_cache.h"
 
@@ -177,15 +178,6 @@ class Engine {
     std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
     std::vector<std::vector<int64_t>> all_splits;  // alltoall: every rank's
   };
-  struct Seen {     // what the negotiation knows of one tensor
-    Request first;  // metadata of the first rank that named it
-    int first_rank = -1;
-    std::vector<int> ranks;
-    std::vector<int64_t> counts;               // by rank (allgather)
-    std::vector<std::vector<int64_t>> splits;  // by rank (alltoall)
-    std::string mismatch;  // set when a rank's metadata differs
-    std::chrono::steady_clock::time_point since;  // first named
-  };
   // Stop reasons carried by the negotiation's shutdown byte.
   enum StopReason : uint8_t { kRunning = 0, kShutdown = 1, kStalled = 2 };
 
@@ -207,10 +199,9 @@ class Engine {
                           bool* past_shutdown) const;
   // This cycle's negotiation message, and the small tensors' data in it.
   std::string BuildMessage(uint8_t stop, const std::vector<Request>& uncached);
-  // True when every rank has named the tensor or joined.
-  bool Complete(const std::vector<int>& ranks) const;
-  // `ready`: name and the metadata every rank agreed on.
-  Status Execute(const std::vector<std::pair<std::string, Request>>& ready);
+  // Completes what the negotiation agreed on: errors, barriers and small
+  // allreduces at once, then the rest in the fusion planner's groups.
+  Status Execute(std::vector<Agreed>& ready);
   Status ExecuteFused(const std::vector<Pending*>& group);
   // Reduces a small allreduce from the data every rank sent along; false
   // when some rank did not send it.
@@ -257,14 +248,10 @@ class Engine {
   bool stop_ = false;                       // guarded by mu_
   Status failed_;                           // guarded by mu_
   // Only the engine thread touches these:
-  std::map<std::string, Seen> seen_;
+  Negotiator negotiator_;
   std::vector<uint8_t> fusion_;
   ResponseCache cache_;
   std::set<uint32_t> my_cached_;  // cache ids this rank has pending
-  std::map<uint32_t, std::chrono::steady_clock::time_point> cached_since_;
-  std::map<uint32_t, std::vector<bool>> cached_ranks_;  // who has the bit
-  std::vector<bool> joined_;  // by rank, until every rank has joined
-  int last_joined_ = -1;
   std::map<std::string, Pending> placeholders_;
   // This cycle's small-tensor data: name -> each rank's bytes (views into
   // cycle_messages_).

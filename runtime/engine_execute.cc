@@ -5,19 +5,12 @@
 #include <cstring>
 
 #include "runtime/engine.h"
+#include "runtime/engine/fusion.h"
 #include "runtime/response_cache.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
 namespace {
-
-// Device tensors are not fused: the fusion buffer is host memory.
-bool Fusable(const Request& a, const Request& b) {
-  return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
-         a.device < 0 && b.device < 0 && a.dtype == b.dtype &&
-         a.reduce == b.reduce && a.average == b.average &&
-         a.prescale == b.prescale && a.postscale == b.postscale;
-}
 
 int64_t Rows(const Request& r) {
   return r.shape.empty() ? r.count : r.shape[0];
@@ -66,7 +59,7 @@ void Engine::Remember(const Request& r) {
   }
   std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
   if (!evicted) return;
-  cached_since_.erase(evicted->id);
+  negotiator_.ForgetCached(evicted->id);
   // Every rank evicts the same entry at the same point. If this rank had
   // that tensor pending through the cache, it is sent again in full.
   if (my_cached_.erase(evicted->id)) {
@@ -100,34 +93,28 @@ Backend* Engine::DeviceBackend(int device, Status* why) {
   return device_backend_.get();
 }
 
-Status Engine::Execute(
-    const std::vector<std::pair<std::string, Request>>& ready) {
-  std::vector<Pending*> group;
-  size_t group_bytes = 0;
-  auto flush = [&]() -> Status {
-    if (group.empty()) return Status::Ok();
-    Status s = ExecuteFused(group);
-    group.clear();
-    group_bytes = 0;
-    return s;
-  };
+Status Engine::Execute(std::vector<Agreed>& ready) {
+  const std::vector<bool>& joined = negotiator_.joined();
   const bool any_joined =
-      std::any_of(joined_.begin(), joined_.end(), [](bool b) { return b; });
-  for (const auto& [name, meta] : ready) {
-    Seen seen = std::move(seen_[name]);
-    seen_.erase(name);
+      std::any_of(joined.begin(), joined.end(), [](bool b) { return b; });
+  // What needs no collective completes here and now (every rank decides
+  // alike); the rest runs below, in order, as the fusion planner groups it.
+  std::vector<Pending*> collective;
+  for (Agreed& agreed : ready) {
+    const std::string& name = agreed.name;
+    const Request& meta = agreed.meta;
     Pending* p = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = pending_.find(name);
       if (it != pending_.end()) p = &it->second;
     }
-    std::string mismatch = seen.mismatch;
+    std::string mismatch = std::move(agreed.mismatch);
     if (mismatch.empty() && any_joined && meta.type != OpType::kBarrier &&
         (meta.type != OpType::kAllreduce || meta.device >= 0)) {
       std::string who;
-      for (size_t r = 0; r < joined_.size(); ++r) {
-        if (joined_[r]) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      for (size_t r = 0; r < joined.size(); ++r) {
+        if (joined[r]) who += (who.empty() ? "" : ", ") + std::to_string(r);
       }
       mismatch = "cannot run while rank(s) " + who +
                  " have joined: only host allreduces take part in a join";
@@ -147,7 +134,6 @@ Status Engine::Execute(
       p = &placeholders_[name];
     }
     if (!mismatch.empty()) {
-      HVD_RETURN_IF_ERROR(flush());
       Status err = Status::InvalidArgument("tensor '" + name + "'", mismatch);
       std::shared_ptr<Completion> done = p->done;
       {
@@ -157,8 +143,8 @@ Status Engine::Execute(
       done->Set(err);
       continue;
     }
-    p->counts = seen.counts;
-    p->all_splits = seen.splits;
+    p->counts = std::move(agreed.counts);
+    p->all_splits = std::move(agreed.splits);
     const Request& r = p->request;
     if (r.type == OpType::kBarrier) {
       // Every rank has named it: the negotiation was the barrier.
@@ -168,17 +154,17 @@ Status Engine::Execute(
     if (r.type == OpType::kAllreduce && !p->placeholder && TryEager(p)) {
       continue;
     }
-    size_t nbytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-    bool fits = group.empty() || (Fusable(group.back()->request, r) &&
-                                  group_bytes + nbytes <= fusion_threshold_);
-    if (!fits) HVD_RETURN_IF_ERROR(flush());
-    group.push_back(p);
-    group_bytes += nbytes;
-    if (r.type != OpType::kAllreduce || r.device >= 0) {
-      HVD_RETURN_IF_ERROR(flush());
-    }
+    collective.push_back(p);
   }
-  return flush();
+  std::vector<const Request*> requests;
+  requests.reserve(collective.size());
+  for (Pending* p : collective) requests.push_back(&p->request);
+  for (const FusionGroup& g : PlanFusion(requests, fusion_threshold_)) {
+    HVD_RETURN_IF_ERROR(ExecuteFused(std::vector<Pending*>(
+        collective.begin() + static_cast<std::ptrdiff_t>(g.begin),
+        collective.begin() + static_cast<std::ptrdiff_t>(g.end))));
+  }
+  return Status::Ok();
 }
 
 bool Engine::TryEager(Pending* p) {

@@ -7,45 +7,9 @@ namespace hvd::runtime {
 
 std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
                                 bool* past_shutdown) const {
-  std::string report;
-  int listed = 0;
-  for (const auto& [name, seen] : seen_) {
-    auto age = now - seen.since;
-    if (age < options_.stall_warning) continue;
-    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
-      *past_shutdown = true;
-    }
-    if (listed++ >= 10) continue;
-    std::vector<bool> has(options_.size, false);
-    for (int r : seen.ranks) has[r] = true;
-    std::string missing;
-    for (int r = 0; r < options_.size; ++r) {
-      if (!has[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    report += (report.empty() ? "" : "; ") + std::string("'") + name +
-              "' (missing ranks: " + missing + ")";
-  }
-  for (const auto& [id, since] : cached_since_) {
-    auto age = now - since;
-    if (age < options_.stall_warning || !cache_.Has(id)) continue;
-    if (options_.stall_shutdown.count() > 0 && age >= options_.stall_shutdown) {
-      *past_shutdown = true;
-    }
-    if (listed++ >= 10) continue;
-    std::string missing;
-    auto found = cached_ranks_.find(id);
-    static const std::vector<bool> kNone;
-    const auto& ranks = found == cached_ranks_.end() ? kNone : found->second;
-    for (int r = 0; r < options_.size; ++r) {
-      if (r < static_cast<int>(ranks.size()) && !ranks[r]) {
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-    }
-    report += (report.empty() ? "" : "; ") + std::string("'") +
-              cache_.Get(id).name + "' (missing ranks: " + missing + ")";
-  }
-  if (listed > 10) report += "; and " + std::to_string(listed - 10) + " more";
-  return report;
+  return negotiator_.StallReport(now, options_.stall_warning,
+                                 options_.stall_shutdown, cache_,
+                                 past_shutdown);
 }
 
 bool Engine::InspectStalls() {

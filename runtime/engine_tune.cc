@@ -56,8 +56,7 @@ void Engine::SetCacheEnabled(bool on) {
     }
   }
   my_cached_.clear();
-  cached_since_.clear();
-  cached_ranks_.clear();
+  negotiator_.ForgetAllCached();
   cache_.Clear();
   cache_enabled_ = on;
 }
