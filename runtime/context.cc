@@ -13,6 +13,7 @@
 #include "runtime/backends/shm/shm_backend.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
+#include "runtime/transport/topology.h"
 
 namespace hvd::runtime {
 namespace {
@@ -113,13 +114,13 @@ Engine& Context::engine() {
         HVD_LOG(Error) << s.ToString();
       }
     }
-    engine_ = std::make_unique<Engine>(engine_options_, backend_.get(),
+    engine_ = std::make_unique<Engine>(engine_options_, backends_.get(),
                                        control_.get());
   });
   return *engine_;
 }
 
-Status Context::Place(const WorkerConfig& config) {
+Status Context::Place(const WorkerConfig& config, Transport data) {
   const rendezvous::Assignment& a = assignment_;
   if (!config.thread_affinity.empty()) {
     if (static_cast<int>(config.thread_affinity.size()) < a.local_size) {
@@ -132,7 +133,7 @@ Status Context::Place(const WorkerConfig& config) {
     }
     engine_options_.thread_cpu = config.thread_affinity[a.local_rank];
   }
-  const bool shm_data = a.local_size == a.size && config.shm;
+  const bool shm_data = data == Transport::kShm;
   if (!config.bind.value_or(shm_data) || a.local_size < 2) {
     return Status::Ok();
   }
@@ -189,7 +190,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
-    ctx->backend_ = std::make_unique<SingleProcessBackend>();
+    ctx->backends_ = std::make_unique<BackendSet>(
+        std::make_unique<SingleProcessBackend>(), "local copies");
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
@@ -204,107 +206,116 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                        std::to_string(config.slot));
   }
   ctx->assignment_ = *joined;
-  HVD_RETURN_IF_ERROR(CheckAssignment(config, ctx->assignment_));
-  HVD_RETURN_IF_ERROR(ctx->Place(config));
-  NcclOptions nccl;
-  nccl.rank = ctx->assignment_.rank;
-  nccl.size = ctx->assignment_.size;
-  nccl.device = std::max(ctx->assignment_.gpu, 0);
-  ctx->engine_options_.make_device_backend =
-      MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
-  ctx->engine_options_.cuda_devices =
-      ctx->engine_options_.make_device_backend ? CudaDeviceCount() : 0;
-  if (ctx->assignment_.size == 1) {
-    ctx->backend_ = std::make_unique<SingleProcessBackend>();
-    ctx->control_ = CreateLocalControlPlane();
-    return ctx;
-  }
   const rendezvous::Assignment& a = ctx->assignment_;
-  if (a.local_size == a.size && config.shm) {
-    // One host: data and negotiation through shared memory, not TCP
-    // loopback.
-    std::unique_ptr<Store> shm_store = ctx->GenerationStore("shm/");
-    HVD_ASSIGN_OR_RETURN(
-        ctx->backend_,
-        CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes),
-                         *shm_store));
-    std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
-    HVD_ASSIGN_OR_RETURN(
-        ctx->control_,
-        CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
-                              *control_store));
-    if (ctx->engine_options_.autotune && !config.shm_given) {
-      // Autotune may try the TCP path instead; its Gloo context is made
-      // only then (by every rank in the same cycle). HOROVOD_SHM_DISABLE=0
-      // given explicitly pins shared memory.
-      ctx->engine_options_.autotune->try_shm = true;
-      Context* raw = ctx.get();
-      const GlooOptions gloo = GlooFor(config, a.rank, a.size);
-      ctx->engine_options_.make_tcp_backend =
-          [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
-        std::unique_ptr<Store> store = raw->GenerationStore("gloo/");
-        return CreateGlooBackend(gloo, *store);
-      };
+  HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
+  TopologyFacts facts;
+  facts.size = a.size;
+  facts.local_size = a.local_size;
+  facts.shm = config.shm;
+  facts.shm_given = config.shm_given;
+  facts.autotune = config.autotune;
+  facts.hierarchical_allreduce = config.hierarchical_allreduce;
+  facts.hierarchical_allgather = config.hierarchical_allgather;
+  const TransportPlan plan = PlanTransports(facts);
+  HVD_RETURN_IF_ERROR(ctx->Place(config, plan.data));
+
+  // CUDA tensors: NCCL, made on the first one.
+  NcclOptions nccl;
+  nccl.rank = a.rank;
+  nccl.size = a.size;
+  nccl.device = std::max(a.gpu, 0);
+  DeviceBackendFactory device =
+      MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
+  const int cuda_devices = device ? CudaDeviceCount() : 0;
+
+  std::unique_ptr<Backend> host;
+  std::string host_name = TransportName(plan.data);
+  BackendFactory alternative;
+  switch (plan.data) {
+    case Transport::kLocal:
+      host = std::make_unique<SingleProcessBackend>();
+      ctx->control_ = CreateLocalControlPlane();
+      break;
+    case Transport::kShm: {
+      std::unique_ptr<Store> shm_store = ctx->GenerationStore("shm/");
+      HVD_ASSIGN_OR_RETURN(
+          host, CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes),
+                                 *shm_store));
+      std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
+      HVD_ASSIGN_OR_RETURN(
+          ctx->control_,
+          CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
+                                *control_store));
+      if (plan.tcp_alternative && ctx->engine_options_.autotune) {
+        // Autotune may try the TCP path instead; its Gloo context is made
+        // only then (by every rank in the same cycle).
+        ctx->engine_options_.autotune->try_shm = true;
+        Context* raw = ctx.get();
+        const GlooOptions gloo = GlooFor(config, a.rank, a.size);
+        alternative = [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
+          std::unique_ptr<Store> store = raw->GenerationStore("gloo/");
+          return CreateGlooBackend(gloo, *store);
+        };
+      }
+      break;
     }
-    return ctx;
+    case Transport::kTcp: {
+      const GlooOptions gloo = GlooFor(config, a.rank, a.size);
+      std::unique_ptr<Store> store = ctx->GenerationStore("gloo/");
+      HVD_ASSIGN_OR_RETURN(host, CreateGlooBackend(gloo, *store));
+      HVD_ASSIGN_OR_RETURN(
+          host, ctx->MaybeHierarchical(config, plan, std::move(host)));
+      if (config.hierarchical_allreduce.value_or(false) && ctx->hosts_even_ &&
+          device) {
+        // CUDA tensors too, but only when asked: NCCL's own communicator
+        // already takes NVLink inside a host and rings or trees across
+        // hosts.
+        nccl.hierarchical_allreduce = true;
+        nccl.local_rank = a.local_rank;
+        nccl.local_size = a.local_size;
+        nccl.cross_rank = a.cross_rank;
+        device = MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
+      }
+      ControlOptions control;
+      control.rank = gloo.rank;
+      control.size = gloo.size;
+      control.iface = gloo.iface;
+      control.hostname = gloo.hostname;
+      control.connect_timeout = gloo.connect_timeout;
+      control.op_timeout = gloo.op_timeout;
+      std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
+      HVD_ASSIGN_OR_RETURN(ctx->control_,
+                           CreateTcpControlPlane(control, *control_store));
+      break;
+    }
   }
-  const GlooOptions gloo = GlooFor(config, a.rank, a.size);
-  std::unique_ptr<Store> store = ctx->GenerationStore("gloo/");
-  HVD_ASSIGN_OR_RETURN(ctx->backend_, CreateGlooBackend(gloo, *store));
-  HVD_RETURN_IF_ERROR(ctx->MaybeHierarchical(config));
-  if (config.hierarchical_allreduce.value_or(false) && ctx->hosts_even_ &&
-      ctx->engine_options_.make_device_backend) {
-    // CUDA tensors too, but only when asked: NCCL's own communicator
-    // already takes NVLink inside a host and rings or trees across hosts.
-    nccl.hierarchical_allreduce = true;
-    nccl.local_rank = a.local_rank;
-    nccl.local_size = a.local_size;
-    nccl.cross_rank = a.cross_rank;
-    ctx->engine_options_.make_device_backend =
-        MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
-  }
-  ControlOptions control;
-  control.rank = gloo.rank;
-  control.size = gloo.size;
-  control.iface = gloo.iface;
-  control.hostname = gloo.hostname;
-  control.connect_timeout = gloo.connect_timeout;
-  control.op_timeout = gloo.op_timeout;
-  std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
-  HVD_ASSIGN_OR_RETURN(ctx->control_,
-                       CreateTcpControlPlane(control, *control_store));
+  ctx->backends_ = std::make_unique<BackendSet>(
+      std::move(host), host_name, std::move(alternative), "Gloo over TCP",
+      std::move(device), cuda_devices);
   return ctx;
 }
 
-Status Context::MaybeHierarchical(const WorkerConfig& config) {
-  // Asked for, or by default where shared memory is on (the fast path is
-  // the default); every rank has the same settings, so the same answer.
-  const bool want_ar = config.hierarchical_allreduce.value_or(config.shm);
-  const bool want_ag = config.hierarchical_allgather.value_or(config.shm);
-  const bool asked = config.hierarchical_allreduce.value_or(false) ||
-                     config.hierarchical_allgather.value_or(false);
-  if (!want_ar && !want_ag) return Status::Ok();
+StatusOr<std::unique_ptr<Backend>> Context::MaybeHierarchical(
+    const WorkerConfig& config, const TransportPlan& plan,
+    std::unique_ptr<Backend> flat) {
+  if (!plan.want_hierarchical_allreduce && !plan.want_hierarchical_allgather) {
+    return flat;
+  }
   const rendezvous::Assignment& a = assignment_;
   // Every rank must come to the same decision: they compare local sizes.
   std::vector<int32_t> sizes(a.size);
   int32_t mine = a.local_size;
-  HVD_RETURN_IF_ERROR(backend_->Allgatherv(
+  HVD_RETURN_IF_ERROR(flat->Allgatherv(
       &mine, sizes.data(), std::vector<size_t>(a.size, sizeof(int32_t))));
-  std::string why;
-  if (std::any_of(sizes.begin(), sizes.end(),
-                  [&](int32_t s) { return s != sizes[0]; })) {
-    why = "hosts hold different numbers of ranks";
-  } else if (sizes[0] == 1) {
-    why = "every host holds one rank";
-  }
-  if (!why.empty()) {
-    if (a.rank == 0 && asked) {
-      HVD_LOG(Warning) << "hierarchical collectives off: " << why
+  const HierarchyDecision h = DecideHierarchy(plan, sizes);
+  if (!h.why_not.empty()) {
+    if (a.rank == 0 && plan.hierarchical_asked) {
+      HVD_LOG(Warning) << "hierarchical collectives off: " << h.why_not
                        << "; using the flat ring over all ranks";
     } else if (a.rank == 0) {
-      HVD_LOG(Info) << "hierarchical collectives off: " << why;
+      HVD_LOG(Info) << "hierarchical collectives off: " << h.why_not;
     }
-    return Status::Ok();
+    return flat;
   }
   hosts_even_ = true;
   std::unique_ptr<Store> shm_store = GenerationStore("hshm/");
@@ -317,34 +328,34 @@ Status Context::MaybeHierarchical(const WorkerConfig& config) {
       GenerationStore("gloo-cross-" + std::to_string(a.local_rank) + "/");
   HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,
                        CreateGlooBackend(cross, *cross_store));
-  HierarchicalOptions h;
-  h.allreduce = want_ar;
-  h.allgather = want_ag;
-  h.local_rank = a.local_rank;
-  h.local_size = a.local_size;
-  h.cross_rank = a.cross_rank;
+  HierarchicalOptions opts;
+  opts.allreduce = h.allreduce;
+  opts.allgather = h.allgather;
+  opts.local_rank = a.local_rank;
+  opts.local_size = a.local_size;
+  opts.cross_rank = a.cross_rank;
   if (a.rank == 0) {
-    HVD_LOG(Info) << "hierarchical" << (h.allreduce ? " allreduce" : "")
-                  << (h.allgather ? " allgather" : "") << ": " << a.local_size
-                  << " ranks per host over shared memory, " << a.cross_size
-                  << " hosts over Gloo";
+    HVD_LOG(Info) << "hierarchical" << (opts.allreduce ? " allreduce" : "")
+                  << (opts.allgather ? " allgather" : "") << ": "
+                  << a.local_size << " ranks per host over shared memory, "
+                  << a.cross_size << " hosts over Gloo";
   }
-  engine_options_.hierarchical_allreduce = h.allreduce;
-  engine_options_.hierarchical_allgather = h.allgather;
+  engine_options_.hierarchical_allreduce = opts.allreduce;
+  engine_options_.hierarchical_allgather = opts.allgather;
   if (engine_options_.autotune) {
     engine_options_.autotune->try_hierarchical_allreduce =
         !config.hierarchical_allreduce.has_value();
     engine_options_.autotune->try_hierarchical_allgather =
         !config.hierarchical_allgather.has_value();
   }
-  backend_ = MakeHierarchicalBackend(h, std::move(backend_), std::move(local),
-                                     std::move(cross_backend));
-  return Status::Ok();
+  return MakeHierarchicalBackend(opts, std::move(flat), std::move(local),
+                                 std::move(cross_backend));
 }
 
 Status Context::Allreduce(void* data, size_t count, DataType type,
                           bool average) {
-  HVD_RETURN_IF_ERROR(backend_->Allreduce(data, count, type, ReduceOp::kSum));
+  HVD_RETURN_IF_ERROR(
+      backends_->host().Allreduce(data, count, type, ReduceOp::kSum));
   if (average && assignment_.size > 1) {
     ScaleBuffer(type, data, count, 1.0 / assignment_.size);
   }

@@ -8,9 +8,11 @@
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 #include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
 #include "runtime/engine.h"
 #include "runtime/store.h"
+#include "runtime/transport/topology.h"
 #include "runtime/worker_config.h"
 
 namespace hvd::rendezvous {
@@ -32,7 +34,8 @@ class Context {
   ~Context();
 
   const rendezvous::Assignment& assignment() const { return assignment_; }
-  Backend& backend() { return *backend_; }
+  // The host data backend in use (tests drive it directly).
+  Backend& backend() { return backends_->host(); }
 
   // Sum, then scale by 1/size for averages (directly on the backend).
   Status Allreduce(void* data, size_t count, DataType type, bool average);
@@ -46,21 +49,23 @@ class Context {
 
  private:
   Context() = default;
-  // Wraps the flat backend in the hierarchical one when asked and when
-  // every host holds the same number of ranks (else logs why not).
-  Status MaybeHierarchical(const WorkerConfig& config);
+  // The flat backend wrapped in the hierarchical one when the plan wants it
+  // and every host holds the same number of ranks (else logs why not).
+  StatusOr<std::unique_ptr<Backend>> MaybeHierarchical(
+      const WorkerConfig& config, const TransportPlan& plan,
+      std::unique_ptr<Backend> flat);
   // Every host holds the same number (> 1) of ranks (MaybeHierarchical
   // found it so).
   bool hosts_even_ = false;
   // CPU binding of this process and its engine thread (affinity.h).
-  Status Place(const WorkerConfig& config);
+  Status Place(const WorkerConfig& config, Transport data);
   // The rendezvous store of this generation under `prefix`: a key set in
   // one generation is never seen by the next.
   std::unique_ptr<Store> GenerationStore(const std::string& prefix) const;
 
   rendezvous::Assignment assignment_;
   std::unique_ptr<rendezvous::RendezvousClient> client_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<BackendSet> backends_;
   std::unique_ptr<ControlPlane> control_;
   EngineOptions engine_options_;
   std::string timeline_path_;

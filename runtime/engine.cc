@@ -40,7 +40,8 @@ int64_t Completion::value() const {
   return value_;
 }
 
-Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
+Engine::Engine(EngineOptions options, BackendSet* backends,
+               ControlPlane* control)
     : options_(options),
       fusion_threshold_(options.fusion_threshold_bytes),
       cycle_time_(options.cycle_time),
@@ -54,8 +55,7 @@ Engine::Engine(EngineOptions options, Backend* backend, ControlPlane* control)
                              options.hierarchical_allgather, true})
                  : nullptr),
       cache_enabled_(options.cache_capacity > 0),
-      backend_(backend),
-      shm_backend_(backend),
+      backends_(backends),
       control_(control),
       negotiator_(options.size, options.timeline != nullptr),
       cache_(options.cache_capacity),
@@ -100,17 +100,17 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
     return Status::InvalidArgument(who, "needs an output");
   }
   if (request.device >= 0) {
-    if (!options_.make_device_backend) {
+    if (!backends_->has_device()) {
       return Status::InvalidArgument(
           who, "is on CUDA device " + std::to_string(request.device) +
                    " but this libhvd was built without NCCL (rebuild where "
                    "CUDA and NCCL are installed, or pass a host tensor)");
     }
-    if (request.device >= options_.cuda_devices) {
+    if (request.device >= backends_->cuda_devices()) {
       return Status::InvalidArgument(
           who, "is on CUDA device " + std::to_string(request.device) +
                    " but this process sees " +
-                   std::to_string(options_.cuda_devices) +
+                   std::to_string(backends_->cuda_devices()) +
                    " (check CUDA_VISIBLE_DEVICES and the driver)");
     }
     if (request.type != OpType::kAllreduce &&

@@ -59,6 +59,7 @@
 #include "hvd/hvd.h"
 #include "runtime/autotune.h"
 #include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
 #include "runtime/engine/negotiator.h"
@@ -94,16 +95,6 @@ struct EngineOptions {
   std::function<void(const std::string&)> on_stall_warning;
   // Rank 0's timeline, or null. Not owned; outlives the engine.
   Timeline* timeline = nullptr;
-  // Makes the backend for CUDA tensors on first use (collective: every
-  // rank calls it at the same point); null when libhvd has no GPU backend.
-  // The argument is the device of the first CUDA tensor; a rank's CUDA
-  // tensors must all be on that device.
-  std::function<StatusOr<std::unique_ptr<Backend>>(int)> make_device_backend;
-  int cuda_devices = 0;  // visible to this process
-  // Where host data goes through shared memory: makes the Gloo (TCP)
-  // backend that autotune may try instead (collective: every rank calls it
-  // in the same cycle); null elsewhere.
-  std::function<StatusOr<std::unique_ptr<Backend>>()> make_tcp_backend;
   // A rank sends the data of pending allreduces of at most this many bytes
   // in its negotiation message, up to this many bytes in all per cycle.
   size_t eager_tensor_bytes = 16u << 10;
@@ -140,7 +131,7 @@ class Completion {
 class Engine {
  public:
   // Neither is owned; both outlive the engine.
-  Engine(EngineOptions options, Backend* backend, ControlPlane* control);
+  Engine(EngineOptions options, BackendSet* backends, ControlPlane* control);
   ~Engine();  // shuts down if Shutdown was not called
 
   // Queues `request` on `data` (in place; count elements of dtype). The
@@ -208,7 +199,6 @@ class Engine {
   bool TryEager(Pending* p);
   // Completes a group that ran, and caches its requests.
   void Finish(const std::vector<Pending*>& group);
-  Backend* DeviceBackend(int device, Status* why);
   void FailAll(const Status& s);
   // Adds a completed request to the cache; requeues a pending request of
   // this rank whose entry it evicted.
@@ -234,14 +224,8 @@ class Engine {
   Status ApplyKnobs(const Knobs& knobs);
   void TuneAfterCycle();
   void WriteAutotuneLog();
-  Backend* backend_;  // host data: the shm one or tcp_backend_
-  Backend* const shm_backend_;
-  std::unique_ptr<Backend> tcp_backend_;  // made when autotune tries it
-  // Every rank at the same cycle: host data through shared memory or TCP.
-  Status SetShm(bool on);
+  BackendSet* backends_;
   ControlPlane* control_;
-  std::unique_ptr<Backend> device_backend_;  // engine thread, on first use
-  int backend_device_ = -1;                  // its CUDA device
   std::mutex mu_;
   std::vector<Request> fresh_;              // guarded by mu_: not yet sent
   std::map<std::string, Pending> pending_;  // guarded by mu_

@@ -69,30 +69,6 @@ void Engine::Remember(const Request& r) {
   }
 }
 
-Backend* Engine::DeviceBackend(int device, Status* why) {
-  if (!device_backend_) {
-    auto made = options_.make_device_backend
-                    ? options_.make_device_backend(device)
-                    : StatusOr<std::unique_ptr<Backend>>(
-                          Status::Internal("engine", "no device backend"));
-    if (!made.ok()) {
-      *why = made.status();
-      return nullptr;
-    }
-    device_backend_ = std::move(*made);
-    backend_device_ = device;
-  }
-  if (device != backend_device_) {
-    *why = Status::InvalidArgument(
-        "rank " + std::to_string(options_.rank),
-        "CUDA tensors on device " + std::to_string(device) + " and on device " +
-            std::to_string(backend_device_) +
-            ": a rank's CUDA tensors must all be on one device");
-    return nullptr;
-  }
-  return device_backend_.get();
-}
-
 Status Engine::Execute(std::vector<Agreed>& ready) {
   const std::vector<bool>& joined = negotiator_.joined();
   const bool any_joined =
@@ -229,12 +205,10 @@ Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   const Request& r0 = group.front()->request;
   const size_t esize = DataTypeSize(r0.dtype);
   const bool fused = group.size() > 1;
-  Backend* backend = backend_;
+  Backend* backend = &backends_->host();
   const char* prefix = "GLOO_";
   if (r0.device >= 0) {
-    Status why;
-    backend = DeviceBackend(r0.device, &why);
-    if (!backend) return why;
+    HVD_ASSIGN_OR_RETURN(backend, backends_->Device(r0.device, options_.rank));
     prefix = "NCCL_";
   }
   auto activity = [&](const char* op) { return std::string(prefix) + op; };

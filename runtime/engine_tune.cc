@@ -28,8 +28,9 @@ Status Engine::ApplyKnobs(const Knobs& k) {
   if (options_.cache_capacity > 0 && k.cache != cache_enabled_) {
     SetCacheEnabled(k.cache);
   }
-  if (options_.make_tcp_backend) HVD_RETURN_IF_ERROR(SetShm(k.shm));
-  backend_->SetHierarchical(k.hierarchical_allreduce, k.hierarchical_allgather);
+  HVD_RETURN_IF_ERROR(backends_->UsePrimaryHost(k.shm));
+  backends_->SetHierarchical(k.hierarchical_allreduce,
+                             k.hierarchical_allgather);
   return Status::Ok();
 }
 
@@ -59,29 +60,6 @@ void Engine::SetCacheEnabled(bool on) {
   negotiator_.ForgetAllCached();
   cache_.Clear();
   cache_enabled_ = on;
-}
-
-Status Engine::SetShm(bool on) {
-  Backend* was = backend_;
-  if (on) {
-    backend_ = shm_backend_;
-    if (was != backend_) {
-      HVD_LOG(Info) << "autotune: data through shared memory";
-    }
-    return Status::Ok();
-  }
-  if (!tcp_backend_) {
-    auto made = options_.make_tcp_backend();
-    if (!made.ok()) {
-      return made.status().WithContext("autotune: Gloo backend to try");
-    }
-    tcp_backend_ = std::move(*made);
-  }
-  backend_ = tcp_backend_.get();
-  if (was != backend_) {
-    HVD_LOG(Info) << "autotune: data through Gloo over TCP";
-  }
-  return Status::Ok();
 }
 
 void Engine::Pace() {

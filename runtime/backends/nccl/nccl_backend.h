@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "runtime/backend.h"
+#include "runtime/backend_set.h"
 #include "runtime/store.h"
 
 namespace hvd::runtime {
@@ -37,8 +38,6 @@ StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& options,
 // tensors on `device`: CreateNcclBackend on `store` (options.device is
 // replaced); null where libhvd was built
 // without NCCL (no_nccl.cc), so callers need no #if.
-using DeviceBackendFactory =
-    std::function<StatusOr<std::unique_ptr<Backend>>(int device)>;
 DeviceBackendFactory MakeDeviceBackendFactory(const NcclOptions& options,
                                               std::shared_ptr<Store> store);
 

@@ -1,0 +1,173 @@
+// The transport decision as tables, and the backend set the engine asks
+// for backends, over fake backends.
+#include "runtime/transport/topology.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/backend_set.h"
+
+namespace hvd::runtime {
+namespace {
+
+TEST(TopologyTest, PlanTransportsFromWhereTheRanksAre) {
+  struct Case {
+    std::string what;
+    TopologyFacts facts;
+    TransportPlan plan;
+  };
+  auto facts = [](int size, int local, bool shm = true, bool shm_given = false,
+                  bool autotune = false, std::optional<bool> har = {},
+                  std::optional<bool> hag = {}) {
+    TopologyFacts f;
+    f.size = size;
+    f.local_size = local;
+    f.shm = shm;
+    f.shm_given = shm_given;
+    f.autotune = autotune;
+    f.hierarchical_allreduce = har;
+    f.hierarchical_allgather = hag;
+    return f;
+  };
+  const Transport L = Transport::kLocal, S = Transport::kShm,
+                  T = Transport::kTcp;
+  const std::vector<Case> cases = {
+      {"one rank", facts(1, 1), {L, L, false, false, false, false}},
+      {"one host", facts(4, 4), {S, S, false, false, false, false}},
+      {"one host, autotune may try TCP",
+       facts(2, 2, true, false, true),
+       {S, S, true, false, false, false}},
+      {"shared memory pinned",
+       facts(2, 2, true, true, true),
+       {S, S, false, false, false, false}},
+      {"shared memory off",
+       facts(2, 2, false, true),
+       {T, T, false, false, false, false}},
+      {"hosts: hierarchical by default",
+       facts(4, 2),
+       {T, T, false, true, true, false}},
+      {"hosts without shared memory",
+       facts(4, 2, false, true),
+       {T, T, false, false, false, false}},
+      {"hosts, asked for",
+       facts(4, 2, true, false, false, true, std::nullopt),
+       {T, T, false, true, true, true}},
+      {"hosts, allreduce pinned off",
+       facts(4, 2, true, false, false, false, std::nullopt),
+       {T, T, false, false, true, false}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(PlanTransports(c.facts), c.plan);
+  }
+}
+
+TEST(TopologyTest, HierarchicalOnlyWhereEveryHostHoldsTheSameRanks) {
+  TransportPlan both;
+  both.data = both.control = Transport::kTcp;
+  both.want_hierarchical_allreduce = both.want_hierarchical_allgather = true;
+  TransportPlan reduce_only = both;
+  reduce_only.want_hierarchical_allgather = false;
+  struct Case {
+    std::string what;
+    TransportPlan plan;
+    std::vector<int32_t> sizes;
+    HierarchyDecision decision;
+  };
+  const std::vector<Case> cases = {
+      {"even", both, {2, 2, 2, 2}, {true, true, ""}},
+      {"allreduce only", reduce_only, {2, 2}, {true, false, ""}},
+      {"uneven",
+       both,
+       {1, 2, 2},
+       {false, false, "hosts hold different numbers of ranks"}},
+      {"one rank per host",
+       both,
+       {1, 1},
+       {false, false, "every host holds one rank"}},
+      {"not wanted", TransportPlan{}, {2, 2}, {false, false, ""}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(DecideHierarchy(c.plan, c.sizes), c.decision);
+  }
+}
+
+// A backend that only says which it is.
+class Named final : public Backend {
+ public:
+  explicit Named(int id, int* hier = nullptr) : id_(id), hier_(hier) {}
+  int id() const { return id_; }
+  Status Allreduce(void*, size_t, DataType, ReduceOp) override {
+    return Status::Ok();
+  }
+  Status Allgatherv(const void*, void*, const std::vector<size_t>&) override {
+    return Status::Ok();
+  }
+  Status Broadcast(void*, size_t, int) override { return Status::Ok(); }
+  Status Alltoallv(const void*, const std::vector<size_t>&, void*,
+                   const std::vector<size_t>&) override {
+    return Status::Ok();
+  }
+  Status Reducescatter(const void*, void*, const std::vector<size_t>&, DataType,
+                       ReduceOp) override {
+    return Status::Ok();
+  }
+  Status Barrier() override { return Status::Ok(); }
+  void SetHierarchical(bool allreduce, bool) override {
+    if (hier_) *hier_ = allreduce ? id_ : -id_;
+  }
+
+ private:
+  int id_;
+  int* hier_;
+};
+
+int Id(Backend& b) { return static_cast<Named&>(b).id(); }
+
+TEST(BackendSetTest, HostSwitchesAndDeviceBackendsAreMadeOnce) {
+  int made_alternative = 0, made_device = 0, hier = 0;
+  BackendSet set(
+      std::make_unique<Named>(1, &hier), "shared memory",
+      [&]() -> StatusOr<std::unique_ptr<Backend>> {
+        ++made_alternative;
+        return std::unique_ptr<Backend>(std::make_unique<Named>(2, &hier));
+      },
+      "Gloo over TCP",
+      [&](int device) -> StatusOr<std::unique_ptr<Backend>> {
+        ++made_device;
+        return std::unique_ptr<Backend>(std::make_unique<Named>(10 + device));
+      },
+      2);
+  EXPECT_EQ(Id(set.host()), 1);
+  EXPECT_TRUE(set.can_switch_host());
+  ASSERT_TRUE(set.UsePrimaryHost(false).ok());
+  EXPECT_EQ(Id(set.host()), 2);
+  ASSERT_TRUE(set.UsePrimaryHost(true).ok());
+  ASSERT_TRUE(set.UsePrimaryHost(false).ok());
+  EXPECT_EQ(made_alternative, 1);
+  set.SetHierarchical(true, false);
+  EXPECT_EQ(hier, 2);  // the path in use
+  EXPECT_TRUE(set.has_device());
+  EXPECT_EQ(set.cuda_devices(), 2);
+  auto dev = set.Device(1, 0);
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(Id(**dev), 11);
+  EXPECT_EQ(Id(**set.Device(1, 0)), 11);
+  EXPECT_EQ(made_device, 1);
+  auto other = set.Device(0, 3);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().ToString().find("rank 3"), std::string::npos);
+}
+
+TEST(BackendSetTest, WithoutAlternativesNothingSwitches) {
+  BackendSet set(std::make_unique<Named>(1), "TCP");
+  EXPECT_FALSE(set.can_switch_host());
+  EXPECT_TRUE(set.UsePrimaryHost(false).ok());
+  EXPECT_EQ(Id(set.host()), 1);
+  EXPECT_FALSE(set.has_device());
+  EXPECT_EQ(set.cuda_devices(), 0);
+  EXPECT_FALSE(set.Device(0, 0).ok());
+}
+
+}  // namespace
+}  // namespace hvd::runtime
