@@ -7,61 +7,18 @@
 #include "common/logging.h"
 #include "rendezvous/client.h"
 #include "runtime/affinity.h"
-#include "runtime/backends/gloo/gloo_backend.h"
-#include "runtime/backends/hierarchical/hierarchical_backend.h"
-#include "runtime/backends/nccl/nccl_backend.h"
-#include "runtime/backends/shm/shm_backend.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
+#include "runtime/transport/hierarchical/hierarchical_backend.h"
+#include "runtime/transport/local/local.h"
+#include "runtime/transport/nccl/nccl_backend.h"
+#include "runtime/transport/shm/shm_backend.h"
+#include "runtime/transport/tcp/gloo_backend.h"
+#include "runtime/transport/tcp/tcp_control.h"
 #include "runtime/transport/topology.h"
 
 namespace hvd::runtime {
 namespace {
-
-// The backend of a job of one: every collective is a local copy.
-class SingleProcessBackend final : public Backend {
- public:
-  Status Allreduce(void*, size_t, DataType, ReduceOp) override {
-    return Status::Ok();
-  }
-  Status Allgatherv(const void* in, void* out,
-                    const std::vector<size_t>& bytes) override {
-    if (bytes.size() != 1) {
-      return Status::InvalidArgument("allgatherv", "needs one size per rank");
-    }
-    if (bytes[0]) std::memmove(out, in, bytes[0]);
-    return Status::Ok();
-  }
-  Status Broadcast(void*, size_t, int root) override {
-    if (root != 0) {
-      return Status::InvalidArgument(
-          "broadcast root",
-          std::to_string(root) + " is not a rank of a job of 1");
-    }
-    return Status::Ok();
-  }
-  Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
-                   void* out, const std::vector<size_t>& recv_bytes) override {
-    if (send_bytes.size() != 1 || recv_bytes.size() != 1 ||
-        send_bytes[0] != recv_bytes[0]) {
-      return Status::InvalidArgument("alltoallv",
-                                     "needs matching sizes for the one rank");
-    }
-    if (send_bytes[0]) std::memmove(out, in, send_bytes[0]);
-    return Status::Ok();
-  }
-  Status Reducescatter(const void* in, void* out,
-                       const std::vector<size_t>& counts, DataType type,
-                       ReduceOp) override {
-    if (counts.size() != 1) {
-      return Status::InvalidArgument("reducescatter",
-                                     "needs one count per rank");
-    }
-    if (counts[0]) std::memmove(out, in, counts[0] * DataTypeSize(type));
-    return Status::Ok();
-  }
-  Status Barrier() override { return Status::Ok(); }
-};
 
 // A host's shared-memory group: this rank among its host's ranks.
 ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
@@ -190,8 +147,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
-    ctx->backends_ = std::make_unique<BackendSet>(
-        std::make_unique<SingleProcessBackend>(), "local copies");
+    ctx->backends_ =
+        std::make_unique<BackendSet>(CreateLocalBackend(), "local copies");
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
@@ -233,7 +190,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   BackendFactory alternative;
   switch (plan.data) {
     case Transport::kLocal:
-      host = std::make_unique<SingleProcessBackend>();
+      host = CreateLocalBackend();
       ctx->control_ = CreateLocalControlPlane();
       break;
     case Transport::kShm: {

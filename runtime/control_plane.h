@@ -3,10 +3,10 @@
 // every rank's back. It is the engine's only per-cycle cost when nothing
 // large is due, so it does not go through the collective backend: Gloo's
 // unbound-buffer protocol spends three one-way trips (send-ready,
-// recv-ready, data) and two thread hand-offs per message, 80 µs to over a
-// millisecond for a few bytes on a loaded machine. Here the engine thread
-// writes straight to a full mesh of TCP sockets and reads the answers
-// itself, spinning briefly before it sleeps in poll(2).
+// recv-ready, data) and two thread hand-offs per message, 80 us to over a
+// millisecond for a few bytes on a loaded machine. Each transport has its
+// own (runtime/transport/{local,shm,tcp}); the engine thread exchanges
+// through it directly, spinning briefly before it sleeps.
 //
 // Thread-safety: one thread (the engine's) calls Exchange and Wait; any
 // thread may call Notify.
@@ -17,9 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/settings.h"
 #include "common/status.h"
-#include "runtime/store.h"
 
 namespace hvd::runtime {
 
@@ -45,31 +43,5 @@ class ControlPlane {
   // the Wait is not lost).
   virtual void Notify() = 0;
 };
-
-struct ControlOptions {
-  int rank = 0;
-  int size = 1;
-  // Where to listen and what to advertise: the address of `iface` when
-  // given (HOROVOD_GLOO_IFACE), else `hostname`.
-  std::string iface;
-  std::string hostname = "127.0.0.1";
-  std::chrono::milliseconds connect_timeout{
-      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
-  std::chrono::milliseconds op_timeout{std::chrono::seconds(
-      settings::DefaultInt("gloo_timeout_seconds"))};  // per Exchange
-  // How long Exchange polls its sockets without sleeping: a peer that is
-  // a few microseconds behind answers before a sleep-and-wake would.
-  std::chrono::microseconds spin{50};
-};
-
-// The single-rank plane: Exchange returns the message itself.
-std::unique_ptr<ControlPlane> CreateLocalControlPlane();
-
-// Connects the mesh through `store`: rank r listens and publishes its
-// address and a random ticket; lower ranks accept, higher ranks connect and
-// must present the ticket they read from the (authenticated) store, so no
-// other process on the network can pose as a rank.
-StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
-    const ControlOptions& options, Store& store);
 
 }  // namespace hvd::runtime

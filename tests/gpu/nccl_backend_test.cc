@@ -1,6 +1,6 @@
 // The NCCL backend on real GPUs: ranks as threads, one GPU each. Skips with
 // the reason when this machine has no (or too few) CUDA devices.
-#include "runtime/backends/nccl/nccl_backend.h"
+#include "runtime/transport/nccl/nccl_backend.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,5 @@
 // The control plane over real TCP: messages of any size (past the socket
 // buffers), strangers without the ticket, dead and silent peers.
-#include "runtime/control_plane.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,6 +11,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include "runtime/transport/local/local.h"
+#include "runtime/transport/tcp/tcp_control.h"
 
 namespace hvd::runtime {
 namespace {

@@ -13,7 +13,7 @@
 #include <climits>
 #include <cstring>
 
-#include "runtime/backends/shm/shm_backend.h"
+#include "runtime/transport/shm/shm_backend.h"
 
 namespace hvd::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/backends/gloo/gloo_backend.h"
+#include "runtime/transport/tcp/gloo_backend.h"
 
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>

@@ -1,4 +1,4 @@
-#include "runtime/backends/hierarchical/hierarchical_backend.h"
+#include "runtime/transport/hierarchical/hierarchical_backend.h"
 
 #include <vector>
 

@@ -24,9 +24,9 @@
 
 #include "common/status.h"
 #include "runtime/backend.h"
-#include "runtime/backends/shm/shm_segment.h"
 #include "runtime/control_plane.h"
 #include "runtime/store.h"
+#include "runtime/transport/shm/shm_segment.h"
 
 namespace hvd::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/control_plane.h"
+#include "runtime/transport/tcp/tcp_control.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "common/host_port.h"
 #include "common/random.h"
+#include "runtime/wake_fd.h"
 
 namespace hvd::runtime {
 namespace {
@@ -26,47 +26,6 @@ using Clock = std::chrono::steady_clock;
 // Far above any cycle's message; a length past it means a corrupt stream.
 constexpr uint32_t kMaxMessage = 1u << 30;
 constexpr size_t kTicketBytes = 16;
-
-// The wake-up of an idle engine: an eventfd, level-triggered.
-class WakeFd {
- public:
-  WakeFd() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
-  ~WakeFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const { return fd_; }
-  void Notify() {
-    uint64_t one = 1;
-    (void)!::write(fd_, &one, sizeof(one));
-  }
-  void Drain() {
-    uint64_t v;
-    while (::read(fd_, &v, sizeof(v)) > 0) {
-    }
-  }
-
- private:
-  int fd_;
-};
-
-class LocalControlPlane final : public ControlPlane {
- public:
-  Status Exchange(const std::string& mine, std::vector<std::string>* all,
-                  bool) override {
-    all->assign(1, mine);
-    return Status::Ok();
-  }
-  void Wait(std::chrono::milliseconds timeout, bool* peer) override {
-    *peer = false;
-    pollfd p{wake_.fd(), POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(timeout.count()));
-    wake_.Drain();
-  }
-  void Notify() override { wake_.Notify(); }
-
- private:
-  WakeFd wake_;
-};
 
 std::string Errno(const char* what) {
   return std::string(what) + ": " + std::strerror(errno);
@@ -391,10 +350,6 @@ class TcpControlPlane final : public ControlPlane {
 };
 
 }  // namespace
-
-std::unique_ptr<ControlPlane> CreateLocalControlPlane() {
-  return std::make_unique<LocalControlPlane>();
-}
 
 StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
     const ControlOptions& o, Store& store) {

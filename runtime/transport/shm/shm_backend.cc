@@ -1,4 +1,4 @@
-#include "runtime/backends/shm/shm_backend.h"
+#include "runtime/transport/shm/shm_backend.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>

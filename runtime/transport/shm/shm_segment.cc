@@ -1,4 +1,4 @@
-#include "runtime/backends/shm/shm_segment.h"
+#include "runtime/transport/shm/shm_segment.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>

@@ -1,4 +1,4 @@
-#include "runtime/backends/nccl/nccl_backend.h"
+#include "runtime/transport/nccl/nccl_backend.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

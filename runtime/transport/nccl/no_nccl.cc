@@ -1,6 +1,6 @@
 // libhvd without NCCL: no CUDA devices, and no backend for CUDA tensors
 // (the engine refuses them at enqueue with a message saying so).
-#include "runtime/backends/nccl/nccl_backend.h"
+#include "runtime/transport/nccl/nccl_backend.h"
 
 namespace hvd::runtime {
 

@@ -1,0 +1,39 @@
+// The TCP control plane: a full mesh of sockets the engine thread writes
+// and reads itself (runtime/control_plane.h says why not through Gloo).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/settings.h"
+#include "common/status.h"
+#include "runtime/control_plane.h"
+#include "runtime/store.h"
+
+namespace hvd::runtime {
+
+struct ControlOptions {
+  int rank = 0;
+  int size = 1;
+  // Where to listen and what to advertise: the address of `iface` when
+  // given (HOROVOD_GLOO_IFACE), else `hostname`.
+  std::string iface;
+  std::string hostname = "127.0.0.1";
+  std::chrono::milliseconds connect_timeout{
+      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+  std::chrono::milliseconds op_timeout{std::chrono::seconds(
+      settings::DefaultInt("gloo_timeout_seconds"))};  // per Exchange
+  // How long Exchange polls its sockets without sleeping: a peer that is
+  // a few microseconds behind answers before a sleep-and-wake would.
+  std::chrono::microseconds spin{50};
+};
+
+// Connects the mesh through `store`: rank r listens and publishes its
+// address and a random ticket; lower ranks accept, higher ranks connect and
+// must present the ticket they read from the (authenticated) store, so no
+// other process on the network can pose as a rank.
+StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
+    const ControlOptions& options, Store& store);
+
+}  // namespace hvd::runtime
