@@ -46,6 +46,32 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   return gloo;
 }
 
+// The engine's settings from the worker's; rank, size, timeline and
+// transport choices are filled in as the context learns them.
+EngineOptions EngineOptionsFor(const WorkerConfig& config) {
+  EngineOptions o;
+  o.fusion_threshold_bytes = config.fusion_threshold_bytes;
+  o.cycle_time = config.cycle_time;
+  o.cache_capacity = config.cache_capacity;
+  o.stall_check = config.stall_check;
+  o.stall_warning = config.stall_warning;
+  o.stall_shutdown = config.stall_shutdown;
+  o.on_stall_warning = config.on_stall_warning;
+  if (config.autotune) {
+    TuneOptions t;
+    t.warmup_samples = config.autotune_warmup_samples;
+    t.steps_per_sample = config.autotune_steps_per_sample;
+    t.max_samples = config.autotune_max_samples;
+    t.noise = config.autotune_noise;
+    t.fixed_fusion = config.fusion_given;
+    t.fixed_cycle = config.cycle_given;
+    t.try_cache = config.cache_capacity > 0;
+    o.autotune = t;
+    o.autotune_log = config.autotune_log;
+  }
+  return o;
+}
+
 // Per rank and round of the shared-memory control plane: a cycle's
 // message usually fits in one.
 constexpr size_t kControlSlotBytes = 256u << 10;
@@ -125,25 +151,7 @@ std::unique_ptr<Store> Context::GenerationStore(
 StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                                    int previous_generation) {
   std::unique_ptr<Context> ctx(new Context());
-  ctx->engine_options_.fusion_threshold_bytes = config.fusion_threshold_bytes;
-  ctx->engine_options_.cycle_time = config.cycle_time;
-  ctx->engine_options_.cache_capacity = config.cache_capacity;
-  ctx->engine_options_.stall_check = config.stall_check;
-  ctx->engine_options_.stall_warning = config.stall_warning;
-  ctx->engine_options_.stall_shutdown = config.stall_shutdown;
-  ctx->engine_options_.on_stall_warning = config.on_stall_warning;
-  if (config.autotune) {
-    TuneOptions t;
-    t.warmup_samples = config.autotune_warmup_samples;
-    t.steps_per_sample = config.autotune_steps_per_sample;
-    t.max_samples = config.autotune_max_samples;
-    t.noise = config.autotune_noise;
-    t.fixed_fusion = config.fusion_given;
-    t.fixed_cycle = config.cycle_given;
-    t.try_cache = config.cache_capacity > 0;
-    ctx->engine_options_.autotune = t;
-    ctx->engine_options_.autotune_log = config.autotune_log;
-  }
+  ctx->engine_options_ = EngineOptionsFor(config);
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
@@ -165,6 +173,12 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   ctx->assignment_ = *joined;
   const rendezvous::Assignment& a = ctx->assignment_;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
+  HVD_RETURN_IF_ERROR(ctx->Connect(config));
+  return ctx;
+}
+
+Status Context::Connect(const WorkerConfig& config) {
+  const rendezvous::Assignment& a = assignment_;
   TopologyFacts facts;
   facts.size = a.size;
   facts.local_size = a.local_size;
@@ -174,7 +188,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   facts.hierarchical_allreduce = config.hierarchical_allreduce;
   facts.hierarchical_allgather = config.hierarchical_allgather;
   const TransportPlan plan = PlanTransports(facts);
-  HVD_RETURN_IF_ERROR(ctx->Place(config, plan.data));
+  HVD_RETURN_IF_ERROR(Place(config, plan.data));
 
   // CUDA tensors: NCCL, made on the first one.
   NcclOptions nccl;
@@ -182,7 +196,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   nccl.size = a.size;
   nccl.device = std::max(a.gpu, 0);
   DeviceBackendFactory device =
-      MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
+      MakeDeviceBackendFactory(nccl, GenerationStore("nccl/"));
   const int cuda_devices = device ? CudaDeviceCount() : 0;
 
   std::unique_ptr<Backend> host;
@@ -191,23 +205,22 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   switch (plan.data) {
     case Transport::kLocal:
       host = CreateLocalBackend();
-      ctx->control_ = CreateLocalControlPlane();
+      control_ = CreateLocalControlPlane();
       break;
     case Transport::kShm: {
-      std::unique_ptr<Store> shm_store = ctx->GenerationStore("shm/");
+      std::unique_ptr<Store> shm_store = GenerationStore("shm/");
       HVD_ASSIGN_OR_RETURN(
           host, CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes),
                                  *shm_store));
-      std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
-      HVD_ASSIGN_OR_RETURN(
-          ctx->control_,
-          CreateShmControlPlane(LocalShm(config, a, kControlSlotBytes),
-                                *control_store));
-      if (plan.tcp_alternative && ctx->engine_options_.autotune) {
+      std::unique_ptr<Store> control_store = GenerationStore("control/");
+      HVD_ASSIGN_OR_RETURN(control_, CreateShmControlPlane(
+                                         LocalShm(config, a, kControlSlotBytes),
+                                         *control_store));
+      if (plan.tcp_alternative && engine_options_.autotune) {
         // Autotune may try the TCP path instead; its Gloo context is made
         // only then (by every rank in the same cycle).
-        ctx->engine_options_.autotune->try_shm = true;
-        Context* raw = ctx.get();
+        engine_options_.autotune->try_shm = true;
+        Context* raw = this;
         const GlooOptions gloo = GlooFor(config, a.rank, a.size);
         alternative = [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
           std::unique_ptr<Store> store = raw->GenerationStore("gloo/");
@@ -218,11 +231,11 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
     }
     case Transport::kTcp: {
       const GlooOptions gloo = GlooFor(config, a.rank, a.size);
-      std::unique_ptr<Store> store = ctx->GenerationStore("gloo/");
+      std::unique_ptr<Store> store = GenerationStore("gloo/");
       HVD_ASSIGN_OR_RETURN(host, CreateGlooBackend(gloo, *store));
-      HVD_ASSIGN_OR_RETURN(
-          host, ctx->MaybeHierarchical(config, plan, std::move(host)));
-      if (config.hierarchical_allreduce.value_or(false) && ctx->hosts_even_ &&
+      HVD_ASSIGN_OR_RETURN(host,
+                           MaybeHierarchical(config, plan, std::move(host)));
+      if (config.hierarchical_allreduce.value_or(false) && hosts_even_ &&
           device) {
         // CUDA tensors too, but only when asked: NCCL's own communicator
         // already takes NVLink inside a host and rings or trees across
@@ -231,25 +244,20 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
         nccl.local_rank = a.local_rank;
         nccl.local_size = a.local_size;
         nccl.cross_rank = a.cross_rank;
-        device = MakeDeviceBackendFactory(nccl, ctx->GenerationStore("nccl/"));
+        device = MakeDeviceBackendFactory(nccl, GenerationStore("nccl/"));
       }
       ControlOptions control;
-      control.rank = gloo.rank;
-      control.size = gloo.size;
-      control.iface = gloo.iface;
-      control.hostname = gloo.hostname;
-      control.connect_timeout = gloo.connect_timeout;
-      control.op_timeout = gloo.op_timeout;
-      std::unique_ptr<Store> control_store = ctx->GenerationStore("control/");
-      HVD_ASSIGN_OR_RETURN(ctx->control_,
+      static_cast<TcpOptions&>(control) = gloo;  // the same mesh, its own
+      std::unique_ptr<Store> control_store = GenerationStore("control/");
+      HVD_ASSIGN_OR_RETURN(control_,
                            CreateTcpControlPlane(control, *control_store));
       break;
     }
   }
-  ctx->backends_ = std::make_unique<BackendSet>(
+  backends_ = std::make_unique<BackendSet>(
       std::move(host), host_name, std::move(alternative), "Gloo over TCP",
       std::move(device), cuda_devices);
-  return ctx;
+  return Status::Ok();
 }
 
 StatusOr<std::unique_ptr<Backend>> Context::MaybeHierarchical(

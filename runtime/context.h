@@ -10,7 +10,7 @@
 #include "runtime/backend.h"
 #include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 #include "runtime/store.h"
 #include "runtime/transport/topology.h"
 #include "runtime/worker_config.h"
@@ -57,6 +57,8 @@ class Context {
   // Every host holds the same number (> 1) of ranks (MaybeHierarchical
   // found it so).
   bool hosts_even_ = false;
+  // Picks the transports (transport/topology.h) and connects them.
+  Status Connect(const WorkerConfig& config);
   // CPU binding of this process and its engine thread (affinity.h).
   Status Place(const WorkerConfig& config, Transport data);
   // The rendezvous store of this generation under `prefix`: a key set in

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 namespace hvd::runtime {
 

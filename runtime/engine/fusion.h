@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "runtime/engine_request.h"
+#include "runtime/engine/request.h"
 
 namespace hvd::runtime {
 

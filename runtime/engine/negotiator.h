@@ -1,6 +1,6 @@
 // The negotiator: the engine's decision of which tensors are ready, made
 // alike on every rank from every rank's message of a cycle (the protocol
-// is in runtime/engine.h). Pure: no threads, sockets or clocks of its own;
+// is in engine.h). Pure: no threads, sockets or clocks of its own;
 // the engine feeds it the decoded messages, the response cache and the
 // time, and acts on what it answers.
 //
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/engine_request.h"
-#include "runtime/response_cache.h"
+#include "runtime/engine/request.h"
+#include "runtime/engine/response_cache.h"
 
 namespace hvd::runtime {
 

@@ -1,7 +1,7 @@
 // The engine over real ranks (threads with their own contexts): tensors
 // submitted in different orders per rank, fused or not, every op checked
 // element by element, and the error paths.
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
-#include "runtime/response_cache.h"
+#include "runtime/engine/response_cache.h"
 #include "runtime/timeline.h"
 #include "tests/runtime/ranks.h"
 

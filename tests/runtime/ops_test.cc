@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "runtime/context.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 #include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {

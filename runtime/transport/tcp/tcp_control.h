@@ -6,24 +6,14 @@
 #include <memory>
 #include <string>
 
-#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/control_plane.h"
 #include "runtime/store.h"
+#include "runtime/transport/tcp/tcp_options.h"
 
 namespace hvd::runtime {
 
-struct ControlOptions {
-  int rank = 0;
-  int size = 1;
-  // Where to listen and what to advertise: the address of `iface` when
-  // given (HOROVOD_GLOO_IFACE), else `hostname`.
-  std::string iface;
-  std::string hostname = "127.0.0.1";
-  std::chrono::milliseconds connect_timeout{
-      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
-  std::chrono::milliseconds op_timeout{std::chrono::seconds(
-      settings::DefaultInt("gloo_timeout_seconds"))};  // per Exchange
+struct ControlOptions : TcpOptions {
   // How long Exchange polls its sockets without sleeping: a peer that is
   // a few microseconds behind answers before a sleep-and-wake would.
   std::chrono::microseconds spin{50};

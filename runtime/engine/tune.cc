@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "common/logging.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 namespace hvd::runtime {
 

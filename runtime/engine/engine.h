@@ -62,9 +62,11 @@
 #include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
+#include "runtime/engine/executor.h"
 #include "runtime/engine/negotiator.h"
-#include "runtime/engine_request.h"
-#include "runtime/response_cache.h"
+#include "runtime/engine/pending.h"
+#include "runtime/engine/request.h"
+#include "runtime/engine/response_cache.h"
 
 namespace hvd::runtime {
 
@@ -111,23 +113,6 @@ struct EngineOptions {
   bool hierarchical_allreduce = false, hierarchical_allgather = false;
 };
 
-// The completion of one request.
-class Completion {
- public:
-  bool done() const;
-  Status Wait();
-  // `value`: what the operation returns (join: the last rank to join).
-  void Set(Status s, int64_t value = 0);
-  int64_t value() const;
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  Status status_;
-  int64_t value_ = 0;
-};
-
 class Engine {
  public:
   // Neither is owned; both outlive the engine.
@@ -157,18 +142,6 @@ class Engine {
                                                uint8_t* stop);
 
  private:
-  struct Pending {
-    Request request;
-    void* data = nullptr;
-    Output* out = nullptr;
-    std::shared_ptr<Completion> done;
-    // A joined rank's stand-in for a tensor it never submitted: zeros it
-    // owns, and nobody waits on `done`.
-    bool placeholder = false;
-    std::vector<uint8_t> own;
-    std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
-    std::vector<std::vector<int64_t>> all_splits;  // alltoall: every rank's
-  };
   // Stop reasons carried by the negotiation's shutdown byte.
   enum StopReason : uint8_t { kRunning = 0, kShutdown = 1, kStalled = 2 };
 
@@ -182,9 +155,6 @@ class Engine {
   // Rank 0: warns about stalled tensors; returns true when the stall has
   // lasted past the shutdown time.
   bool InspectStalls();
-  // Timeline events of one executed group, around `run`.
-  template <typename F>
-  Status Traced(const std::vector<Pending*>& group, bool fused, F&& run);
   // The tensors pending past the warning time, with their missing ranks.
   std::string StallReport(std::chrono::steady_clock::time_point now,
                           bool* past_shutdown) const;
@@ -219,7 +189,7 @@ class Engine {
   // Every rank at the same cycle: drops the cache, and sends what this
   // rank had pending through it in full.
   void SetCacheEnabled(bool on);
-  // After a cycle (engine_tune.cc): every rank applies rank 0's chosen
+  // After a cycle (tune.cc): every rank applies rank 0's chosen
   // values; rank 0's tuner scores the cycle.
   Status ApplyKnobs(const Knobs& knobs);
   void TuneAfterCycle();
@@ -233,7 +203,7 @@ class Engine {
   Status failed_;                           // guarded by mu_
   // Only the engine thread touches these:
   Negotiator negotiator_;
-  std::vector<uint8_t> fusion_;
+  Executor executor_;
   ResponseCache cache_;
   std::set<uint32_t> my_cached_;  // cache ids this rank has pending
   std::map<std::string, Pending> placeholders_;

@@ -1,7 +1,7 @@
 // The stall inspector (rank 0): tensors some ranks submitted and others
 // not, named with the missing ranks.
 #include "common/logging.h"
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 namespace hvd::runtime {
 

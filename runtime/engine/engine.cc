@@ -1,4 +1,4 @@
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 #include <pthread.h>
 
@@ -8,8 +8,8 @@
 
 #include "common/logging.h"
 #include "runtime/affinity.h"
-#include "runtime/engine_message.h"
-#include "runtime/response_cache.h"
+#include "runtime/engine/message.h"
+#include "runtime/engine/response_cache.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
@@ -58,6 +58,7 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       backends_(backends),
       control_(control),
       negotiator_(options.size, options.timeline != nullptr),
+      executor_(options.rank, options.size, backends, options.timeline),
       cache_(options.cache_capacity),
       thread_([this] { Loop(); }) {}
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/engine_request.h"
+#include "runtime/engine/request.h"
 
 namespace hvd::runtime {
 

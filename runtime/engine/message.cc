@@ -1,8 +1,8 @@
-#include "runtime/engine_message.h"
+#include "runtime/engine/message.h"
 
 #include <cstring>
 
-#include "runtime/engine.h"
+#include "runtime/engine/engine.h"
 
 namespace hvd::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/response_cache.h"
+#include "runtime/engine/response_cache.h"
 
 namespace hvd::runtime {
 

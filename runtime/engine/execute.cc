@@ -1,0 +1,151 @@
+// The engine's execution half: what needs no collective completes at once,
+// the rest runs in the fusion planner's groups on the executor, and the
+// handles complete (see the protocol in engine.h). Runs on the engine
+// thread only.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/engine/engine.h"
+#include "runtime/engine/fusion.h"
+#include "runtime/engine/response_cache.h"
+#include "runtime/timeline.h"
+
+namespace hvd::runtime {
+
+void Engine::Remember(const Request& r) {
+  if (!cache_enabled_) return;
+  // Counts (and splits) differ per rank: a bit cannot stand for them.
+  if (r.type != OpType::kAllreduce && r.type != OpType::kBroadcast &&
+      r.type != OpType::kReducescatter) {
+    return;
+  }
+  std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
+  if (!evicted) return;
+  negotiator_.ForgetCached(evicted->id);
+  // Every rank evicts the same entry at the same point. If this rank had
+  // that tensor pending through the cache, it is sent again in full.
+  if (my_cached_.erase(evicted->id)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(evicted->name);
+    if (it != pending_.end()) fresh_.push_back(it->second.request);
+  }
+}
+
+Status Engine::Execute(std::vector<Agreed>& ready) {
+  const std::vector<bool>& joined = negotiator_.joined();
+  const bool any_joined =
+      std::any_of(joined.begin(), joined.end(), [](bool b) { return b; });
+  // What needs no collective completes here and now (every rank decides
+  // alike); the rest runs below, in order, as the fusion planner groups it.
+  std::vector<Pending*> collective;
+  for (Agreed& agreed : ready) {
+    const std::string& name = agreed.name;
+    const Request& meta = agreed.meta;
+    Pending* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(name);
+      if (it != pending_.end()) p = &it->second;
+    }
+    std::string mismatch = std::move(agreed.mismatch);
+    if (mismatch.empty() && any_joined && meta.type != OpType::kBarrier &&
+        (meta.type != OpType::kAllreduce || meta.device >= 0)) {
+      std::string who;
+      for (size_t r = 0; r < joined.size(); ++r) {
+        if (joined[r]) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      }
+      mismatch = "cannot run while rank(s) " + who +
+                 " have joined: only host allreduces take part in a join";
+    }
+    if (!p) {
+      // A rank that joined stands in with zeros for what it never named.
+      // (Or an error every rank agreed on: nothing to run here.)
+      if (!mismatch.empty() || meta.type == OpType::kBarrier) continue;
+      Pending stand_in;
+      stand_in.request = meta;
+      stand_in.placeholder = true;
+      stand_in.own.assign(
+          static_cast<size_t>(meta.count) * DataTypeSize(meta.dtype), 0);
+      stand_in.data = stand_in.own.data();
+      stand_in.done = std::make_shared<Completion>();
+      placeholders_[name] = std::move(stand_in);
+      p = &placeholders_[name];
+    }
+    if (!mismatch.empty()) {
+      Status err = Status::InvalidArgument("tensor '" + name + "'", mismatch);
+      std::shared_ptr<Completion> done = p->done;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_.erase(name);
+      }
+      done->Set(err);
+      continue;
+    }
+    p->counts = std::move(agreed.counts);
+    p->all_splits = std::move(agreed.splits);
+    const Request& r = p->request;
+    if (r.type == OpType::kBarrier) {
+      // Every rank has named it: the negotiation was the barrier.
+      Finish({p});
+      continue;
+    }
+    if (r.type == OpType::kAllreduce && !p->placeholder && TryEager(p)) {
+      continue;
+    }
+    collective.push_back(p);
+  }
+  std::vector<const Request*> requests;
+  requests.reserve(collective.size());
+  for (Pending* p : collective) requests.push_back(&p->request);
+  for (const FusionGroup& g : PlanFusion(requests, fusion_threshold_)) {
+    HVD_RETURN_IF_ERROR(ExecuteFused(std::vector<Pending*>(
+        collective.begin() + static_cast<std::ptrdiff_t>(g.begin),
+        collective.begin() + static_cast<std::ptrdiff_t>(g.end))));
+  }
+  return Status::Ok();
+}
+
+bool Engine::TryEager(Pending* p) {
+  const Request& r = p->request;
+  auto it = eager_.find(r.name);
+  if (it == eager_.end()) return false;
+  const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+  for (std::string_view v : it->second) {
+    if (v.data() == nullptr || v.size() != bytes) return false;
+  }
+  cycle_bytes_ += executor_.ReduceEager(p, it->second);
+  Finish({p});
+  return true;
+}
+
+void Engine::Finish(const std::vector<Pending*>& group) {
+  std::vector<std::shared_ptr<Completion>> done;
+  std::vector<Request> completed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Pending* p : group) {
+      completed.push_back(p->request);
+      if (p->placeholder) continue;
+      done.push_back(p->done);
+      pending_.erase(p->request.name);
+    }
+  }
+  for (const Request& r : completed) {
+    if (auto id = cache_enabled_ ? cache_.Lookup(r) : std::nullopt) {
+      my_cached_.erase(*id);
+    }
+    Remember(r);
+    placeholders_.erase(r.name);
+  }
+  for (auto& d : done) d->Set(Status::Ok());
+}
+
+Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
+  // A failure is returned as it is: FailAll completes everyone.
+  HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
+  cycle_bytes_ += bytes;
+  Finish(group);
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,224 @@
+#include "runtime/engine/executor.h"
+
+#include <cstring>
+
+#include "runtime/timeline.h"
+
+namespace hvd::runtime {
+namespace {
+
+int64_t Rows(const Request& r) {
+  return r.shape.empty() ? r.count : r.shape[0];
+}
+
+int64_t RowElems(const Request& r) {
+  int64_t n = 1;
+  for (size_t i = 1; i < r.shape.size(); ++i) n *= r.shape[i];
+  return n;
+}
+
+// The shape of `r` with a first dimension of `rows`.
+std::vector<int64_t> WithRows(const Request& r, int64_t rows) {
+  std::vector<int64_t> shape =
+      r.shape.empty() ? std::vector<int64_t>{0} : r.shape;
+  shape[0] = rows;
+  return shape;
+}
+
+// Timeline events of one executed group, around `run`, which gets
+// begin(activity) and end() to mark its phases.
+template <typename F>
+Status Traced(Timeline* tl, const std::vector<Pending*>& group, F&& run) {
+  if (!tl) return run([](const char*) {}, [] {});
+  for (Pending* p : group) {
+    tl->Start(p->request.name, OpTypeName(p->request.type));
+  }
+  Status s = run(
+      [&](const char* activity) {
+        for (Pending* p : group) tl->ActivityStart(p->request.name, activity);
+      },
+      [&] {
+        for (Pending* p : group) tl->ActivityEnd(p->request.name);
+      });
+  for (Pending* p : group) tl->End(p->request.name);
+  return s;
+}
+
+}  // namespace
+
+Executor::Executor(int rank, int size, BackendSet* backends, Timeline* timeline)
+    : rank_(rank), size_(size), backends_(backends), timeline_(timeline) {}
+
+StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
+  const Request& r0 = group.front()->request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  const bool fused = group.size() > 1;
+  Backend* backend = &backends_->host();
+  const char* prefix = "GLOO_";
+  if (r0.device >= 0) {
+    HVD_ASSIGN_OR_RETURN(backend, backends_->Device(r0.device, rank_));
+    prefix = "NCCL_";
+  }
+  auto activity = [&](const char* op) { return std::string(prefix) + op; };
+  Status status = Traced(timeline_, group, [&](auto begin, auto end) -> Status {
+    Pending* p = group.front();
+    if (r0.type == OpType::kAllgather) {
+      // counts: every rank's first dimension.
+      const int64_t row = RowElems(r0);
+      std::vector<size_t> bytes;
+      size_t total = 0;
+      int64_t rows = 0;
+      for (int64_t c : p->counts) {
+        bytes.push_back(static_cast<size_t>(c * row) * esize);
+        total += bytes.back();
+        rows += c;
+      }
+      p->out->data.resize(total);
+      p->out->shape = WithRows(r0, rows);
+      begin(activity("ALLGATHER").c_str());
+      Status s = backend->Allgatherv(p->data, p->out->data.data(), bytes);
+      end();
+      return s;
+    }
+    if (r0.type == OpType::kReducescatter) {
+      const int64_t n = size_;
+      const int64_t rows = Rows(r0), row = RowElems(r0);
+      std::vector<size_t> counts(n);
+      for (int64_t r = 0; r < n; ++r) {
+        counts[r] =
+            static_cast<size_t>((rows / n + (r < rows % n ? 1 : 0)) * row);
+      }
+      p->out->data.resize(counts[rank_] * esize);
+      p->out->shape = WithRows(r0, rows / n + (rank_ < rows % n));
+      std::vector<uint8_t> scaled;
+      const void* in = p->data;
+      if (r0.prescale != 1.0) {
+        scaled.assign(static_cast<const uint8_t*>(p->data),
+                      static_cast<const uint8_t*>(p->data) + r0.count * esize);
+        ScaleBuffer(r0.dtype, scaled.data(), r0.count, r0.prescale);
+        in = scaled.data();
+      }
+      begin(activity("REDUCESCATTER").c_str());
+      Status s = backend->Reducescatter(in, p->out->data.data(), counts,
+                                        r0.dtype, r0.reduce);
+      end();
+      double post = r0.postscale * (r0.average ? 1.0 / n : 1.0);
+      if (s.ok() && post != 1.0) {
+        ScaleBuffer(r0.dtype, p->out->data.data(), counts[rank_], post);
+      }
+      return s;
+    }
+    if (r0.type == OpType::kAlltoall) {
+      // Every rank's splits travelled in the negotiation: what rank q sends
+      // here is splits_q[me] rows.
+      const int64_t row = RowElems(r0);
+      std::vector<size_t> send, recv;
+      size_t total = 0;
+      int64_t rows = 0;
+      for (int64_t v : r0.splits) {
+        send.push_back(static_cast<size_t>(v * row) * esize);
+      }
+      for (const auto& sp : p->all_splits) {
+        recv.push_back(static_cast<size_t>(sp[rank_] * row) * esize);
+        total += recv.back();
+        rows += sp[rank_];
+      }
+      p->out->data.resize(total);
+      p->out->shape = WithRows(r0, rows);
+      begin(activity("ALLTOALL").c_str());
+      Status s = backend->Alltoallv(p->data, send, p->out->data.data(), recv);
+      end();
+      return s;
+    }
+    if (r0.type == OpType::kBroadcast) {
+      begin(activity("BROADCAST").c_str());
+      Status s = backend->Broadcast(
+          p->data, static_cast<size_t>(r0.count) * esize, r0.root);
+      end();
+      return s;
+    }
+    double post = r0.postscale * (r0.average ? 1.0 / size_ : 1.0);
+    size_t total = 0;
+    for (Pending* q : group) total += static_cast<size_t>(q->request.count);
+    if (r0.device >= 0) {
+      // Device memory: the backend scales (Sum only, checked at enqueue).
+      begin(activity("ALLREDUCE").c_str());
+      Status s = r0.prescale * post == 1.0
+                     ? backend->Allreduce(p->data, total, r0.dtype, r0.reduce)
+                     : backend->ScaledSum(p->data, total, r0.dtype,
+                                          r0.prescale * post);
+      end();
+      return s;
+    }
+    void* buffer = p->data;
+    if (fused) {
+      // Fuse: pack every tensor into one buffer, one call, unpack.
+      begin("MEMCPY_IN_FUSION_BUFFER");
+      fusion_.resize(total * esize);
+      size_t at = 0;
+      for (Pending* q : group) {
+        size_t b = static_cast<size_t>(q->request.count) * esize;
+        if (b) std::memcpy(fusion_.data() + at, q->data, b);
+        at += b;
+      }
+      buffer = fusion_.data();
+      end();
+    }
+    if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
+    begin(activity("ALLREDUCE").c_str());
+    Status s =
+        backend->AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
+    end();
+    if (!s.ok()) return s;
+    if (fused) {
+      begin("MEMCPY_OUT_FUSION_BUFFER");
+      size_t at = 0;
+      for (Pending* q : group) {
+        size_t b = static_cast<size_t>(q->request.count) * esize;
+        if (b) std::memcpy(q->data, fusion_.data() + at, b);
+        at += b;
+      }
+      end();
+    }
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  uint64_t bytes = 0;
+  if (r0.type == OpType::kAllreduce) {
+    for (Pending* p : group) {
+      bytes += static_cast<uint64_t>(p->request.count) * esize;
+    }
+  }
+  return bytes;
+}
+
+uint64_t Executor::ReduceEager(Pending* p,
+                               const std::vector<std::string_view>& from) {
+  const Request& r = p->request;
+  const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+  (void)Traced(timeline_, {p}, [&](auto begin, auto end) -> Status {
+    // Every rank adds the same contributions in the same (rank) order, so
+    // every rank ends with the same bits.
+    begin("LOCAL_REDUCE");
+    std::vector<uint8_t> acc(from[0].begin(), from[0].end());
+    if (r.prescale != 1.0)
+      ScaleBuffer(r.dtype, acc.data(), r.count, r.prescale);
+    std::vector<uint8_t> next;
+    for (size_t q = 1; q < from.size(); ++q) {
+      next.assign(from[q].begin(), from[q].end());
+      if (r.prescale != 1.0) {
+        ScaleBuffer(r.dtype, next.data(), r.count, r.prescale);
+      }
+      ReduceBuffers(r.dtype, r.reduce, acc.data(), acc.data(), next.data(),
+                    r.count);
+    }
+    double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
+    if (post != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, post);
+    if (bytes) std::memcpy(p->data, acc.data(), bytes);
+    end();
+    return Status::Ok();
+  });
+  return bytes;
+}
+
+}  // namespace hvd::runtime

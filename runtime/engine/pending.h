@@ -1,0 +1,47 @@
+// A request the engine holds until it completes, and its completion.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/status.h"
+#include "hvd/hvd.h"
+#include "runtime/engine/request.h"
+
+namespace hvd::runtime {
+
+// The completion of one request.
+class Completion {
+ public:
+  bool done() const;
+  Status Wait();
+  // `value`: what the operation returns (join: the last rank to join).
+  void Set(Status s, int64_t value = 0);
+  int64_t value() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+  int64_t value_ = 0;
+};
+
+// One request of this rank between its submission and its completion.
+struct Pending {
+  Request request;
+  void* data = nullptr;
+  Output* out = nullptr;
+  std::shared_ptr<Completion> done;
+  // A joined rank's stand-in for a tensor it never submitted: zeros it
+  // owns, and nobody waits on `done`.
+  bool placeholder = false;
+  std::vector<uint8_t> own;
+  std::vector<int64_t> counts;  // allgather: every rank's, once negotiated
+  std::vector<std::vector<int64_t>> all_splits;  // alltoall: every rank's
+};
+
+}  // namespace hvd::runtime
