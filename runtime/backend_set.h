@@ -50,6 +50,16 @@ class BackendSet {
   // Autotune's on/off choice for hierarchical host backends.
   void SetHierarchical(bool allreduce, bool allgather);
 
+  // How the timeline names an operation on each ("GLOO_ALLREDUCE", as
+  // Horovod's do): the prefix of the host and of the device backends.
+  void SetActivityPrefixes(std::string host, std::string device) {
+    host_activity_ = std::move(host);
+    device_activity_ = std::move(device);
+  }
+  const std::string& activity_prefix(bool device) const {
+    return device ? device_activity_ : host_activity_;
+  }
+
  private:
   std::unique_ptr<Backend> primary_;
   std::string primary_name_;
@@ -61,6 +71,7 @@ class BackendSet {
   int cuda_devices_;
   std::unique_ptr<Backend> device_;  // made on first use
   int device_index_ = -1;
+  std::string host_activity_, device_activity_;
 };
 
 }  // namespace hvd::runtime

@@ -157,6 +157,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   if (!config.launched) {
     ctx->backends_ =
         std::make_unique<BackendSet>(CreateLocalBackend(), "local copies");
+    ctx->backends_->SetActivityPrefixes("GLOO_", "NCCL_");
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
@@ -257,6 +258,8 @@ Status Context::Connect(const WorkerConfig& config) {
   backends_ = std::make_unique<BackendSet>(
       std::move(host), host_name, std::move(alternative), "Gloo over TCP",
       std::move(device), cuda_devices);
+  // Horovod's timeline names: CPU operations as Gloo's, GPU ones as NCCL's.
+  backends_->SetActivityPrefixes("GLOO_", "NCCL_");
   return Status::Ok();
 }
 

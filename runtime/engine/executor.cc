@@ -54,11 +54,10 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
   const size_t esize = DataTypeSize(r0.dtype);
   const bool fused = group.size() > 1;
   Backend* backend = &backends_->host();
-  const char* prefix = "GLOO_";
   if (r0.device >= 0) {
     HVD_ASSIGN_OR_RETURN(backend, backends_->Device(r0.device, rank_));
-    prefix = "NCCL_";
   }
+  const std::string& prefix = backends_->activity_prefix(r0.device >= 0);
   auto activity = [&](const char* op) { return std::string(prefix) + op; };
   Status status = Traced(timeline_, group, [&](auto begin, auto end) -> Status {
     Pending* p = group.front();
