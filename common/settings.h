@@ -78,7 +78,10 @@ EnvMap ProcessEnv();
 // variable that is unset or empty gives the table's default.
 class Reader {
  public:
+  // Keeps a reference: `env` must outlive the reader (a temporary would
+  // not, so none is taken).
   explicit Reader(const EnvMap& env) : env_(env) {}
+  explicit Reader(EnvMap&&) = delete;
 
   // The variable is set to a non-empty value.
   bool Given(std::string_view key) const;

@@ -22,7 +22,9 @@ TEST(SettingsTest, EveryEntryIsWholeAndItsDefaultInRange) {
       EXPECT_EQ(n.rfind("--", 0), 0u) << n;
       EXPECT_TRUE(flags.insert(n).second) << n;
     }
-    if (!s.yaml.empty()) EXPECT_TRUE(yamls.insert(s.yaml).second);
+    if (!s.yaml.empty()) {
+      EXPECT_TRUE(yamls.insert(s.yaml).second);
+    }
     EXPECT_FALSE(s.help.empty());
     EXPECT_FALSE(s.group.empty());
     EXPECT_GE(s.env_scale, 1);
@@ -49,7 +51,8 @@ TEST(SettingsTest, EveryEntryIsWholeAndItsDefaultInRange) {
 }
 
 TEST(SettingsTest, ReaderConvertsUnitsOnceAndNamesTheVariable) {
-  Reader none({});
+  const EnvMap empty;
+  Reader none(empty);
   EXPECT_EQ(*none.Int("fusion_threshold_mb"), 128LL << 20);
   EXPECT_FALSE(none.Given("fusion_threshold_mb"));
   EnvMap env = {{"HOROVOD_FUSION_THRESHOLD", "4096"},

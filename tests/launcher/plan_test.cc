@@ -20,7 +20,8 @@ LaunchOptions Options(int np, std::vector<HostSpec> hosts) {
 }
 
 TEST(PlanTest, FillsHostsInOrderUpToNp) {
-  auto p = MakePlan(Options(3, {{"a", 2}, {"b", 2}, {"c", 2}}), AllLocal());
+  auto p = MakePlan(Options(3, {{"a", 2, ""}, {"b", 2, ""}, {"c", 2, ""}}),
+                    AllLocal());
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(p->hosts.size(), 2u);
   EXPECT_EQ(p->hosts[0].slots, 2);
@@ -33,7 +34,7 @@ TEST(PlanTest, FillsHostsInOrderUpToNp) {
 }
 
 TEST(PlanTest, TooFewSlotsSaysHowMany) {
-  auto p = MakePlan(Options(5, {{"localhost", 4}}), AllLocal());
+  auto p = MakePlan(Options(5, {{"localhost", 4, ""}}), AllLocal());
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(
       p.status().message(),
@@ -62,7 +63,7 @@ TEST(PlanTest, OtherHostsAndUserAtHostGoOverSsh) {
 }
 
 TEST(PlanTest, GpusOfLocalHostsReachTheAssignment) {
-  auto p = MakePlan(Options(2, {{"localhost", 2}}), AllLocal(2));
+  auto p = MakePlan(Options(2, {{"localhost", 2, ""}}), AllLocal(2));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->workers[1].assignment.gpu, 1);
 }
@@ -77,7 +78,7 @@ bool HasKey(const std::vector<std::string>& env, const std::string& key) {
 }
 
 TEST(WorkerEnvironmentTest, HorovodVariablesAndAccess) {
-  auto p = MakePlan(Options(4, {{"x", 1}, {"y", 3}}), AllLocal());
+  auto p = MakePlan(Options(4, {{"x", 1, ""}, {"y", 3, ""}}), AllLocal());
   ASSERT_TRUE(p.ok());
   std::map<std::string, std::string> base = {
       {"PATH", "/bin"},
@@ -86,7 +87,7 @@ TEST(WorkerEnvironmentTest, HorovodVariablesAndAccess) {
       {"BASH_FUNC_f%%", "() { :; }"},
       {"HOROVOD_RANK", "99"},
       {"HOROVOD_FUSION_THRESHOLD", "1024"}};
-  JobAccess access{"127.0.0.1:5000", "job1", "secret"};
+  JobAccess access{"127.0.0.1:5000", "job1", "secret", "", "", ""};
   auto env = WorkerEnvironment(base, *p, p->workers[2], access);
   EXPECT_TRUE(Has(env, "PATH=/bin"));
   EXPECT_TRUE(Has(env, "HOROVOD_FUSION_THRESHOLD=1024"));  // user knobs pass
