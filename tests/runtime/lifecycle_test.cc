@@ -142,7 +142,7 @@ TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
     std::vector<int> fds, threads_seen;
     int engines_left = 0;
     int generation[kSize] = {0, 0};
-    for (int round = 0; round < 12; ++round) {
+    for (int round = 0; round < 16; ++round) {
       std::vector<std::thread> ranks;
       for (int r = 0; r < kSize; ++r) {
         ranks.emplace_back([&, r] {
@@ -170,7 +170,8 @@ TEST(LifecycleTest, RoundsLeaveNoFilesOrThreadsBehind) {
     const auto late = [](const std::vector<int>& v) {
       return *std::min_element(v.end() - 3, v.end());
     };
-    EXPECT_LE(late(fds), early(fds)) << (shm ? "shm" : "tcp");
+    // A descriptor gRPC opens once, late, is not a leak; one a round is.
+    EXPECT_LE(late(fds), early(fds) + 2) << (shm ? "shm" : "tcp");
     EXPECT_EQ(threads_seen.back(), threads_seen[1]) << (shm ? "shm" : "tcp");
     // And no engine thread outlives its context.
     EXPECT_EQ(engines_left, 0) << (shm ? "shm" : "tcp");
