@@ -248,7 +248,8 @@ Status Context::Connect(const WorkerConfig& config) {
         device = MakeDeviceBackendFactory(nccl, GenerationStore("nccl/"));
       }
       ControlOptions control;
-      static_cast<TcpOptions&>(control) = gloo;  // the same mesh, its own
+      // Where to listen and how long to wait, as Gloo; sockets of its own.
+      static_cast<TcpOptions&>(control) = gloo;
       std::unique_ptr<Store> control_store = GenerationStore("control/");
       HVD_ASSIGN_OR_RETURN(control_,
                            CreateTcpControlPlane(control, *control_store));
