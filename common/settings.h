@@ -53,6 +53,14 @@ struct Setting {
   std::string metavar;
   std::string help;         // without the default, which --help appends
   bool repeatable = false;  // given several times, values join with ','
+  // Flags only (launcher/flags.h): what a kSwitch stores under `key` ("0"
+  // for the --no- forms); a flag accepted but meaningless for hvd, with
+  // why (one --verbose line); a flag refused, with why; a flag --help
+  // leaves out (Horovod hides its deprecated and negative forms too).
+  std::string switch_value = "1";
+  std::string ignored_why;
+  std::string refused_why;
+  bool hidden = false;
 };
 
 // The worker's settings, in --help order.

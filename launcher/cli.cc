@@ -66,9 +66,13 @@ StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
 
 using Settings = std::map<std::string, std::string>;  // key -> canonical
 
-// Reads Horovod's YAML sections into settings.
+// Reads Horovod's YAML config file into settings, as Horovod reads it: a
+// top-level `controller`, then sections of keys. What hvd does not know is
+// one warning, not an error (a file written for a newer Horovod still
+// loads); Horovod keys that mean nothing for hvd are noted (--verbose).
 Status ReadConfigFile(const std::string& text, const std::string& path,
-                      Settings& out) {
+                      Settings& out, std::vector<std::string>& notes,
+                      std::vector<std::string>& warnings) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -82,6 +86,31 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
   }
   for (const auto& section : root) {
     std::string name = section.first.as<std::string>();
+    if (name == "controller" && section.second.IsScalar()) {
+      std::string c = Upper(section.second.as<std::string>());
+      if (c == "MPI") {
+        return Status::InvalidArgument(
+            path + ": controller",
+            "hvd runs on Gloo; set it to gloo or leave it out");
+      }
+      if (c != "GLOO") {
+        return Status::InvalidArgument(path + ": controller",
+                                       "no such controller '" +
+                                           section.second.as<std::string>() +
+                                           "' (gloo is the one hvd runs)");
+      }
+      continue;
+    }
+    static const char* const kSections[] = {"params",          "autotune",
+                                            "timeline",        "stall_check",
+                                            "library_options", "logging"};
+    const bool known = std::any_of(std::begin(kSections), std::end(kSections),
+                                   [&](const char* k) { return name == k; });
+    if (!known) {
+      warnings.push_back(path + ": " + name +
+                         ": not a section hvd knows, ignored");
+      continue;
+    }
     if (!section.second.IsMap()) {
       return Status::InvalidArgument(path + ": " + name,
                                      "must be a mapping of settings");
@@ -93,17 +122,23 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
         return Status::InvalidArgument(where, "must be a single value");
       }
       std::string value = entry.second.as<std::string>();
+      const std::string full = name + "." + key;
       // Two keys are the inverse of a flag.
-      if (name + "." + key == "stall_check.enabled" ||
-          name + "." + key == "logging.with_timestamp") {
+      if (full == "stall_check.enabled" || full == "logging.with_timestamp") {
         HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, where));
         out[key == "enabled" ? "no_stall_check" : "log_without_timestamp"] =
             b ? "0" : "1";
         continue;
       }
-      const FlagSpec* f = FindYamlKey(name + "." + key);
+      if (full == "library_options.mpi_threads_disable" ||
+          full == "library_options.ccl_bgt_affinity") {
+        notes.push_back(where + " ignored: hvd runs on Gloo, not MPI or CCL");
+        continue;
+      }
+      const FlagSpec* f = FindYamlKey(full);
       if (f == nullptr) {
-        return Status::InvalidArgument(where, "unknown setting");
+        warnings.push_back(where + ": unknown setting, ignored");
+        continue;
       }
       HVD_ASSIGN_OR_RETURN(out[f->key], Canonical(*f, value, where));
     }
@@ -132,30 +167,15 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
       // Converted once, here: the variable's unit is the table's.
       env[f.env] = std::to_string(std::stoll(*v) * f.env_scale);
     } else if (f.key == "network_interface") {
-      // Gloo binds one interface: the first given.
+      // Gloo binds one interface: the first given; NCCL may use them all.
       env[f.env] = v->substr(0, v->find(','));
+      env["NCCL_SOCKET_IFNAME"] = *v;
     } else {
       env[f.env] = *v;
     }
   }
-  for (const char* which : {"allreduce", "allgather"}) {
-    std::string on = std::string("hierarchical_") + which;
-    std::string off = std::string("no_hierarchical_") + which;
-    if (On(s, on) && On(s, off)) {
-      return Status::InvalidArgument(
-          "--hierarchical-" + std::string(which),
-          "conflicts with --no-hierarchical-" + std::string(which));
-    }
-    // The --no- form pins the value, so autotune leaves it alone.
-    if (On(s, off)) env[settings::Get(on).env] = "0";
-  }
-  if (On(s, "disable_cache")) {
-    if (auto c = Get(s, "cache_capacity"); c && *c != "0") {
-      return Status::InvalidArgument("--disable-cache",
-                                     "conflicts with --cache-capacity " + *c);
-    }
-    env[settings::Get("cache_capacity").env] = "0";
-  }
+  // --tcp: as Horovod, NCCL keeps to TCP sockets.
+  if (On(s, "tcp")) env["NCCL_IB_DISABLE"] = "1";
   if (auto w = Get(s, "stall_check_warning_time_seconds"),
       d = Get(s, "stall_check_shutdown_time_seconds");
       w && d && *d != "0" && std::stoll(*d) < std::stoll(*w)) {
@@ -166,25 +186,6 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   return env;
 }
 
-// Horovod's elastic mode (a job that grows and shrinks with its hosts),
-// which hvd does not have: named, so its flags get a message that says so.
-bool IsElasticFlag(const std::string& word) {
-  static const char* const kElastic[] = {"--min-np",
-                                         "--min-num-proc",
-                                         "--max-np",
-                                         "--max-num-proc",
-                                         "--slots-per-host",
-                                         "--slots",
-                                         "--host-discovery-script",
-                                         "--elastic-timeout",
-                                         "--reset-limit",
-                                         "--blacklist-cooldown-range"};
-  for (const char* f : kElastic) {
-    if (word == f) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 StatusOr<LaunchOptions> ParseCommandLine(
@@ -192,6 +193,8 @@ StatusOr<LaunchOptions> ParseCommandLine(
     const std::map<std::string, std::string>& env,
     const ReadFileFn& read_file) {
   Settings cli;
+  std::map<std::string, std::string> set_by;  // key -> the flag that set it
+  std::vector<std::string> notes, warnings;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string word = args[i];
@@ -207,21 +210,18 @@ StatusOr<LaunchOptions> ParseCommandLine(
         word = word.substr(0, eq);
       }
     }
-    const FlagSpec* f = FindFlag(word);
-    if (f == nullptr && IsElasticFlag(word)) {
-      return Status::InvalidArgument(
-          word,
-          "is one of Horovod's elastic-mode flags, and hvd runs fixed-size "
-          "jobs only; give -np N with the hosts (-H or --hostfile) instead");
-    }
+    HVD_ASSIGN_OR_RETURN(const FlagSpec* f, FindFlagOrAbbreviation(word));
     if (f == nullptr) {
       return Status::InvalidArgument(word,
                                      "unknown option (see horovodrun --help)");
     }
+    if (!f->refused_why.empty()) {
+      return Status::InvalidArgument(f->names[0], f->refused_why);
+    }
     std::string value;
     if (f->kind == FlagKind::kSwitch) {
       if (inline_value) return Status::InvalidArgument(word, "takes no value");
-      value = "1";
+      value = f->switch_value;
     } else if (inline_value) {
       value = *inline_value;
     } else if (i + 1 < args.size()) {
@@ -230,6 +230,19 @@ StatusOr<LaunchOptions> ParseCommandLine(
       return Status::InvalidArgument(word, "needs a value");
     }
     HVD_ASSIGN_OR_RETURN(std::string canonical, Canonical(*f, value, word));
+    if (!f->ignored_why.empty()) {
+      notes.push_back(f->names[0] + " ignored: " + f->ignored_why);
+      continue;
+    }
+    // Two forms of one switch (--autotune and --no-autotune) on one command
+    // line contradict each other, as in Horovod's argparse groups.
+    if (auto by = set_by.find(f->key);
+        f->kind == FlagKind::kSwitch && by != set_by.end() &&
+        by->second != f->names[0] && cli[f->key] != canonical) {
+      return Status::InvalidArgument(f->names[0],
+                                     "conflicts with " + by->second);
+    }
+    set_by[f->key] = f->names[0];
     if (f->repeatable && cli.count(f->key)) {
       cli[f->key] += "," + canonical;
     } else {
@@ -247,16 +260,14 @@ StatusOr<LaunchOptions> ParseCommandLine(
   Settings s;
   if (auto cfg = Get(cli, "config_file")) {
     HVD_ASSIGN_OR_RETURN(std::string text, read_file(*cfg));
-    HVD_RETURN_IF_ERROR(ReadConfigFile(text, *cfg, s));
+    HVD_RETURN_IF_ERROR(ReadConfigFile(text, *cfg, s, notes, warnings));
   }
   for (const auto& [k, v] : cli) s[k] = v;  // the command line wins
 
   LaunchOptions o;
+  o.notes = std::move(notes);
+  o.warnings = std::move(warnings);
   o.command.assign(args.begin() + i, args.end());
-  if (On(s, "mpi")) {
-    return Status::InvalidArgument(
-        "--mpi", "hvd runs on Gloo (the default); drop --mpi");
-  }
   auto np = Get(s, "num_proc");
   if (!np) {
     return Status::InvalidArgument("-np",
@@ -365,7 +376,7 @@ std::string HelpText() {
   for (const std::string& g : groups) {
     out += "\n" + g + ":\n";
     for (const FlagSpec& f : FlagTable()) {
-      if (f.group != g) continue;
+      if (f.group != g || f.hidden) continue;
       std::string names;
       for (const std::string& n : f.names) {
         names += (names.empty() ? "" : ", ") + n;

@@ -42,6 +42,11 @@ struct LaunchOptions {
   std::string rendezvous_tls_key;
 
   std::map<std::string, std::string> worker_env;
+  // Flags and config keys accepted but meaningless for hvd, with why
+  // (printed with --verbose); and what the config file held that hvd does
+  // not know (always printed, one line each).
+  std::vector<std::string> notes;
+  std::vector<std::string> warnings;
   std::vector<std::string> command;  // everything after the options
 
   bool show_help = false;

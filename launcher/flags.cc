@@ -59,12 +59,11 @@ std::vector<FlagSpec> Build() {
           "stall_check, library_options, logging); a flag on the command "
           "line wins"),
       Switch({"--gloo"}, "gloo", kGeneral, "run on Gloo (the default)"),
-      Switch({"--mpi"}, "mpi", kGeneral, "not supported: hvd runs on Gloo"),
       Switch({"--verbose"}, "verbose", kGeneral, "say what the launcher does"),
       Str({"-H", "--hosts"}, "hosts", "H:S,...", kHosts,
           "hosts and slots, e.g. a:2,b:4, [::1]:2, user@c:1 (default "
           "localhost:NP)"),
-      Str({"--hostfile"}, "hostfile", "FILE", kHosts,
+      Str({"-hostfile", "--hostfile"}, "hostfile", "FILE", kHosts,
           "host file: lines 'host slots=N' (max_slots= accepted, # comments)"),
       Int({"-p", "--ssh-port"}, "ssh_port", 1, 65535, kSsh,
           "SSH port of the remote hosts (22)"),
@@ -90,22 +89,98 @@ std::vector<FlagSpec> Build() {
       f.choices = {"STRICT", "ACCEPT-NEW", "OFF"};
     }
   }
-  // The workers' settings, each with the flag that sets it.
+  // The workers' settings, each with the flag that sets it, and the forms
+  // that set them the other way (each stores its value under the same
+  // key, so the command line wins over the config file either way).
   for (const settings::Setting& s : settings::Table()) {
-    if (!s.names.empty()) t.push_back(s);
-    // The --no- forms pin a default-on setting off, so autotune leaves it.
+    if (s.names.empty()) continue;
+    t.push_back(s);
+    if (s.key == "network_interface") {
+      t.back().help += "; --network-interfaces a,b gives several at once";
+      t.push_back(Str({"--network-interfaces"}, s.key, "IF,...", s.group,
+                      "the same, several separated by commas"));
+      t.back().repeatable = true;
+    }
+    auto negative = [&](const std::string& name, const std::string& value,
+                        const std::string& help) {
+      t.push_back(Switch({name}, s.key, s.group, help));
+      t.back().switch_value = value;
+    };
     if (s.key == "hierarchical_allreduce" ||
         s.key == "hierarchical_allgather") {
-      t.push_back(Switch({"--no-" + s.names[0].substr(2)}, "no_" + s.key,
-                         s.group, "pin it off (autotune leaves it)"));
-    }
-    if (s.key == "cache_capacity") {
-      t.push_back(Switch({"--disable-cache"}, "disable_cache", s.group,
-                         "disable the response cache (same as "
-                         "--cache-capacity 0)"));
+      negative("--no-" + s.names[0].substr(2), "0",
+               "pin it off (autotune leaves it)");
+    } else if (s.key == "autotune") {
+      negative("--no-autotune", "0", "no autotuning (the default)");
+      t.back().hidden = true;
+    } else if (s.key == "timeline_mark_cycles") {
+      negative("--no-timeline-mark-cycles", "0", "do not mark cycles");
+      t.back().hidden = true;
+    } else if (s.key == "no_stall_check") {
+      negative("--stall-check", "0", "keep the stall check (the default)");
+      t.back().hidden = true;
+    } else if (s.key == "log_without_timestamp") {
+      negative("--log-with-timestamp", "0", "log lines with timestamps");
+      t.back().hidden = true;
+      // Horovod's deprecated spellings of the two.
+      negative("--log-hide-timestamp", "1", "as --log-without-timestamp");
+      t.back().hidden = true;
+      negative("--no-log-hide-timestamp", "0", "as --log-with-timestamp");
+      t.back().hidden = true;
     }
   }
-  t.push_back(Switch({"--prefix-output-with-timestamp"},
+  const std::string kLib = "library";
+  t.push_back(Switch({"--tcp"}, "tcp", kLib,
+                     "TCP only: NCCL does not use InfiniBand "
+                     "(NCCL_IB_DISABLE=1)"));
+  // Horovod's flags that mean nothing for hvd: accepted, and said so.
+  auto ignored = [&](FlagSpec f, const std::string& why) {
+    f.ignored_why = why;
+    f.hidden = true;
+    t.push_back(std::move(f));
+  };
+  const std::string kMpi = "hvd runs on Gloo, not MPI";
+  ignored(Switch({"--disable-cache"}, "disable_cache", kGeneral, ""),
+          "hvd keeps no cache of host checks: it checks every host at every "
+          "launch (the response cache is --cache-capacity 0)");
+  ignored(Switch({"--mpi-threads-disable"}, "mpi_threads_disable", kLib, ""),
+          kMpi);
+  ignored(Switch({"--no-mpi-threads-disable"}, "mpi_threads_disable", kLib, ""),
+          kMpi);
+  ignored(Str({"--mpi-args"}, "mpi_args", "ARGS", kLib, ""), kMpi);
+  ignored(Str({"--binding-args"}, "binding_args", "ARGS", kLib, ""),
+          "it configures mpirun's binding; hvd binds with --bind-to");
+  ignored(Switch({"--torus-allreduce"}, "torus_allreduce", kLib, ""),
+          "hvd has no torus allreduce; its hierarchical allreduce is the "
+          "two-level one");
+  ignored(Switch({"--no-torus-allreduce"}, "torus_allreduce", kLib, ""),
+          "hvd has no torus allreduce");
+  // Horovod's flags hvd refuses, saying why.
+  auto refused = [&](FlagSpec f, const std::string& why) {
+    f.refused_why = why;
+    f.hidden = true;
+    t.push_back(std::move(f));
+  };
+  refused(Switch({"--mpi"}, "mpi", kGeneral, ""),
+          "hvd runs on Gloo (the default); drop --mpi");
+  refused(Switch({"--jsrun"}, "jsrun", kGeneral, ""),
+          "hvd starts workers itself (locally or over SSH), not through "
+          "jsrun; drop --jsrun");
+  const std::string kElastic =
+      "is one of Horovod's elastic-mode flags, and hvd runs fixed-size jobs "
+      "only; give -np N with the hosts (-H or --hostfile) instead";
+  for (std::vector<std::string> names :
+       std::vector<std::vector<std::string>>{{"--min-np", "--min-num-proc"},
+                                             {"--max-np", "--max-num-proc"},
+                                             {"--slots-per-host"},
+                                             {"--host-discovery-script"},
+                                             {"--elastic-timeout"},
+                                             {"--reset-limit"},
+                                             {"--blacklist-cooldown-range"}}) {
+    const std::string key = names[0].substr(2);
+    refused(Str(std::move(names), key, "X", kGeneral, ""), kElastic);
+  }
+  t.push_back(Switch({"-prefix-timestamp", "--prefix-output-with-timestamp"},
                      "prefix_output_with_timestamp", kLog,
                      "put a timestamp in front of every line of output"));
   t.push_back(Str({"--output-filename"}, "output_filename", "DIR", kLog,
@@ -127,6 +202,34 @@ const FlagSpec* FindFlag(const std::string& name) {
     }
   }
   return nullptr;
+}
+
+StatusOr<const FlagSpec*> FindFlagOrAbbreviation(const std::string& word) {
+  if (const FlagSpec* exact = FindFlag(word)) return exact;
+  // As argparse: a long flag may be shortened to any prefix that no other
+  // long flag shares.
+  if (word.rfind("--", 0) != 0 || word.size() < 3) {
+    return static_cast<const FlagSpec*>(nullptr);
+  }
+  // Two spellings of one flag (--min-np, --min-num-proc) are one match.
+  const FlagSpec* found = nullptr;
+  int specs = 0;
+  std::vector<std::string> matches;
+  for (const FlagSpec& f : FlagTable()) {
+    for (const std::string& n : f.names) {
+      if (n.rfind("--", 0) == 0 && n.rfind(word, 0) == 0) {
+        matches.push_back(n);
+        if (found != &f) ++specs;
+        found = &f;
+      }
+    }
+  }
+  if (specs > 1) {
+    std::string list;
+    for (const std::string& m : matches) list += (list.empty() ? "" : ", ") + m;
+    return Status::InvalidArgument(word, "is ambiguous: it could be " + list);
+  }
+  return found;
 }
 
 const FlagSpec* FindYamlKey(const std::string& section_key) {

@@ -24,6 +24,10 @@ using FlagSpec = settings::Setting;
 const std::vector<FlagSpec>& FlagTable();
 // The spec with this name ("-np", "--fusion-threshold-mb"), or null.
 const FlagSpec* FindFlag(const std::string& name);
+// The same, or the one long flag that `word` is a prefix of (argparse's
+// abbreviations: "--fusion-thresh"); null when none, and InvalidArgument
+// naming the candidates when several.
+StatusOr<const FlagSpec*> FindFlagOrAbbreviation(const std::string& word);
 // The spec whose YAML key is "section.key", or null.
 const FlagSpec* FindYamlKey(const std::string& section_key);
 

@@ -7,6 +7,13 @@
 namespace hvd::launcher {
 namespace {
 
+std::string_view Trim(std::string_view s) {
+  size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return {};
+  size_t b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
 StatusOr<HostSpec> ParseEntry(std::string_view entry) {
   HostSpec spec;
   if (size_t at = entry.find('@'); at != std::string_view::npos) {
@@ -55,7 +62,7 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry) {
   if (has_slots) {
     HVD_ASSIGN_OR_RETURN(
         int64_t slots,
-        ParseInt64(slots_text, "-H slots of '" + spec.host + "'", 1, 1 << 20));
+        ParseInt64(slots_text, "-H slots of '" + spec.host + "'", 0, 1 << 20));
     spec.slots = static_cast<int>(slots);
   }
   return spec;
@@ -70,7 +77,8 @@ StatusOr<std::vector<HostSpec>> ParseHostList(std::string_view text) {
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
-    std::string_view entry = text.substr(start, comma - start);
+    // Spaces around an entry are Horovod's too ("a:2, b:2").
+    std::string_view entry = Trim(text.substr(start, comma - start));
     if (entry.empty()) {
       return Status::InvalidArgument(
           "-H", "empty entry in '" + std::string(text) + "' (stray comma?)");
@@ -81,20 +89,14 @@ StatusOr<std::vector<HostSpec>> ParseHostList(std::string_view text) {
           "-H", "host '" + spec.host +
                     "' is listed twice; list it once with all its slots");
     }
-    out.push_back(std::move(spec));
+    // host:0 is a host with no slots, as in Horovod: nothing runs there.
+    if (spec.slots > 0) out.push_back(std::move(spec));
     start = comma + 1;
   }
   return out;
 }
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string_view::npos) return {};
-  size_t b = s.find_last_not_of(" \t\r");
-  return s.substr(a, b - a + 1);
-}
 
 std::vector<std::string_view> Words(std::string_view s) {
   std::vector<std::string_view> out;

@@ -65,6 +65,14 @@ int Main(int argc, char** argv) {
     std::fputs(CheckBuildText().c_str(), stdout);
     return 0;
   }
+  for (const std::string& w : options->warnings) {
+    std::fprintf(stderr, "horovodrun: warning: %s\n", w.c_str());
+  }
+  if (options->verbose) {
+    for (const std::string& n : options->notes) {
+      std::fprintf(stderr, "horovodrun: %s\n", n.c_str());
+    }
+  }
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);

@@ -9,8 +9,11 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   if (total < options.num_proc) {
     return Status::InvalidArgument(
         "-np " + std::to_string(options.num_proc),
-        "needs " + std::to_string(options.num_proc) + " slots but -H " +
-            FormatHostList(options.hosts) + " has " + std::to_string(total) +
+        "needs " + std::to_string(options.num_proc) + " slots but " +
+            (options.hosts.empty()
+                 ? "no host has a slot (" + options.hosts_from + ")"
+                 : "-H " + FormatHostList(options.hosts) + " has " +
+                       std::to_string(total)) +
             "; add hosts or slots");
   }
   LaunchPlan plan;

@@ -77,7 +77,7 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "1", "--bogus", "p"}, "--bogus: unknown option"},
       {{"-np", "1", "--verbose=yes", "p"}, "takes no value"},
       {{"-np", "1", "--start-timeout", "0", "p"}, "--start-timeout"},
-      {{"-np", "1", "-H", "a:0", "p"}, "-H slots"},
+      {{"-np", "1", "-H", "a:-1", "p"}, "-H slots"},
       {{"-np", "1", "--mpi", "p"}, "--mpi"},
       {{"-np", "2", "--min-np", "1", "p"},
        "--min-np: is one of Horovod's elastic"},
@@ -175,15 +175,109 @@ TEST(CliTuningTest, FlagsBecomeHorovodVariables) {
       {"HOROVOD_LOG_LEVEL", "DEBUG"},
       {"HOROVOD_LOG_HIDE_TIME", "1"},
       {"HOROVOD_GLOO_IFACE", "eth1"},
+      {"NCCL_SOCKET_IFNAME", "eth1"},
   };
   EXPECT_EQ(env, want);
 }
 
 TEST(CliTuningTest, OnlyGivenValuesAreSet) {
   EXPECT_TRUE(Env({"-np", "2"}).empty());
-  auto env = Env({"-np", "2", "--disable-cache", "--no-stall-check"});
-  EXPECT_EQ(env.at("HOROVOD_CACHE_CAPACITY"), "0");
-  EXPECT_EQ(env.at("HOROVOD_STALL_CHECK_DISABLE"), "1");
+  auto env = Env({"-np", "2", "--no-stall-check"});
+  EXPECT_EQ(env, (std::map<std::string, std::string>{
+                     {"HOROVOD_STALL_CHECK_DISABLE", "1"}}));
+}
+
+// Horovod 0.28's command lines, each with the worker variables it must
+// give (what Horovod's own launcher tests check, in our words).
+TEST(CliHorovodCompatTest, HorovodsFlagsGiveHorovodsVariables) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::map<std::string, std::string> env;
+  };
+  const std::vector<Case> cases = {
+      {{"--tcp"}, {{"NCCL_IB_DISABLE", "1"}}},
+      {{"--network-interfaces", "eth0,eth1"},
+       {{"HOROVOD_GLOO_IFACE", "eth0"}, {"NCCL_SOCKET_IFNAME", "eth0,eth1"}}},
+      {{"--network-interface", "eth0", "--network-interface", "eth1"},
+       {{"HOROVOD_GLOO_IFACE", "eth0"}, {"NCCL_SOCKET_IFNAME", "eth0,eth1"}}},
+      {{"--no-autotune"}, {{"HOROVOD_AUTOTUNE", "0"}}},
+      {{"--stall-check"}, {{"HOROVOD_STALL_CHECK_DISABLE", "0"}}},
+      {{"--no-timeline-mark-cycles"}, {{"HOROVOD_TIMELINE_MARK_CYCLES", "0"}}},
+      {{"--log-with-timestamp"}, {{"HOROVOD_LOG_HIDE_TIME", "0"}}},
+      {{"--log-hide-timestamp"}, {{"HOROVOD_LOG_HIDE_TIME", "1"}}},
+      {{"--no-log-hide-timestamp"}, {{"HOROVOD_LOG_HIDE_TIME", "0"}}},
+      {{"--no-hierarchical-allgather"},
+       {{"HOROVOD_HIERARCHICAL_ALLGATHER", "0"}}},
+      // argparse's abbreviations of long flags.
+      {{"--fusion-thresh", "10"}, {{"HOROVOD_FUSION_THRESHOLD", "10485760"}}},
+      {{"--cycle-time=5"}, {{"HOROVOD_CYCLE_TIME", "5"}}},
+      // Meaningless for hvd: accepted, and nothing set.
+      {{"--mpi-threads-disable"}, {}},
+      {{"--no-mpi-threads-disable"}, {}},
+      {{"--mpi-args=--map-by ppr:6:node"}, {}},
+      {{"--binding-args", "--rankfile f"}, {}},
+      {{"--torus-allreduce"}, {}},
+      {{"--no-torus-allreduce"}, {}},
+      {{"--disable-cache"}, {}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"-np", "2"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    args.push_back("prog");
+    auto o = Parse(args);
+    ASSERT_TRUE(o.ok()) << c.flags[0] << ": " << o.status().ToString();
+    EXPECT_EQ(o->worker_env, c.env) << c.flags[0];
+    EXPECT_EQ(o->command, std::vector<std::string>{"prog"}) << c.flags[0];
+  }
+  // What is ignored is said (with --verbose), once, with why.
+  auto o = Parse({"-np", "2", "--disable-cache", "--mpi-args", "x", "prog"});
+  ASSERT_TRUE(o.ok());
+  ASSERT_EQ(o->notes.size(), 2u);
+  EXPECT_NE(o->notes[0].find("--disable-cache ignored: hvd keeps no cache"),
+            std::string::npos);
+  EXPECT_NE(o->notes[1].find("--mpi-args ignored: hvd runs on Gloo"),
+            std::string::npos);
+  // Single-dash spellings.
+  o = Parse({"-np", "2", "-hostfile", "/h", "-prefix-timestamp", "prog"}, {},
+            {{"/h", "a slots=2\n"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"a", 2, ""}}));
+  EXPECT_TRUE(o->prefix_output_with_timestamp);
+}
+
+// Horovod's config files load unchanged: a top-level controller, keys hvd
+// does not know (a warning each), and the command line wins either way.
+TEST(CliHorovodCompatTest, HorovodConfigFilesLoad) {
+  const std::string yaml = R"(
+controller: gloo
+params:
+  hierarchical_allreduce: true
+  hierarchical_allgather: false
+  colour: blue
+library_options:
+  mpi_threads_disable: true
+  num_nccl_streams: 2
+newer_section:
+  anything: 1
+)";
+  auto o =
+      Parse({"-np", "2", "--config-file", "/c.yaml",
+             "--no-hierarchical-allreduce", "--hierarchical-allgather", "prog"},
+            {}, {{"/c.yaml", yaml}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->worker_env.at("HOROVOD_HIERARCHICAL_ALLREDUCE"), "0");
+  EXPECT_EQ(o->worker_env.at("HOROVOD_HIERARCHICAL_ALLGATHER"), "1");
+  EXPECT_EQ(o->worker_env.at("HOROVOD_NUM_NCCL_STREAMS"), "2");
+  EXPECT_EQ(o->warnings.size(), 2u);
+  EXPECT_NE(o->warnings[0].find("params.colour: unknown setting, ignored"),
+            std::string::npos)
+      << o->warnings[0];
+  auto mpi = Parse({"-np", "2", "--config-file", "/c", "prog"}, {},
+                   {{"/c", "controller: mpi\n"}});
+  ASSERT_FALSE(mpi.ok());
+  EXPECT_NE(mpi.status().message().find("controller: hvd runs on Gloo"),
+            std::string::npos)
+      << mpi.status().ToString();
 }
 
 TEST(CliConfigTest, YamlSectionsAndFlagsWin) {
@@ -271,7 +365,7 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
       {{"-np", "1", "--bogus", "p"}, {}, {}, "--bogus: unknown option"},
       {{"-np", "1", "--verbose=yes", "p"}, {}, {}, "takes no value"},
       {{"-np", "1", "--start-timeout", "0", "p"}, {}, {}, "--start-timeout"},
-      {{"-np", "1", "-H", "a:0", "p"}, {}, {}, "-H slots"},
+      {{"-np", "1", "-H", "a:-1", "p"}, {}, {}, "-H slots"},
       {{"-np", "1", "-H", "a:1,,b:1", "p"}, {}, {}, "empty entry"},
       {{"-np", "1", "-H", "::1:2", "p"}, {}, {}, "[ADDR]:SLOTS"},
       {{"-np", "1", "-H", "a:1,a:2", "p"}, {}, {}, "listed twice"},
@@ -315,11 +409,21 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
         "p"},
        {},
        {},
-       "conflicts"},
-      {{"-np", "1", "--disable-cache", "--cache-capacity", "8", "p"},
+       "--no-hierarchical-allreduce: conflicts with --hierarchical-allreduce"},
+      {{"-np", "1", "--autotune", "--no-autotune", "p"},
        {},
        {},
-       "conflicts with --cache-capacity 8"},
+       "--no-autotune: conflicts with --autotune"},
+      {{"-np", "1", "--hier", "p"},
+       {},
+       {},
+       "--hier: is ambiguous: it could be --hierarchical-allreduce, "
+       "--hierarchical-allgather"},
+      {{"-np", "1", "--jsrun", "p"}, {}, {}, "--jsrun: hvd starts workers"},
+      {{"-np", "1", "--min", "2", "p"},
+       {},
+       {},
+       "--min-np: is one of Horovod's elastic-mode flags"},
       {{"-np", "1", "--stall-check-warning-time-seconds", "60",
         "--stall-check-shutdown-time-seconds", "30", "p"},
        {},
@@ -366,10 +470,6 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
        {},
        {{"/c", "params: [1, 2]\n"}},
        "/c: params: must be a mapping"},
-      {{"-np", "1", "--config-file", "/c", "p"},
-       {},
-       {{"/c", "params:\n  colour: 1\n"}},
-       "/c: params.colour: unknown setting"},
       {{"-np", "1", "--config-file", "/c", "p"},
        {},
        {{"/c", "params:\n  cycle_time_ms: soon\n"}},

@@ -25,7 +25,7 @@ TEST(ParseHostListTest, RejectsBadEntriesWithTheReason) {
     const char* says;
   } cases[] = {
       {"", "empty entry"},       {"a:2,", "empty entry"},
-      {"a:0", "between 1 and"},  {"a:x", "expected an integer"},
+      {"a:-1", "between 0 and"}, {"a:x", "expected an integer"},
       {":2", "empty host"},      {"::1:2", "[ADDR]:SLOTS"},
       {"[::1:2", "without ']'"}, {"a:1,a:2", "listed twice"},
   };
@@ -35,6 +35,15 @@ TEST(ParseHostListTest, RejectsBadEntriesWithTheReason) {
     EXPECT_NE(h.status().message().find(c.says), std::string::npos)
         << c.text << " -> " << h.status().message();
   }
+}
+
+// As Horovod reads them: spaces around entries, and hosts with no slots.
+TEST(ParseHostListTest, SpacesAroundEntriesAndHostsWithNoSlots) {
+  auto h = ParseHostList(" a:2 , b:0,c:1 ");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(*h, (std::vector<HostSpec>{{"a", 2, ""}, {"c", 1, ""}}));
+  EXPECT_FALSE(ParseHostList("a:1, ,b:1").ok());
+  EXPECT_FALSE(ParseHostList("a:0,a:1").ok());  // still listed twice
 }
 
 TEST(FormatHostListTest, RoundTrips) {
