@@ -79,7 +79,18 @@ std::vector<Setting> Build() {
   std::vector<Setting> t;
   t.push_back(Int("start_timeout", {"--start-timeout"}, "HOROVOD_START_TIMEOUT",
                   "", kGeneral, 1, 86400, "30",
-                  "seconds for every worker to start and join", "s"));
+                  "seconds for the launcher's own start-up (host checks, "
+                  "spawning) and for a worker to reach the rendezvous",
+                  "s"));
+  // Not Horovod's: a worker may take minutes to reach hvd::init() (a
+  // Python script importing a framework, loading data), and one that exits
+  // ends the job anyway, so by default nobody is timed out for being slow.
+  t.push_back(Int("join_timeout", {"--join-timeout"}, "HVD_JOIN_TIMEOUT", "",
+                  kGeneral, 0, kWeek, "0",
+                  "seconds every worker may take to call hvd::init() and meet "
+                  "its peers; those still missing are named and the job "
+                  "stopped (0: no limit)",
+                  "s"));
   {
     Setting s = Make("network_interface", {"--network-interface"},
                      Kind::kString, "HOROVOD_GLOO_IFACE", "", kHosts,

@@ -284,6 +284,10 @@ StatusOr<LaunchOptions> ParseCommandLine(
                        settings::Reader(env).Int("start_timeout"));
   o.start_timeout_s = static_cast<int>(start_timeout);
   if (auto t = Get(s, "start_timeout")) o.start_timeout_s = std::stoi(*t);
+  HVD_ASSIGN_OR_RETURN(int64_t join_timeout,
+                       settings::Reader(env).Int("join_timeout"));
+  o.join_timeout_s = static_cast<int>(join_timeout);
+  if (auto t = Get(s, "join_timeout")) o.join_timeout_s = std::stoi(*t);
   o.verbose = On(s, "verbose");
 
   auto hosts = Get(s, "hosts");

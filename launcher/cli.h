@@ -24,6 +24,8 @@ struct LaunchOptions {
   std::string hosts_from = "default";  // "-H", "--hostfile FILE", "Slurm"
   // --start-timeout, else HOROVOD_START_TIMEOUT, else the settings table's.
   int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
+  // --join-timeout (0: none): how long workers may take to join.
+  int join_timeout_s = 0;
   bool verbose = false;
 
   int ssh_port = 22;              // -p

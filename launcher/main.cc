@@ -138,7 +138,7 @@ int Main(int argc, char** argv) {
   }
 
   SupervisorOptions sup;
-  sup.start_timeout = std::chrono::seconds(plan->start_timeout_s);
+  sup.join_timeout = std::chrono::seconds(plan->join_timeout_s);
   sup.verbose = plan->verbose;
   sup.timestamps = options->prefix_output_with_timestamp;
   sup.output_dir = options->output_filename;

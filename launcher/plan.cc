@@ -19,6 +19,7 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   LaunchPlan plan;
   plan.command = options.command;
   plan.start_timeout_s = options.start_timeout_s;
+  plan.join_timeout_s = options.join_timeout_s;
   plan.verbose = options.verbose;
   plan.tuning_env = options.worker_env;
   int left = options.num_proc;
@@ -94,6 +95,7 @@ std::vector<std::string> WorkerEnvironment(
   env["HOROVOD_CONTROLLER"] = "gloo";
   env["HOROVOD_CPU_OPERATIONS"] = "gloo";
   env["HOROVOD_START_TIMEOUT"] = std::to_string(plan.start_timeout_s);
+  env["HVD_JOIN_TIMEOUT"] = std::to_string(plan.join_timeout_s);
   if (plan.verbose && !env.count("HOROVOD_LOG_LEVEL")) {
     env["HOROVOD_LOG_LEVEL"] = "INFO";
   }

@@ -32,6 +32,7 @@ struct LaunchPlan {
   std::vector<rendezvous::HostSlots> hosts;
   std::vector<WorkerPlan> workers;  // by rank
   std::vector<std::string> command;
+  int join_timeout_s = 0;  // 0: none
   int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
   bool verbose = false;
   // HOROVOD_* of the tuning flags the user gave (LaunchOptions::worker_env).

@@ -234,7 +234,10 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
 }
 
 void Job::CheckStartTimeout() {
-  if (start_checked_ || stopping_ || !options_.joined_ranks) return;
+  if (start_checked_ || stopping_ || !options_.joined_ranks ||
+      options_.join_timeout.count() == 0) {
+    return;
+  }
   if (Clock::now() < start_deadline_) return;
   start_checked_ = true;
   std::vector<int> joined = options_.joined_ranks();
@@ -255,8 +258,8 @@ void Job::CheckStartTimeout() {
   first_failure_ = -1;
   BeginStop("rank" + std::string(count == 1 ? " " : "s ") + missing +
             " did not join the rendezvous within " +
-            std::to_string(options_.start_timeout.count() / 1000) +
-            " s (raise --start-timeout, or check that the program calls "
+            std::to_string(options_.join_timeout.count() / 1000) +
+            " s (raise --join-timeout, or check that the program calls "
             "hvd::init())");
 }
 
@@ -331,7 +334,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
           std::to_string(w.proc.pid) + ") on " + w.host);
     }
   }
-  start_deadline_ = Clock::now() + options_.start_timeout;
+  start_deadline_ = Clock::now() + options_.join_timeout;
 
   // Until every worker is reaped. Output of exited workers keeps flowing.
   for (;;) {

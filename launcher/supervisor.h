@@ -26,7 +26,9 @@ namespace hvd::launcher {
 
 struct SupervisorOptions {
   std::chrono::milliseconds grace{5000};
-  std::chrono::milliseconds start_timeout{30000};
+  // Workers still running but not joined after this are named and the
+  // job stopped (--join-timeout); 0: no limit.
+  std::chrono::milliseconds join_timeout{0};
   // Ranks that have joined the rendezvous so far; empty function: no
   // start-timeout check.
   std::function<std::vector<int>()> joined_ranks;

@@ -20,6 +20,13 @@
 namespace hvd::runtime {
 namespace {
 
+// How long init() waits for its peers to arrive: HVD_JOIN_TIMEOUT, or a
+// day (the rendezvous's longest wait) when there is no limit.
+std::chrono::milliseconds PeerWait(const WorkerConfig& config) {
+  return config.join_timeout.count() > 0 ? config.join_timeout
+                                         : std::chrono::hours(24);
+}
+
 // A host's shared-memory group: this rank among its host's ranks.
 ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
                     size_t slot_bytes) {
@@ -29,7 +36,7 @@ ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
   shm.group = config.host;
   shm.job_id = config.job_id;
   shm.slot_bytes = slot_bytes;
-  shm.connect_timeout = config.start_timeout;
+  shm.connect_timeout = PeerWait(config);
   shm.op_timeout = config.gloo_timeout;
   return shm;
 }
@@ -41,7 +48,7 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   gloo.size = size;
   gloo.iface = config.gloo_iface;
   gloo.hostname = config.gloo_addr;
-  gloo.connect_timeout = config.start_timeout;
+  gloo.connect_timeout = PeerWait(config);
   gloo.op_timeout = config.gloo_timeout;
   return gloo;
 }

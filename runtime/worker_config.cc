@@ -34,6 +34,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   const settings::Reader read(env);
   HVD_ASSIGN_OR_RETURN(int64_t start, read.Int("start_timeout"));
   c.start_timeout = std::chrono::seconds(start);
+  HVD_ASSIGN_OR_RETURN(int64_t join, read.Int("join_timeout"));
+  c.join_timeout = std::chrono::seconds(join);
   HVD_ASSIGN_OR_RETURN(int64_t gloo, read.Int("gloo_timeout_seconds"));
   c.gloo_timeout = std::chrono::seconds(gloo);
   c.gloo_iface = read.String("network_interface");

@@ -38,6 +38,9 @@ struct WorkerConfig {
   // The tuning settings, with the settings table's defaults.
   std::chrono::milliseconds start_timeout{
       std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+  // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: no limit
+  // (a peer that exits ends the job through the launcher).
+  std::chrono::milliseconds join_timeout{0};
   std::chrono::milliseconds gloo_timeout{
       std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
   size_t fusion_threshold_bytes =

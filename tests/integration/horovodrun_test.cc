@@ -180,8 +180,8 @@ TEST(HorovodrunTest, TokenNeverOnACommandLine) {
   EXPECT_EQ(Lines(r.out).size(), 2u);
 }
 
-TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterStartTimeout) {
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "2",
+TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterTheJoinTimeout) {
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--join-timeout", "2",
                          HVD_TEST_WORKER, "--no-init", "--sleep", "120"},
                         kTimeout);
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -190,6 +190,18 @@ TEST(HorovodrunTest, WorkersThatNeverJoinAreNamedAfterStartTimeout) {
                        "rendezvous within 2 s"),
             std::string::npos)
       << r.err;
+}
+
+// A worker slower to reach hvd::init() than --start-timeout (a script
+// importing a framework first) is not killed for it, and its peers wait.
+TEST(HorovodrunTest, SlowWorkersAreNotKilledByTheStartTimeout) {
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1", "/bin/sh", "-c",
+       std::string("if [ \"$HOROVOD_RANK\" = 1 ]; then sleep 3; fi; exec ") +
+           HVD_HELLO},
+      kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 2u) << r.out;
 }
 
 TEST(HorovodrunTest, ProgramsThatExitWithoutJoiningAreFine) {

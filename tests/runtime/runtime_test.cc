@@ -130,10 +130,10 @@ TEST(StandaloneTest, WithoutLauncherIsSizeOne) {
   EXPECT_EQ(x, 3);
 }
 
-TEST(StartupTest, MissingPeerFailsWithinTheStartTimeout) {
+TEST(StartupTest, MissingPeerFailsWithinTheJoinTimeout) {
   World world(2);
   WorkerConfig c = world.Config(0);
-  c.start_timeout = milliseconds(1000);
+  c.join_timeout = milliseconds(1000);
   auto start = std::chrono::steady_clock::now();
   auto ctx = Context::Create(c);
   ASSERT_FALSE(ctx.ok());
