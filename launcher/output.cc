@@ -1,7 +1,6 @@
 #include "launcher/output.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -11,57 +10,51 @@ void LineSplitter::Feed(std::string_view data, const Emit& emit) {
   for (char c : data) {
     if (after_cr_) {
       after_cr_ = false;
-      if (c == '\n') continue;  // "\r\n" ends one line, not two
+      if (c == '\n') {  // "\r\n": the line went out with its "\r"
+        emit(Piece{{}, "\n", true});
+        continue;
+      }
     }
     if (c == '\n' || c == '\r') {
-      emit(pending_);
+      emit(Piece{pending_, c == '\n' ? "\n" : "\r"});
       pending_.clear();
       after_cr_ = (c == '\r');
       continue;
     }
     pending_.push_back(c);
     if (pending_.size() >= kMaxLine) {
-      emit(pending_);
+      emit(Piece{pending_, {}});
       pending_.clear();
     }
   }
 }
 
 void LineSplitter::Flush(const Emit& emit) {
-  if (!pending_.empty()) emit(pending_);
+  if (!pending_.empty()) emit(Piece{pending_, {}});
   pending_.clear();
   after_cr_ = false;
 }
 
-std::string PrefixLine(int rank, Stream stream, std::string_view line,
+std::string PrefixLine(int rank, Stream stream, const Piece& piece,
                        std::string_view timestamp) {
+  if (piece.continues) return std::string(piece.end);
   std::string out;
-  out.reserve(line.size() + 48);
-  if (!timestamp.empty()) {
-    out += timestamp;
-    out += ' ';
-  }
+  out.reserve(piece.text.size() + 48);
+  out += timestamp;
   out += '[';
   out += std::to_string(rank);
   out += stream == Stream::kStdout ? "]<stdout>:" : "]<stderr>:";
-  out += line;
-  out += '\n';
+  out += piece.text;
+  out += piece.end;
   return out;
 }
 
 std::string Timestamp() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  int ms =
-      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           now.time_since_epoch())
-                           .count() %
-                       1000);
+  std::time_t now = std::time(nullptr);
   std::tm tm;
-  gmtime_r(&secs, &tm);
+  localtime_r(&now, &tm);
   char buf[40];
-  size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", ms);
+  std::strftime(buf, sizeof(buf), "%a %b %e %H:%M:%S %Y", &tm);
   return buf;
 }
 

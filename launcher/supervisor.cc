@@ -211,11 +211,13 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
   LineSplitter& lines = stream == Stream::kStdout ? w.out_lines : w.err_lines;
   int out_fd = stream == Stream::kStdout ? STDOUT_FILENO : STDERR_FILENO;
   int file = stream == Stream::kStdout ? w.out_file : w.err_file;
-  auto emit = [&](std::string_view line) {
-    // One write per line: lines of different ranks never mix.
-    WriteAll(out_fd, PrefixLine(w.rank, stream, line,
-                                options_.timestamps ? Timestamp() : ""));
-    if (file >= 0) WriteAll(file, std::string(line) + "\n");
+  auto emit = [&](const Piece& piece) {
+    // One write per piece: lines of different ranks never mix. The
+    // --output-filename files hold what the terminal gets, as Horovod's.
+    const std::string text = PrefixLine(w.rank, stream, piece,
+                                        options_.timestamps ? Timestamp() : "");
+    WriteAll(out_fd, text);
+    if (file >= 0) WriteAll(file, text);
   };
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));

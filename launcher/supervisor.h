@@ -35,7 +35,8 @@ struct SupervisorOptions {
   bool verbose = false;
   // --prefix-output-with-timestamp
   bool timestamps = false;
-  // --output-filename: also write DIR/rank.N/stdout and stderr (raw lines).
+  // --output-filename: also write DIR/rank.N/stdout and stderr (the same
+  // prefixed output, as Horovod).
   std::string output_dir;
   // Path of hvd-remote-exec, run as a watchdog that kills every worker's
   // process group if the launcher is killed (PR_SET_PDEATHSIG reaches only

@@ -145,8 +145,40 @@ TEST(HorovodrunTest, ProgressPiecesAndLastLineWithoutNewline) {
                         kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "[0]<stdout>:10%\n[0]<stdout>:20%\n[0]<stdout>:done\n"
-            "[0]<stdout>:no newline\n");
+            "[0]<stdout>:10%\r[0]<stdout>:20%\r[0]<stdout>:done\n"
+            "[0]<stdout>:no newline");
+}
+
+// --output-filename files hold what the terminal gets (Horovod's), and
+// --prefix-output-with-timestamp puts Horovod's timestamp first.
+TEST(HorovodrunTest, OutputFilesAndTimestampsAsHorovods) {
+  TempDir dir;
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--output-filename",
+                         dir.path(), "--prefix-output-with-timestamp",
+                         "/bin/sh", "-c", "echo out; echo err >&2"},
+                        kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(
+      R"([A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})"
+      R"(\[(\d)\]<(stdout|stderr)>:(out|err))");
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const char* stream : {"stdout", "stderr"}) {
+      std::ifstream f(dir.path() + "/rank." + std::to_string(rank) + "/" +
+                      stream);
+      std::string text((std::istreambuf_iterator<char>(f)),
+                       std::istreambuf_iterator<char>());
+      auto lines = Lines(text);
+      ASSERT_EQ(lines.size(), 1u) << text;
+      std::smatch m;
+      ASSERT_TRUE(std::regex_match(lines[0], m, line)) << lines[0];
+      EXPECT_EQ(m[1], std::to_string(rank));
+      EXPECT_EQ(m[2], stream);
+      // The terminal got the same line.
+      const std::string& terminal =
+          std::string(stream) == "stdout" ? r.out : r.err;
+      EXPECT_NE(terminal.find(lines[0]), std::string::npos) << terminal;
+    }
+  }
 }
 
 TEST(HorovodrunTest, WorkerEnvironmentHasHorovodVariables) {

@@ -105,7 +105,8 @@ TEST_F(SshTest, UserAtHostRunsUnderTheRemoteWrapper) {
   auto args = SshArgs(*host_);
   for (std::string a :
        {"-np", "2", "-H", "localhost:1,root@127.0.0.1:1", "/bin/sh", "-c",
-        "tr '\\0' ' ' < /proc/$PPID/cmdline"}) {
+        // The echo ends the line: output passes on as it is, as Horovod's.
+        "tr '\\0' ' ' < /proc/$PPID/cmdline; echo"}) {
     args.push_back(a);
   }
   Result r = Horovodrun(home_, args);
