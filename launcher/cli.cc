@@ -402,7 +402,16 @@ std::string HelpText() {
   return out;
 }
 
-std::string VersionText() { return "horovodrun (hvd) 0.1.0"; }
+// The Horovod release whose command line, config files and output this
+// horovodrun follows: -v and -cb say it first, as Horovod's would, and
+// hvd's own version after.
+constexpr char kHorovodVersion[] = "0.28.1";
+constexpr char kHvdVersion[] = "0.1.0";
+
+std::string VersionText() {
+  return std::string(kHorovodVersion) + "\nhvd " + kHvdVersion +
+         " (horovodrun compatible with Horovod " + kHorovodVersion + ")";
+}
 
 std::string CheckBuildText() {
 #ifdef HVD_WITH_NCCL
@@ -410,9 +419,10 @@ std::string CheckBuildText() {
 #else
   const char* nccl = " ";
 #endif
-  return std::string("hvd v0.1.0:\n\n") +
+  // Horovod's listing first, line for line; then what hvd adds.
+  return std::string("Horovod v") + kHorovodVersion +
+         ":\n\n"
          "Available Frameworks:\n"
-         "    [X] C++ (libhvd)\n"
          "    [ ] TensorFlow\n"
          "    [ ] PyTorch\n"
          "    [ ] MXNet\n\n"
@@ -426,7 +436,12 @@ std::string CheckBuildText() {
          "    [ ] DDL\n"
          "    [ ] CCL\n"
          "    [ ] MPI\n"
-         "    [X] Gloo\n";
+         "    [X] Gloo\n\n"
+         "hvd v" +
+         kHvdVersion +
+         " adds:\n"
+         "    [X] C++ (libhvd)\n"
+         "    [X] Shared memory\n";
 }
 
 }  // namespace hvd::launcher

@@ -519,5 +519,15 @@ TEST(CliHelpTest, GroupedLikeHorovods) {
   EXPECT_NE(CheckBuildText().find("[X] Gloo"), std::string::npos);
 }
 
+// -v and -cb print Horovod's text first, hvd's additions after.
+TEST(CliHelpTest, VersionAndCheckBuildLeadWithHorovods) {
+  EXPECT_EQ(VersionText().substr(0, VersionText().find('\n')), "0.28.1");
+  const std::string cb = CheckBuildText();
+  EXPECT_EQ(cb.rfind("Horovod v0.28.1:\n\nAvailable Frameworks:\n", 0), 0u)
+      << cb;
+  EXPECT_LT(cb.find("Available Tensor Operations:"), cb.find("hvd v"));
+  EXPECT_NE(cb.find("[X] C++ (libhvd)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hvd::launcher
