@@ -95,13 +95,14 @@ Engine& Context::engine() {
   std::call_once(engine_once_, [this] {
     engine_options_.rank = assignment_.rank;
     engine_options_.size = assignment_.size;
-    if (assignment_.rank == 0 && !timeline_path_.empty()) {
+    if (assignment_.rank == 0) {
+      // Rank 0 always has one, so hvd::start_timeline() can open it later;
+      // HOROVOD_TIMELINE=DYNAMIC (Horovod's word) opens none at start.
       timeline_ = std::make_unique<Timeline>();
-      Status s = timeline_->Open(timeline_path_, timeline_mark_cycles_);
-      if (s.ok()) {
-        engine_options_.timeline = timeline_.get();
-      } else {
-        HVD_LOG(Error) << s.ToString();
+      engine_options_.timeline = timeline_.get();
+      if (!timeline_path_.empty() && timeline_path_ != "DYNAMIC") {
+        Status s = timeline_->Open(timeline_path_, timeline_mark_cycles_);
+        if (!s.ok()) HVD_LOG(Error) << s.ToString();
       }
     }
     engine_ = std::make_unique<Engine>(engine_options_, backends_.get(),

@@ -44,7 +44,8 @@ class Context {
   // collective must go through it (the backend is not shared between
   // threads).
   Engine& engine();
-  // Rank 0's timeline once the engine runs with HOROVOD_TIMELINE, else null.
+  // Rank 0's timeline (recording or not) once the engine runs; null on
+  // the other ranks.
   Timeline* timeline() { return timeline_.get(); }
 
  private:
@@ -72,7 +73,7 @@ class Context {
   EngineOptions engine_options_;
   std::string timeline_path_;
   bool timeline_mark_cycles_ = false;
-  std::unique_ptr<Timeline> timeline_;  // rank 0 with HOROVOD_TIMELINE
+  std::unique_ptr<Timeline> timeline_;  // rank 0, once the engine runs
   std::once_flag engine_once_;
   std::unique_ptr<Engine> engine_;  // destroyed before the backend
 };

@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "runtime/context.h"
 #include "runtime/gradients.h"
+#include "runtime/timeline.h"
 
 namespace hvd {
 namespace {
@@ -366,6 +367,23 @@ StatusOr<int> join() {
   Handle h = join_async();
   HVD_RETURN_IF_ERROR(h.wait());
   return static_cast<int>(h.value());
+}
+
+Status start_timeline(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  runtime::Context* c = Current();
+  if (!c) return NotInitialized("hvd::start_timeline");
+  c->engine();  // rank 0's timeline exists once the engine does
+  runtime::Timeline* tl = c->timeline();
+  return tl ? tl->Open(path, mark_cycles) : Status::Ok();
+}
+
+Status stop_timeline() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  runtime::Context* c = Current();
+  if (!c) return Status::Ok();
+  if (runtime::Timeline* tl = c->timeline()) tl->Close();
+  return Status::Ok();
 }
 
 Status shutdown() {

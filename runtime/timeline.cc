@@ -9,31 +9,56 @@
 
 namespace hvd::runtime {
 
-Timeline::~Timeline() {
-  if (fd_ < 0) return;
+Timeline::~Timeline() { Close(); }
+
+Status Timeline::Open(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (enabled()) {
+    return Status::FailedPrecondition(
+        "timeline",
+        "already recording to '" + path_ + "'; call stop_timeline() first");
+  }
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::PermissionDenied(
+        "timeline '" + path + "'",
+        std::string("cannot be written: ") + std::strerror(errno));
+  }
+  if (write(fd, "[\n]", 3) != 3) {
+    int e = errno;
+    close(fd);
+    return Status::Internal("timeline", std::strerror(e));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    fd_ = fd;
+    stop_ = false;
+    first_ = true;
+    pids_.clear();
+    queue_.clear();
+    queued_ = written_ = 0;
+  }
+  path_ = path;
+  mark_cycles_ = mark_cycles;
+  start_ = std::chrono::steady_clock::now();
+  writer_ = std::thread([this] { Writer(); });
+  open_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+void Timeline::Close() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (!enabled()) return;
+  open_.store(false, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;  // Emit adds nothing from here on
   }
   cv_.notify_one();
   writer_.join();
   close(fd_);
-}
-
-Status Timeline::Open(const std::string& path, bool mark_cycles) {
-  fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    return Status::PermissionDenied(
-        "HOROVOD_TIMELINE '" + path + "'",
-        std::string("cannot be written: ") + std::strerror(errno));
-  }
-  if (write(fd_, "[\n]", 3) != 3) {
-    return Status::Internal("timeline", std::strerror(errno));
-  }
-  mark_cycles_ = mark_cycles;
-  start_ = std::chrono::steady_clock::now();
-  writer_ = std::thread([this] { Writer(); });
-  return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  fd_ = -1;
 }
 
 int64_t Timeline::Now() const {
@@ -44,9 +69,10 @@ int64_t Timeline::Now() const {
 
 void Timeline::Emit(const std::string& tensor, const std::string& name,
                     char phase, const std::string& extra) {
-  if (fd_ < 0) return;
+  if (!enabled()) return;
   int64_t ts = Now();
   std::lock_guard<std::mutex> lock(mu_);
+  if (fd_ < 0 || stop_) return;  // closed meanwhile
   auto [it, added] = pids_.emplace(tensor, static_cast<int>(pids_.size()) + 1);
   int pid = it->second;
   if (added) {
@@ -87,7 +113,7 @@ void Timeline::End(const std::string& tensor) { Emit(tensor, "", 'E'); }
 void Timeline::MarkCycle() { Emit("cycles", "CYCLE_START", 'i'); }
 
 void Timeline::Flush() {
-  if (fd_ < 0) return;
+  if (!enabled()) return;
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t target = queued_;
   flushed_.wait(lock, [&] { return written_ >= target; });

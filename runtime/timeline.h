@@ -1,5 +1,7 @@
 // The timeline: a Chrome trace (chrome://tracing, Perfetto) of every
-// tensor's phases, written by rank 0 when HOROVOD_TIMELINE names a file.
+// tensor's phases, written by rank 0 when HOROVOD_TIMELINE names a file,
+// or between hvd::start_timeline() and hvd::stop_timeline() (with
+// HOROVOD_TIMELINE=DYNAMIC, or none, nothing is written until then).
 //
 // Each tensor is a "process" of the trace, named after it. Phases:
 // NEGOTIATE_<OP> (with an instant mark per rank that became ready), then
@@ -13,6 +15,7 @@
 // Thread-safety: all methods may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -31,8 +34,12 @@ class Timeline {
   Timeline() = default;
   ~Timeline();  // flushes and closes
 
+  // Starts writing `path` (FailedPrecondition while a file is open); Close
+  // flushes and closes it (nothing when none is open). Any thread, at any
+  // time: events of tensors already under way may lack their start.
   Status Open(const std::string& path, bool mark_cycles);
-  bool enabled() const { return fd_ >= 0; }
+  void Close();
+  bool enabled() const { return open_.load(std::memory_order_acquire); }
   bool mark_cycles() const { return mark_cycles_; }
 
   void NegotiateStart(const std::string& tensor, const std::string& op);
@@ -53,7 +60,10 @@ class Timeline {
   int64_t Now() const;
   void Writer();
 
-  int fd_ = -1;
+  std::mutex control_mu_;  // serialises Open and Close
+  std::atomic<bool> open_{false};
+  std::string path_;  // guarded by control_mu_
+  int fd_ = -1;       // set before the writer starts, cleared after it ends
   bool mark_cycles_ = false;
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;

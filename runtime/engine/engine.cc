@@ -387,6 +387,11 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     }
   }
 
+  // The timeline may be started and stopped at any time (rank 0).
+  Timeline* tl = options_.timeline && options_.timeline->enabled()
+                     ? options_.timeline
+                     : nullptr;
+  negotiator_.set_record_events(tl != nullptr);
   HVD_ASSIGN_OR_RETURN(
       Negotiation round,
       negotiator_.Round(offers, cache_, std::chrono::steady_clock::now()));
@@ -398,7 +403,6 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
       if (it != pending_.end()) fresh_.push_back(it->second.request);
     }
   }
-  Timeline* tl = options_.timeline;
   if (tl) {
     for (const NegotiationEvent& e : round.events) {
       switch (e.kind) {

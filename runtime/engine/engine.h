@@ -95,7 +95,8 @@ struct EngineOptions {
   std::chrono::milliseconds stall_shutdown{0};  // ..._SHUTDOWN_TIME_SECONDS
   // Where warnings go; default: the log at WARNING.
   std::function<void(const std::string&)> on_stall_warning;
-  // Rank 0's timeline, or null. Not owned; outlives the engine.
+  // Rank 0's timeline (recording or not: it may start and stop at any
+  // time), or null on the other ranks. Not owned; outlives the engine.
   Timeline* timeline = nullptr;
   // A rank sends the data of pending allreduces of at most this many bytes
   // in its negotiation message, up to this many bytes in all per cycle.

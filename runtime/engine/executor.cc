@@ -29,7 +29,7 @@ std::vector<int64_t> WithRows(const Request& r, int64_t rows) {
 // begin(activity) and end() to mark its phases.
 template <typename F>
 Status Traced(Timeline* tl, const std::vector<Pending*>& group, F&& run) {
-  if (!tl) return run([](const char*) {}, [] {});
+  if (!tl || !tl->enabled()) return run([](const char*) {}, [] {});
   for (Pending* p : group) {
     tl->Start(p->request.name, OpTypeName(p->request.type));
   }

@@ -78,6 +78,9 @@ class Negotiator {
   StatusOr<Negotiation> Round(const std::vector<RankOffer>& offers,
                               ResponseCache& cache, SteadyTime now);
 
+  // Whether Round fills Negotiation::events (while a timeline records).
+  void set_record_events(bool on) { record_events_ = on; }
+
   // Every rank has joined: their joins complete with last_joined(), and
   // the job may go on (or join again).
   bool AllJoined() const;
@@ -115,7 +118,7 @@ class Negotiator {
              const std::string& name, OpType type, int rank = -1) const;
 
   const int size_;
-  const bool record_events_;
+  bool record_events_;
   std::map<std::string, Seen> seen_;
   // Cached tensors some ranks named and others not yet: since when, and
   // which ranks have.

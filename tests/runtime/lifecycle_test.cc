@@ -9,6 +9,8 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -17,6 +19,7 @@
 #include "hvd/hvd.h"
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "runtime/timeline.h"
 #include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
@@ -197,6 +200,58 @@ TEST(LifecycleTest, PublicInitIsIdempotentAndShutdownSafeTwice) {
     EXPECT_FALSE(hvd::is_initialized());
     EXPECT_EQ(hvd::rank(), -1);
   }
+}
+
+// The timeline started and stopped at run time, as Horovod's
+// hvd.start_timeline() / stop_timeline(): a valid trace of what ran
+// between the two, and nothing when none is recording.
+TEST(LifecycleTest, TimelineStartsAndStopsAtRunTime) {
+  const std::string dir = ::testing::TempDir();
+  const std::string first = dir + "/hvd-timeline-1.json";
+  const std::string second = dir + "/hvd-timeline-2.json";
+  ASSERT_EQ(hvd::start_timeline(first).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(hvd::init().ok());
+  ASSERT_TRUE(hvd::stop_timeline().ok());  // none recording: fine
+  float before = 1;
+  ASSERT_TRUE(hvd::allreduce("before", hvd::Tensor{&before}).ok());
+  ASSERT_TRUE(hvd::start_timeline(first).ok());
+  EXPECT_EQ(hvd::start_timeline(second).code(),
+            StatusCode::kFailedPrecondition);
+  float during = 2;
+  ASSERT_TRUE(hvd::allreduce("during", hvd::Tensor{&during}).ok());
+  ASSERT_TRUE(hvd::stop_timeline().ok());
+  float after = 3;
+  ASSERT_TRUE(hvd::allreduce("after", hvd::Tensor{&after}).ok());
+  ASSERT_TRUE(hvd::start_timeline(second).ok());  // again, another file
+  ASSERT_TRUE(hvd::stop_timeline().ok());
+  ASSERT_TRUE(hvd::shutdown().ok());
+  std::ifstream f(first);
+  std::string text((std::istreambuf_iterator<char>(f)),
+                   std::istreambuf_iterator<char>());
+  auto trace = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << text;
+  std::set<std::string> tensors;
+  for (const auto& e : trace) {
+    if (e["ph"] == "M") tensors.insert(e["args"]["name"].get<std::string>());
+  }
+  EXPECT_TRUE(tensors.count("during")) << text;
+  EXPECT_FALSE(tensors.count("before")) << text;
+  EXPECT_FALSE(tensors.count("after")) << text;
+  EXPECT_TRUE(std::filesystem::exists(second));
+  std::filesystem::remove(first);
+  std::filesystem::remove(second);
+}
+
+// HOROVOD_TIMELINE=DYNAMIC: no file until the timeline is started.
+TEST(LifecycleTest, DynamicTimelineWritesNothingAtStart) {
+  WorkerConfig c;
+  c.timeline = "DYNAMIC";
+  auto ctx = Context::Create(c);
+  ASSERT_TRUE(ctx.ok());
+  (*ctx)->engine();
+  ASSERT_NE((*ctx)->timeline(), nullptr);
+  EXPECT_FALSE((*ctx)->timeline()->enabled());
+  EXPECT_FALSE(std::filesystem::exists("DYNAMIC"));
 }
 
 }  // namespace

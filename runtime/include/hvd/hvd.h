@@ -229,6 +229,13 @@ Status barrier();
 // Blocks until every rank has joined; returns the last rank to join.
 StatusOr<int> join();
 
+// The timeline (a Chrome trace of every tensor's phases, written by rank 0)
+// from now on, into `path`, as HOROVOD_TIMELINE does from the start; the
+// other ranks return Ok. FailedPrecondition while one is recording.
+// stop_timeline() flushes and closes it (Ok when none is recording).
+Status start_timeline(const std::string& path, bool mark_cycles = false);
+Status stop_timeline();
+
 // Stops the engine and releases everything init() made: threads, sockets,
 // shared-memory segments, NCCL communicators. Operations still pending on
 // other ranks complete with an error saying this rank shut down. Safe to
