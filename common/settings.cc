@@ -128,6 +128,9 @@ std::vector<Setting> Build() {
                    "gather within hosts, then across them (default: as "
                    "hierarchical allreduce)"));
   t.back().default_value = "";
+  t.push_back(Make("disable_group_fusion", {}, Kind::kSwitch,
+                   "HOROVOD_DISABLE_GROUP_FUSION", "", kTune,
+                   "fuse a grouped allreduce's tensors only with each other"));
   t.push_back(Make("shm_disable", {}, Kind::kSwitch, "HOROVOD_SHM_DISABLE", "",
                    kTune,
                    "move data between the ranks of a host over TCP instead "

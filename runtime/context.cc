@@ -60,6 +60,7 @@ EngineOptions EngineOptionsFor(const WorkerConfig& config) {
   o.fusion_threshold_bytes = config.fusion_threshold_bytes;
   o.cycle_time = config.cycle_time;
   o.cache_capacity = config.cache_capacity;
+  o.disable_group_fusion = config.disable_group_fusion;
   o.stall_check = config.stall_check;
   o.stall_warning = config.stall_warning;
   o.stall_shutdown = config.stall_shutdown;

@@ -178,6 +178,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     runtime::Request r = RequestFor(name + "." + std::to_string(i),
                                     runtime::OpType::kAllreduce, tensors[i]);
     SetReduceOp(op, r);
+    r.group = name;
     group.push_back({std::move(r), tensors[i].data});
   }
   for (auto& done : c->engine().EnqueueGroup(std::move(group))) {

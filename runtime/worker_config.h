@@ -47,6 +47,7 @@ struct WorkerConfig {
       size_t(settings::DefaultScaled("fusion_threshold_mb"));
   // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
   std::chrono::microseconds cycle_time{0};
+  bool disable_group_fusion = false;  // HOROVOD_DISABLE_GROUP_FUSION
   size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
   bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS

@@ -98,6 +98,9 @@ struct EngineOptions {
   // Rank 0's timeline (recording or not: it may start and stop at any
   // time), or null on the other ranks. Not owned; outlives the engine.
   Timeline* timeline = nullptr;
+  // HOROVOD_DISABLE_GROUP_FUSION: a grouped allreduce's tensors fuse only
+  // with each other.
+  bool disable_group_fusion = false;
   // A rank sends the data of pending allreduces of at most this many bytes
   // in its negotiation message, up to this many bytes in all per cycle.
   size_t eager_tensor_bytes = 16u << 10;

@@ -97,7 +97,8 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
   std::vector<const Request*> requests;
   requests.reserve(collective.size());
   for (Pending* p : collective) requests.push_back(&p->request);
-  for (const FusionGroup& g : PlanFusion(requests, fusion_threshold_)) {
+  for (const FusionGroup& g :
+       PlanFusion(requests, fusion_threshold_, options_.disable_group_fusion)) {
     HVD_RETURN_IF_ERROR(ExecuteFused(std::vector<Pending*>(
         collective.begin() + static_cast<std::ptrdiff_t>(g.begin),
         collective.begin() + static_cast<std::ptrdiff_t>(g.end))));

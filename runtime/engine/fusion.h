@@ -15,8 +15,10 @@
 
 namespace hvd::runtime {
 
-// Whether `b` may share a fusion buffer with `a`.
-bool Fusable(const Request& a, const Request& b);
+// Whether `b` may share a fusion buffer with `a`; with `by_group`
+// (HOROVOD_DISABLE_GROUP_FUSION) only within one group, or among tensors of
+// no group.
+bool Fusable(const Request& a, const Request& b, bool by_group = false);
 
 // A group: items [begin, end) of the list, run as one call.
 struct FusionGroup {
@@ -26,6 +28,7 @@ struct FusionGroup {
 
 // Groups `ready` (in order) under `threshold_bytes`.
 std::vector<FusionGroup> PlanFusion(const std::vector<const Request*>& ready,
-                                    size_t threshold_bytes);
+                                    size_t threshold_bytes,
+                                    bool by_group = false);
 
 }  // namespace hvd::runtime

@@ -94,6 +94,7 @@ std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
     PutValue<uint32_t>(out, static_cast<uint32_t>(r.shape.size()));
     for (int64_t v : r.shape) PutValue<int64_t>(out, v);
     PutValue<int32_t>(out, r.device);
+    PutBytes(out, r.group);
   }
   return out;
 }
@@ -131,7 +132,9 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     for (int64_t& v : r.shape) {
       if (!TakeValue(in, &v)) return bad;
     }
-    if (!TakeValue(in, &r.device)) return bad;
+    std::string_view group;
+    if (!TakeValue(in, &r.device) || !TakeBytes(in, &group)) return bad;
+    r.group.assign(group);
     r.type = static_cast<OpType>(type);
     r.dtype = static_cast<DataType>(dtype);
     r.reduce = static_cast<ReduceOp>(reduce);

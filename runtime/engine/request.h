@@ -38,6 +38,9 @@ struct Request {
   double postscale = 1.0;
   int32_t root = 0;
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank
+  // The group a grouped allreduce submitted it in ("" when none): with
+  // HOROVOD_DISABLE_GROUP_FUSION a group fuses only within itself.
+  std::string group;
   bool operator==(const Request&) const = default;
 };
 

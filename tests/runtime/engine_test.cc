@@ -46,6 +46,7 @@ TEST(EngineCodecTest, RoundTripsAndRejectsGarbage) {
   a.reduce = ReduceOp::kMax;
   a.count = 12345;
   a.prescale = 0.5;
+  a.group = "grads";
   Request b;
   b.name = "b";
   b.type = OpType::kBroadcast;
@@ -58,6 +59,8 @@ TEST(EngineCodecTest, RoundTripsAndRejectsGarbage) {
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[0].name, "layer1/weights");
   EXPECT_EQ((*back)[0].count, 12345);
+  EXPECT_EQ((*back)[0], a);  // every field, the group included
+  EXPECT_EQ((*back)[1], b);
   EXPECT_EQ((*back)[0].prescale, 0.5);
   EXPECT_EQ((*back)[1].root, 3);
   EXPECT_EQ(Engine::Decode(msg.substr(0, msg.size() - 1), &sd).status().code(),

@@ -323,5 +323,17 @@ TEST(FusionPlannerTest,
   }
 }
 
+// HOROVOD_DISABLE_GROUP_FUSION: a grouped allreduce's tensors fuse only
+// with each other, and tensors of no group only among themselves.
+TEST(FusionPlannerTest, GroupsFuseApartWhenAsked) {
+  Request g1 = Tensor("g1.0"), g2 = Tensor("g2.0"), lone = Tensor("x");
+  g1.group = "g1";
+  g2.group = "g2";
+  const std::vector<const Request*> ready = {&g1, &g1, &g2, &lone, &lone};
+  EXPECT_EQ(PlanFusion(ready, 1024, /*by_group=*/true),
+            (std::vector<FusionGroup>{{0, 2}, {2, 3}, {3, 5}}));
+  EXPECT_EQ(PlanFusion(ready, 1024), (std::vector<FusionGroup>{{0, 5}}));
+}
+
 }  // namespace
 }  // namespace hvd::runtime

@@ -36,12 +36,14 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   env["HVD_SLOT"] = "2";
   env["HOROVOD_GLOO_TIMEOUT_SECONDS"] = "7";
   env["HVD_JOIN_TIMEOUT"] = "90";
+  env["HOROVOD_DISABLE_GROUP_FUSION"] = "1";
   auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->launched);
   EXPECT_EQ(c->slot, 2);
   EXPECT_EQ(c->gloo_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c->join_timeout, std::chrono::seconds(90));
+  EXPECT_TRUE(c->disable_group_fusion);
   EXPECT_FALSE(c->expected.has_value());
 }
 
