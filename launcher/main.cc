@@ -1,6 +1,7 @@
 // horovodrun: parse, plan, start the rendezvous, spawn, supervise.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -88,7 +89,23 @@ int Main(int argc, char** argv) {
   }
 
   // Every remote host is reached before anything starts; each failure is
-  // one line naming the host.
+  // one line naming the host. --verbose says so in Horovod's words first
+  // (on stdout, as its print()s), hvd's own lines after (on stderr).
+  std::vector<std::string> remote;
+  for (const WorkerPlan& w : plan->workers) {
+    if (!w.local &&
+        std::find(remote.begin(), remote.end(), w.host) == remote.end()) {
+      remote.push_back(w.host);
+    }
+  }
+  if (plan->verbose) {
+    std::string names;
+    for (const std::string& h : remote) names += (names.empty() ? "" : " ") + h;
+    std::printf("Filtering local host names.\nRemote host found: %s\n",
+                names.c_str());
+    if (!remote.empty()) std::printf("Checking ssh on all remote hosts.\n");
+    std::fflush(stdout);
+  }
   std::vector<std::string> host_errors;
   auto routes = CheckRemoteHosts(*plan, *options, &host_errors);
   if (!routes.ok()) {
@@ -96,6 +113,10 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "horovodrun: %s\n", e.c_str());
     }
     return 1;
+  }
+  if (plan->verbose && !remote.empty()) {
+    std::printf("SSH was successful into all the remote hosts.\n");
+    std::fflush(stdout);
   }
   std::string iface_address;
   if (!options->network_interfaces.empty()) {

@@ -236,6 +236,18 @@ TEST(HorovodrunTest, SlowWorkersAreNotKilledByTheStartTimeout) {
   EXPECT_EQ(Lines(r.out).size(), 2u) << r.out;
 }
 
+// --verbose prints Horovod's lines first, on stdout as its print()s do.
+TEST(HorovodrunTest, VerboseSaysWhatHorovodsSays) {
+  Result r = RunCommand({HVD_HOROVODRUN, "--verbose", "-np", "1", HVD_HELLO},
+                        kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(
+      r.out.rfind("Filtering local host names.\nRemote host found: \n", 0), 0u)
+      << r.out;
+  EXPECT_NE(r.err.find("horovodrun: rendezvous on"), std::string::npos)
+      << r.err;
+}
+
 TEST(HorovodrunTest, ProgramsThatExitWithoutJoiningAreFine) {
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1", "/bin/echo", "hi"},

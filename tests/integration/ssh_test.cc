@@ -118,6 +118,23 @@ TEST_F(SshTest, UserAtHostRunsUnderTheRemoteWrapper) {
   EXPECT_NE(lines[1].find("hvd-remote-exec"), std::string::npos) << lines[1];
 }
 
+TEST_F(SshTest, VerboseSaysWhatHorovodsSaysAboutRemoteHosts) {
+  auto args = SshArgs(*host_);
+  for (std::string a :
+       {"--verbose", "-np", "1", "-H", "root@127.0.0.1:1", HVD_HELLO}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Filtering local host names.\n"
+                        "Remote host found: 127.0.0.1\n"
+                        "Checking ssh on all remote hosts.\n"
+                        "SSH was successful into all the remote hosts.\n",
+                        0),
+            0u)
+      << r.out;
+}
+
 TEST_F(SshTest, TokenNeverOnARemoteCommandLine) {
   auto args = SshArgs(*host_);
   for (std::string a : {"-np", "2", "-H", "root@127.0.0.1:2", HVD_TEST_WORKER,
