@@ -44,6 +44,15 @@ class Backend {
 
   virtual Status Barrier() = 0;
 
+  // Whether calls may return before their work is done: a device backend
+  // with several streams (HOROVOD_NUM_NCCL_STREAMS) queues each call on the
+  // next stream so that the calls of one cycle overlap. The caller must then
+  // Flush before it reads any result or hands it on. Calls that need their
+  // own results (the backend's scratch, a barrier) wait for themselves.
+  virtual bool Defers() const { return false; }
+  // Waits for every call made so far; the first error of any of them.
+  virtual Status Flush() { return Status::Ok(); }
+
   // Autotune's on/off choice for hierarchical backends (every rank calls it
   // at the same point); others ignore it.
   virtual void SetHierarchical(bool /*allreduce*/, bool /*allgather*/) {}

@@ -103,7 +103,9 @@ Engine& Context::engine() {
       engine_options_.timeline = timeline_.get();
       if (!timeline_path_.empty() && timeline_path_ != "DYNAMIC") {
         Status s = timeline_->Open(timeline_path_, timeline_mark_cycles_);
-        if (!s.ok()) HVD_LOG(Error) << s.ToString();
+        if (!s.ok()) {
+          HVD_LOG(Error) << s.ToString();
+        }
       }
     }
     engine_ = std::make_unique<Engine>(engine_options_, backends_.get(),
@@ -205,6 +207,7 @@ Status Context::Connect(const WorkerConfig& config) {
   nccl.rank = a.rank;
   nccl.size = a.size;
   nccl.device = std::max(a.gpu, 0);
+  nccl.streams = config.num_nccl_streams;
   DeviceBackendFactory device =
       MakeDeviceBackendFactory(nccl, GenerationStore("nccl/"));
   const int cuda_devices = device ? CudaDeviceCount() : 0;

@@ -48,6 +48,8 @@ struct WorkerConfig {
   // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
   std::chrono::microseconds cycle_time{0};
   bool disable_group_fusion = false;  // HOROVOD_DISABLE_GROUP_FUSION
+  // HOROVOD_NUM_NCCL_STREAMS: the NCCL backend's streams per GPU.
+  int num_nccl_streams = int(settings::DefaultInt("num_nccl_streams"));
   size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
   bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS

@@ -97,11 +97,33 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
   std::vector<const Request*> requests;
   requests.reserve(collective.size());
   for (Pending* p : collective) requests.push_back(&p->request);
+  // A device backend that defers (several NCCL streams) gets every CUDA
+  // group of the cycle queued before it is flushed, so they overlap; they
+  // complete only after the flush.
+  Backend* deferring = nullptr;
+  std::vector<std::vector<Pending*>> queued;
   for (const FusionGroup& g :
        PlanFusion(requests, fusion_threshold_, options_.disable_group_fusion)) {
-    HVD_RETURN_IF_ERROR(ExecuteFused(std::vector<Pending*>(
+    std::vector<Pending*> group(
         collective.begin() + static_cast<std::ptrdiff_t>(g.begin),
-        collective.begin() + static_cast<std::ptrdiff_t>(g.end))));
+        collective.begin() + static_cast<std::ptrdiff_t>(g.end));
+    const int device = group.front()->request.device;
+    if (device >= 0) {
+      HVD_ASSIGN_OR_RETURN(Backend * backend,
+                           backends_->Device(device, options_.rank));
+      if (backend->Defers()) {
+        HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
+        cycle_bytes_ += bytes;
+        deferring = backend;
+        queued.push_back(std::move(group));
+        continue;
+      }
+    }
+    HVD_RETURN_IF_ERROR(ExecuteFused(group));
+  }
+  if (deferring) {
+    HVD_RETURN_IF_ERROR(deferring->Flush());
+    for (const auto& group : queued) Finish(group);
   }
   return Status::Ok();
 }

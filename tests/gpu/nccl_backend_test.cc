@@ -129,6 +129,42 @@ TEST_P(NcclTest, EngineRoutesCudaTensorsToNccl) {
   });
 }
 
+// HOROVOD_NUM_NCCL_STREAMS=3: a group of CUDA tensors spread over the
+// streams, every result right once the handles complete.
+TEST_P(NcclTest, SeveralStreamsOverlapAGroupAndEveryResultIsRight) {
+  const int size = GetParam();
+  RunRanks(
+      size,
+      [&](Context& ctx, int rank) {
+        ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
+        constexpr int kTensors = 8;
+        const size_t n = 1 << 18;
+        std::vector<float*> devs(kTensors);
+        std::vector<std::pair<Request, void*>> group;
+        for (int i = 0; i < kTensors; ++i) {
+          ASSERT_EQ(cudaMalloc(&devs[i], n * 4), cudaSuccess);
+          std::vector<float> host(n, static_cast<float>(rank + i));
+          cudaMemcpy(devs[i], host.data(), n * 4, cudaMemcpyHostToDevice);
+          Request r;
+          r.name = "streams.grad" + std::to_string(i);
+          r.count = static_cast<int64_t>(n);
+          r.device = rank;
+          group.emplace_back(r, devs[i]);
+        }
+        auto done = ctx.engine().EnqueueGroup(std::move(group));
+        for (int i = 0; i < kTensors; ++i) {
+          Status s = done[i]->Wait();
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          std::vector<float> host(n);
+          cudaMemcpy(host.data(), devs[i], n * 4, cudaMemcpyDeviceToHost);
+          const float want = size * (size - 1) / 2.0f + size * i;
+          for (size_t k = 0; k < n; k += 1021) ASSERT_EQ(host[k], want) << i;
+          cudaFree(devs[i]);
+        }
+      },
+      [](WorkerConfig& c) { c.num_nccl_streams = 3; });
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpus, NcclTest, ::testing::Values(1, 2));
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "runtime/context.h"
 #include "runtime/engine/response_cache.h"
 #include "runtime/timeline.h"
+#include "runtime/transport/local/local.h"
 #include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
@@ -552,6 +553,85 @@ TEST(TimelineTest, ChromeTraceOfEveryPhaseValidAtEveryFlush) {
   EXPECT_GE(phases["1i"], 6);  // rank 1 ready marks
   EXPECT_GE(phases["CYCLE_STARTi"], 1);
   unlink(path.c_str());
+}
+
+// A device backend as NCCL with several streams is one: calls only queue
+// (the sum of a one-rank job doubles nothing, so it adds one to tell), and
+// the work happens at Flush. Counts how many calls each flush finished.
+class DeferringDevice final : public Backend {
+ public:
+  struct Log {
+    std::mutex mu;
+    std::vector<size_t> flushed;  // calls finished by each flush
+  };
+  explicit DeferringDevice(std::shared_ptr<Log> log) : log_(std::move(log)) {}
+  bool Defers() const override { return true; }
+  Status Flush() override {
+    for (auto& [data, count] : queued_) {
+      float* f = static_cast<float*>(data);
+      for (size_t i = 0; i < count; ++i) f[i] += 1;
+    }
+    std::lock_guard<std::mutex> lock(log_->mu);
+    log_->flushed.push_back(queued_.size());
+    queued_.clear();
+    return Status::Ok();
+  }
+  Status Allreduce(void* data, size_t count, DataType, ReduceOp) override {
+    queued_.emplace_back(data, count);
+    return Status::Ok();
+  }
+  Status Allgatherv(const void*, void*, const std::vector<size_t>&) override {
+    return Status::Unimplemented("fake", "allgatherv");
+  }
+  Status Broadcast(void*, size_t, int) override { return Status::Ok(); }
+  Status Alltoallv(const void*, const std::vector<size_t>&, void*,
+                   const std::vector<size_t>&) override {
+    return Status::Unimplemented("fake", "alltoallv");
+  }
+  Status Reducescatter(const void*, void*, const std::vector<size_t>&, DataType,
+                       ReduceOp) override {
+    return Status::Unimplemented("fake", "reducescatter");
+  }
+  Status Barrier() override { return Flush(); }
+
+ private:
+  std::shared_ptr<Log> log_;
+  std::vector<std::pair<void*, size_t>> queued_;
+};
+
+TEST(EngineDeviceTest, DeferredCallsOfACycleCompleteOnlyAfterOneFlush) {
+  auto log = std::make_shared<DeferringDevice::Log>();
+  BackendSet backends(
+      CreateLocalBackend(), "local", nullptr, "",
+      [log](int) -> StatusOr<std::unique_ptr<Backend>> {
+        return std::unique_ptr<Backend>(new DeferringDevice(log));
+      },
+      1);
+  std::unique_ptr<ControlPlane> control = CreateLocalControlPlane();
+  EngineOptions options;
+  options.cycle_time = std::chrono::milliseconds(50);  // one cycle for all
+  Engine engine(options, &backends, control.get());
+  constexpr int kTensors = 6;
+  std::vector<std::vector<float>> data(kTensors, std::vector<float>(4, 1.f));
+  std::vector<std::pair<Request, void*>> group;
+  for (int i = 0; i < kTensors; ++i) {
+    Request r;
+    r.name = "grad" + std::to_string(i);
+    r.count = 4;
+    r.device = 0;  // host memory standing in for the GPU's
+    group.emplace_back(r, data[i].data());
+  }
+  std::vector<std::shared_ptr<Completion>> done =
+      engine.EnqueueGroup(std::move(group));
+  for (int i = 0; i < kTensors; ++i) {
+    ASSERT_TRUE(done[i]->Wait().ok());
+    // Complete means flushed: the work is in the buffer.
+    EXPECT_EQ(data[i], std::vector<float>(4, 2.f)) << i;
+  }
+  engine.Shutdown();
+  std::lock_guard<std::mutex> lock(log->mu);
+  // Every tensor ran alone (CUDA tensors do not fuse), all in one flush.
+  EXPECT_EQ(log->flushed, std::vector<size_t>{kTensors});
 }
 
 TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {

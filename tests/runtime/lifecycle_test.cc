@@ -213,15 +213,21 @@ TEST(LifecycleTest, TimelineStartsAndStopsAtRunTime) {
   ASSERT_TRUE(hvd::init().ok());
   ASSERT_TRUE(hvd::stop_timeline().ok());  // none recording: fine
   float before = 1;
-  ASSERT_TRUE(hvd::allreduce("before", hvd::Tensor{&before}).ok());
+  ASSERT_TRUE(hvd::allreduce("before",
+                             hvd::Tensor{&before, hvd::DataType::kFloat32, {1}})
+                  .ok());
   ASSERT_TRUE(hvd::start_timeline(first).ok());
   EXPECT_EQ(hvd::start_timeline(second).code(),
             StatusCode::kFailedPrecondition);
   float during = 2;
-  ASSERT_TRUE(hvd::allreduce("during", hvd::Tensor{&during}).ok());
+  ASSERT_TRUE(hvd::allreduce("during",
+                             hvd::Tensor{&during, hvd::DataType::kFloat32, {1}})
+                  .ok());
   ASSERT_TRUE(hvd::stop_timeline().ok());
   float after = 3;
-  ASSERT_TRUE(hvd::allreduce("after", hvd::Tensor{&after}).ok());
+  ASSERT_TRUE(
+      hvd::allreduce("after", hvd::Tensor{&after, hvd::DataType::kFloat32, {1}})
+          .ok());
   ASSERT_TRUE(hvd::start_timeline(second).ok());  // again, another file
   ASSERT_TRUE(hvd::stop_timeline().ok());
   ASSERT_TRUE(hvd::shutdown().ok());

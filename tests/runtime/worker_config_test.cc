@@ -37,6 +37,7 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   env["HOROVOD_GLOO_TIMEOUT_SECONDS"] = "7";
   env["HVD_JOIN_TIMEOUT"] = "90";
   env["HOROVOD_DISABLE_GROUP_FUSION"] = "1";
+  env["HOROVOD_NUM_NCCL_STREAMS"] = "4";
   auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->launched);
@@ -44,6 +45,7 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   EXPECT_EQ(c->gloo_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c->join_timeout, std::chrono::seconds(90));
   EXPECT_TRUE(c->disable_group_fusion);
+  EXPECT_EQ(c->num_nccl_streams, 4);
   EXPECT_FALSE(c->expected.has_value());
 }
 

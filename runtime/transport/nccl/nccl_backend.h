@@ -26,11 +26,16 @@ struct NcclOptions {
   // allgather on the host; the two communicators are split from the job's.
   bool hierarchical_allreduce = false;
   int local_rank = 0, local_size = 1, cross_rank = 0;
+  // HOROVOD_NUM_NCCL_STREAMS: streams, each with communicators of its own;
+  // above one the backend defers (Backend::Defers) and the calls of a
+  // cycle overlap.
+  int streams = 1;
 };
 
 // Rank 0 makes the ncclUniqueId and publishes it in `store`; the others
 // wait for it. Every buffer given to the backend must be device memory of
-// `device`; calls block until the GPU has finished.
+// `device`; with one stream calls block until the GPU has finished, with
+// more they return once queued and Flush waits.
 StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& options,
                                                      Store& store);
 
