@@ -73,6 +73,7 @@ size_t DataTypeSize(DataType type) {
     case DataType::kUInt8:
     case DataType::kInt8:
       return 1;
+    case DataType::kInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16:
       return 2;
@@ -92,6 +93,8 @@ std::string_view DataTypeName(DataType type) {
       return "uint8";
     case DataType::kInt8:
       return "int8";
+    case DataType::kInt16:
+      return "int16";
     case DataType::kInt32:
       return "int32";
     case DataType::kInt64:
@@ -200,6 +203,8 @@ void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
       return ApplyOp<uint8_t>(op, out, a, b, n);
     case DataType::kInt8:
       return ApplyOp<int8_t>(op, out, a, b, n);
+    case DataType::kInt16:
+      return ApplyOp<int16_t>(op, out, a, b, n);
     case DataType::kInt32:
       return ApplyOp<int32_t>(op, out, a, b, n);
     case DataType::kInt64:
@@ -222,6 +227,8 @@ void ScaleBuffer(DataType type, void* data, size_t n, double factor) {
       return Scale<uint8_t>(data, n, factor);
     case DataType::kInt8:
       return Scale<int8_t>(data, n, factor);
+    case DataType::kInt16:
+      return Scale<int16_t>(data, n, factor);
     case DataType::kInt32:
       return Scale<int32_t>(data, n, factor);
     case DataType::kInt64:
@@ -246,6 +253,8 @@ double ElementAsDouble(DataType type, const void* data, size_t i) {
       return static_cast<const uint8_t*>(data)[i];
     case DataType::kInt8:
       return static_cast<const int8_t*>(data)[i];
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(data)[i];
     case DataType::kInt32:
       return static_cast<const int32_t*>(data)[i];
     case DataType::kInt64:
@@ -269,6 +278,9 @@ void SetElementFromDouble(DataType type, void* data, size_t i, double v) {
       return;
     case DataType::kInt8:
       static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
+      return;
+    case DataType::kInt16:
+      static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v);
       return;
     case DataType::kInt32:
       static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);

@@ -17,11 +17,12 @@ enum class DataType {
   kBFloat16,
   kFloat32,
   kFloat64,
+  kInt16,  // last: the values travel in negotiation messages
 };
 inline constexpr DataType kAllDataTypes[] = {
     DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
     DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-    DataType::kFloat32, DataType::kFloat64};
+    DataType::kFloat32, DataType::kFloat64, DataType::kInt16};
 
 // Average is not a backend operation: it is Sum followed by a 1/size
 // postscale (as in Horovod), done by the caller.

@@ -120,6 +120,11 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
           who, std::string("is a CUDA tensor; ") + OpTypeName(request.type) +
                    " takes host tensors only (copy it to the host)");
     }
+    if (request.dtype == DataType::kInt16) {
+      return Status::InvalidArgument(
+          who, "is an int16 CUDA tensor; NCCL has no int16 (use int32, or a "
+               "host tensor)");
+    }
     if ((request.prescale != 1.0 || request.postscale != 1.0) &&
         request.reduce != ReduceOp::kSum) {
       return Status::InvalidArgument(

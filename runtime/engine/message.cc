@@ -116,7 +116,7 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
         !TakeValue(in, &dtype) || !TakeValue(in, &reduce) ||
         !TakeValue(in, &average) || !TakeValue(in, &r.count) ||
         !TakeValue(in, &r.prescale) || !TakeValue(in, &r.postscale) ||
-        !TakeValue(in, &r.root) || type > 6 || dtype > 7 || reduce > 3) {
+        !TakeValue(in, &r.root) || type > 6 || dtype > 8 || reduce > 3) {
       return bad;
     }
     r.name.assign(name);

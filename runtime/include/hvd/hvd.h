@@ -54,6 +54,7 @@ enum class DataType {
   kBFloat16,  // bfloat16, as uint16_t bits
   kFloat32,
   kFloat64,
+  kInt16,
 };
 
 // Average is Sum followed by a 1/size postscale, as in Horovod.

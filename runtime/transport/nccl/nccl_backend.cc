@@ -26,6 +26,8 @@ ncclDataType_t NcclType(DataType t) {
       return ncclUint8;
     case DataType::kInt8:
       return ncclInt8;
+    case DataType::kInt16:  // NCCL has none; the engine refuses it on CUDA
+      return ncclInt8;
     case DataType::kInt32:
       return ncclInt32;
     case DataType::kInt64:
@@ -107,6 +109,11 @@ void Scalar(DataType type, double factor, unsigned char* scalar) {
     }
     case DataType::kInt8: {
       int8_t v = static_cast<int8_t>(factor);
+      std::memcpy(scalar, &v, sizeof(v));
+      break;
+    }
+    case DataType::kInt16: {
+      int16_t v = static_cast<int16_t>(factor);
       std::memcpy(scalar, &v, sizeof(v));
       break;
     }
