@@ -161,7 +161,8 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
 
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<Tensor>& tensors,
-                                            ReduceOp op) {
+                                            ReduceOp op, double prescale,
+                                            double postscale) {
   std::vector<Handle> handles;
   runtime::Context* c = Current();
   if (!c) {
@@ -178,6 +179,8 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     runtime::Request r = RequestFor(name + "." + std::to_string(i),
                                     runtime::OpType::kAllreduce, tensors[i]);
     SetReduceOp(op, r);
+    r.prescale = prescale;
+    r.postscale = postscale;
     r.group = name;
     group.push_back({std::move(r), tensors[i].data});
   }
@@ -223,10 +226,13 @@ Handle allgather_async(const std::string& name, const void* data, int64_t count,
 }
 
 Handle reducescatter_async(const std::string& name, const Tensor& tensor,
-                           Output* out, ReduceOp op) {
+                           Output* out, ReduceOp op, double prescale,
+                           double postscale) {
   runtime::Request r =
       RequestFor(name, runtime::OpType::kReducescatter, tensor);
   SetReduceOp(op, r);
+  r.prescale = prescale;
+  r.postscale = postscale;
   return Submit(std::move(r), tensor.data, out);
 }
 

@@ -114,6 +114,7 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
       std::vector<size_t> send, recv;
       size_t total = 0;
       int64_t rows = 0;
+      p->out->received_splits.clear();
       for (int64_t v : r0.splits) {
         send.push_back(static_cast<size_t>(v * row) * esize);
       }
@@ -121,6 +122,7 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
         recv.push_back(static_cast<size_t>(sp[rank_] * row) * esize);
         total += recv.back();
         rows += sp[rank_];
+        p->out->received_splits.push_back(sp[rank_]);
       }
       p->out->data.resize(total);
       p->out->shape = WithRows(r0, rows);

@@ -255,6 +255,9 @@ TEST_P(EngineTest, ReducescatterAndAlltoall) {
     std::vector<int32_t> gotv(recv.size() / 4);
     if (!recv.empty()) std::memcpy(gotv.data(), recv.data(), recv.size());
     EXPECT_EQ(gotv, want);
+    std::vector<int64_t> want_splits;
+    for (int q = 0; q < size; ++q) want_splits.push_back((q + rank) % 2 + 1);
+    EXPECT_EQ(received.received_splits, want_splits);
     // Splits that do not add up are refused at once.
     Request bad = a2a;
     bad.name = "a2a-bad";

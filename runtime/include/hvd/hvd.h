@@ -79,10 +79,11 @@ struct Tensor {
 
 // The result of an operation that sizes its own output (allgather,
 // alltoall, reducescatter): host bytes and their shape, filled in when the
-// handle completes.
+// handle completes; alltoall also says how many rows came from each rank.
 struct Output {
   std::vector<uint8_t> data;
   std::vector<int64_t> shape;
+  std::vector<int64_t> received_splits;  // alltoall only
 };
 
 // The completion of an asynchronous operation. Copyable; all copies see
@@ -128,7 +129,9 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
 // together, fused where they allow. One handle per tensor.
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<Tensor>& tensors,
-                                            ReduceOp op = ReduceOp::kAverage);
+                                            ReduceOp op = ReduceOp::kAverage,
+                                            double prescale = 1.0,
+                                            double postscale = 1.0);
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<void*>& data,
                                             const std::vector<int64_t>& counts,
@@ -145,9 +148,10 @@ Handle allgather_async(const std::string& name, const void* data, int64_t count,
 
 // Reduces over ranks and leaves this rank's block of rows in `*out`: the
 // first dimension split as evenly as possible, the first rows % size ranks
-// taking one more.
+// taking one more. The scale factors as allreduce's.
 Handle reducescatter_async(const std::string& name, const Tensor& tensor,
-                           Output* out, ReduceOp op = ReduceOp::kAverage);
+                           Output* out, ReduceOp op = ReduceOp::kAverage,
+                           double prescale = 1.0, double postscale = 1.0);
 Handle reducescatter_async(const std::string& name, const void* data,
                            int64_t count, DataType dtype, Output* out,
                            ReduceOp op = ReduceOp::kAverage);
