@@ -79,6 +79,8 @@ Status Handle::wait() const {
 
 bool Handle::poll() const { return state_ && state_->completion->done(); }
 
+bool Handle::refused() const { return state_ && state_->completion->refused(); }
+
 int64_t Handle::value() const {
   return state_ ? state_->completion->value() : 0;
 }
@@ -96,7 +98,7 @@ Handle Submit(runtime::Request request, void* data, Output* out = nullptr) {
   auto state = std::make_shared<Handle::State>();
   if (!c) {
     state->completion = std::make_shared<runtime::Completion>();
-    state->completion->Set(NotInitialized("hvd::" + request.name));
+    state->completion->Refuse(NotInitialized("hvd::" + request.name));
     return MakeHandle(state);
   }
   state->completion = c->engine().Enqueue(std::move(request), data, out);
@@ -169,7 +171,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     for (size_t i = 0; i < tensors.size(); ++i) {
       auto state = std::make_shared<Handle::State>();
       state->completion = std::make_shared<runtime::Completion>();
-      state->completion->Set(NotInitialized("hvd::grouped_allreduce_async"));
+      state->completion->Refuse(NotInitialized("hvd::grouped_allreduce_async"));
       handles.push_back(MakeHandle(state));
     }
     return handles;
@@ -201,7 +203,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     for (size_t i = 0; i < data.size(); ++i) {
       auto state = std::make_shared<Handle::State>();
       state->completion = std::make_shared<runtime::Completion>();
-      state->completion->Set(Status::InvalidArgument(
+      state->completion->Refuse(Status::InvalidArgument(
           "hvd::grouped_allreduce_async", "needs one count per tensor"));
       handles.push_back(MakeHandle(state));
     }

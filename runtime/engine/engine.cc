@@ -35,6 +35,20 @@ void Completion::Set(Status s, int64_t value) {
   cv_.notify_all();
 }
 
+void Completion::Refuse(Status s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    refused_ = true;
+  }
+  Set(std::move(s));
+}
+
+bool Completion::refused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
 int64_t Completion::value() const {
   std::lock_guard<std::mutex> lock(mu_);
   return value_;
@@ -122,8 +136,9 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
     }
     if (request.dtype == DataType::kInt16) {
       return Status::InvalidArgument(
-          who, "is an int16 CUDA tensor; NCCL has no int16 (use int32, or a "
-               "host tensor)");
+          who,
+          "is an int16 CUDA tensor; NCCL has no int16 (use int32, or a "
+          "host tensor)");
     }
     if ((request.prescale != 1.0 || request.postscale != 1.0) &&
         request.reduce != ReduceOp::kSum) {
@@ -189,7 +204,7 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
     AddLocked(std::move(request), data, out, done, refuse);
   }
   if (!refuse.ok()) {
-    done->Set(refuse);
+    done->Refuse(refuse);
   } else {
     control_->Notify();
   }
@@ -212,7 +227,7 @@ std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
     }
   }
   for (size_t i = 0; i < done.size(); ++i) {
-    if (!refuse[i].ok()) done[i]->Set(refuse[i]);
+    if (!refuse[i].ok()) done[i]->Refuse(refuse[i]);
   }
   control_->Notify();
   return done;

@@ -20,12 +20,17 @@ class Completion {
   Status Wait();
   // `value`: what the operation returns (join: the last rank to join).
   void Set(Status s, int64_t value = 0);
+  // Completes with `s` before the request ever reached the engine (its
+  // arguments were refused at submission).
+  void Refuse(Status s);
+  bool refused() const;
   int64_t value() const;
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool refused_ = false;
   Status status_;
   int64_t value_ = 0;
 };

@@ -96,6 +96,9 @@ class Handle {
   Status wait() const;
   // True once done (never blocks).
   bool poll() const;
+  // True when the operation was refused when submitted (its arguments, or
+  // no job to run in) and never ran; wait() returns why.
+  bool refused() const;
   // What the operation returns once done: join's last rank to join; 0
   // for the others.
   int64_t value() const;

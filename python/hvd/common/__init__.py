@@ -1,0 +1,1 @@
+"""What every framework module shares: exceptions, basics, process sets."""

@@ -1,0 +1,126 @@
+"""Joining the job and asking where this process stands in it."""
+
+from typing import Optional, Sequence
+
+from hvd import _core
+
+_NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
+
+
+def init(comm: Optional[object] = None,
+         process_sets: Optional[Sequence[object]] = None) -> None:
+    """Joins the job horovodrun started (or runs alone as rank 0 of 1).
+
+    ``comm`` is an MPI communicator in Horovod; hvd starts no MPI, so only
+    None (or an empty list) is accepted. Calling it again while initialised
+    does nothing.
+    """
+    if comm not in (None, []):
+        raise ValueError(
+            "hvd.init(comm=...) takes no MPI communicator: hvd joins the job "
+            "through horovodrun's rendezvous; call hvd.init() without comm")
+    from hvd.common import process_sets as _ps
+    _ps._check_init_argument(process_sets)
+    _core.init()
+    _ps._after_init(process_sets)
+
+
+def shutdown() -> None:
+    """Leaves the job; init() may join it again afterwards."""
+    from hvd.common import process_sets as _ps
+    _ps._before_shutdown()
+    _core.shutdown()
+
+
+def is_initialized() -> bool:
+    return _core.is_initialized()
+
+
+def _checked(value: int) -> int:
+    if value < 0:
+        raise ValueError(_NOT_INITIALIZED)
+    return value
+
+
+def rank() -> int:
+    return _checked(_core.rank())
+
+
+def size() -> int:
+    return _checked(_core.size())
+
+
+def local_rank() -> int:
+    return _checked(_core.local_rank())
+
+
+def local_size() -> int:
+    return _checked(_core.local_size())
+
+
+def cross_rank() -> int:
+    return _checked(_core.cross_rank())
+
+
+def cross_size() -> int:
+    return _checked(_core.cross_size())
+
+
+def is_homogeneous() -> bool:
+    """True when every host runs the same number of ranks."""
+    _checked(_core.size())
+    return _core.size() == _core.local_size() * _core.cross_size()
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    """Records the timeline into ``file_path`` from now on (rank 0 writes)."""
+    _checked(_core.size())
+    _core.start_timeline(file_path, mark_cycles)
+
+
+def stop_timeline() -> None:
+    _checked(_core.size())
+    _core.stop_timeline()
+
+
+# What this build has. hvd's collectives run on its own shared memory, Gloo
+# and NCCL; it never runs MPI, DDL, oneCCL or ROCm.
+def mpi_threads_supported() -> bool:
+    _checked(_core.size())
+    return False
+
+
+def mpi_enabled() -> bool:
+    return False
+
+
+def mpi_built() -> bool:
+    return False
+
+
+def gloo_enabled() -> bool:
+    return True
+
+
+def gloo_built() -> bool:
+    return True
+
+
+def nccl_built() -> bool:
+    return bool(_core.nccl_built)
+
+
+def ddl_built() -> bool:
+    return False
+
+
+def ccl_built() -> bool:
+    return False
+
+
+def cuda_built() -> bool:
+    return bool(_core.nccl_built)
+
+
+def rocm_built() -> bool:
+    return False

@@ -1,0 +1,17 @@
+"""Horovod's PyTorch API (``horovod.torch``) on libhvd."""
+
+from hvd.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from hvd.torch.compression import Compression
+from hvd.torch.functions import (allgather_object, broadcast_object,
+                                 broadcast_optimizer_state,
+                                 broadcast_parameters)
+from hvd.torch.mpi_ops import *  # noqa: F401,F403 (the API, as Horovod's)
+from hvd.torch.mpi_ops import __all__ as _ops_all
+from hvd.torch.optimizer import DistributedOptimizer
+from hvd.torch.sync_batch_norm import SyncBatchNorm
+
+__all__ = list(_ops_all) + [
+    "HostsUpdatedInterrupt", "allgather_object", "broadcast_object",
+    "broadcast_optimizer_state", "broadcast_parameters",
+    "DistributedOptimizer", "SyncBatchNorm",
+]

@@ -1,0 +1,286 @@
+"""DistributedOptimizer: averages gradients over ranks as backward runs.
+
+Each parameter's gradient accumulator gets a hook; when a gradient is
+final for the step (after ``backward_passes_per_step`` passes), its
+allreduce starts at once, so communication overlaps the rest of backward.
+``step()`` waits for them all (``synchronize()``), then the wrapped
+optimizer applies the averaged gradients.
+"""
+
+import contextlib
+import os
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+
+from hvd.common.process_sets import ProcessSet, global_process_set
+from hvd.torch.compression import Compression
+from hvd.torch.mpi_ops import (Adasum, Average, allreduce_async_,
+                               grouped_allreduce_async_, size, synchronize)
+
+
+class _DistributedOptimizer:
+    """Mixed in before the wrapped optimizer's class (see
+    DistributedOptimizer); the optimizer's own methods do the updates."""
+
+    def _setup(self, named_parameters: Optional[Sequence[Tuple[str, Any]]],
+               compression: Any, backward_passes_per_step: int, op: int,
+               gradient_predivide_factor: float, groups: Any,
+               process_set: ProcessSet) -> None:
+        self._compression = compression
+        self._op = op
+        self._process_set = process_set
+        self.backward_passes_per_step = backward_passes_per_step
+        if op == Average:
+            # Average divides by size after the sum; the predivide factor
+            # moves part of that before it (fp16 headroom).
+            self._prescale = 1.0 / gradient_predivide_factor
+            self._postscale = gradient_predivide_factor
+        else:
+            self._prescale = self._postscale = 1.0
+
+        all_params = [p for group in self.param_groups
+                      for p in group["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            for item in named:
+                if not (isinstance(item, tuple) and len(item) == 2):
+                    raise ValueError(
+                        "named_parameters should be a sequence of tuples "
+                        "(name, parameter), usually produced by "
+                        "model.named_parameters().")
+            names = [n for n, _ in named]
+            dups = sorted({n for n in names if names.count(n) > 1})
+            if dups:
+                raise ValueError("Parameter names in named_parameters must "
+                                 f"be unique. Found duplicates: {dups}")
+            known = {id(p) for _, p in named}
+            unnamed = [id(p) for p in all_params if id(p) not in known]
+            if unnamed:
+                raise ValueError(
+                    "named_parameters was specified, but one or more model "
+                    "parameters were not named. Python object ids: "
+                    + ", ".join(str(i) for i in unnamed))
+        else:
+            named = [(f"allreduce.noname.{i}", p)
+                     for i, p in enumerate(all_params)]
+        self._names: Dict[torch.Tensor, str] = {p: n for n, p in named}
+        self._delay: Dict[torch.Tensor, int] = {
+            p: backward_passes_per_step for p in all_params}
+        self._handles: Dict[Any, Tuple[Optional[int], Any]] = {}
+        self._grad_accs: List[Any] = []
+        self._requires_update = {p for p in all_params if p.requires_grad}
+        self._synchronized = False
+        self._should_synchronize = True
+
+        # Groups: lists of parameters whose gradients go in one grouped
+        # allreduce once all of them are ready.
+        self._group_of: Dict[torch.Tensor, int] = {}
+        self._group_members: List[List[torch.Tensor]] = []
+        self._group_ready: List[Dict[torch.Tensor, Any]] = []
+        if groups is not None:
+            if isinstance(groups, int):
+                if groups <= 0:
+                    raise ValueError("groups must be a positive integer or a "
+                                     "list of lists of parameters")
+                ordered = sorted(self._requires_update,
+                                 key=lambda p: self._names[p])
+                n = min(groups, len(ordered)) or 1
+                lists = [ordered[i::n] for i in range(n)]
+            else:
+                lists = [list(g) for g in groups]
+            for gi, members in enumerate(lists):
+                members = [p for p in members if p in self._requires_update]
+                members.sort(key=lambda p: self._names[p])
+                self._group_members.append(members)
+                self._group_ready.append({})
+                for p in members:
+                    self._group_of[p] = gi
+
+        if size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+            self._register_hooks()
+
+    def _register_hooks(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad:
+                    continue
+                # The AccumulateGrad node of p: it runs once p.grad holds
+                # this pass's gradient.
+                acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                acc.register_hook(self._make_hook(p))
+                self._grad_accs.append(acc)
+
+    def _make_hook(self, p: torch.Tensor) -> Any:
+        def hook(*ignore: Any) -> None:
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than "
+                        "backward_passes_per_step times before call to "
+                        "step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            handle, ctx = None, None
+            self._delay[p] -= 1
+            if self._delay[p] == 0:
+                if p in self._group_of:
+                    self._group_ready_for(p)
+                    return
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def _group_ready_for(self, p: torch.Tensor) -> None:
+        gi = self._group_of[p]
+        ready = self._group_ready[gi]
+        ready[p] = True
+        self._handles[p] = (None, None)
+        if len(ready) == len(self._group_members[gi]):
+            self._start_group(gi)
+
+    def _start_group(self, gi: int) -> None:
+        members = self._group_members[gi]
+        pairs = [self._compression.compress(self._grad(p)) for p in members]
+        handle = grouped_allreduce_async_(
+            [c for c, _ in pairs], name=f"group.{gi}." + self._names[
+                members[0]], op=self._op, prescale_factor=self._prescale,
+            postscale_factor=self._postscale, process_set=self._process_set)
+        for p in members:
+            self._handles.pop(p, None)
+        self._handles[tuple(members)] = (handle, pairs)
+        self._group_ready[gi] = {}
+
+    @staticmethod
+    def _grad(p: torch.Tensor) -> torch.Tensor:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p.data)
+        return p.grad
+
+    def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[int, Any]:
+        grad = self._grad(p)
+        if grad.is_sparse:
+            grad = grad.to_dense()
+            p.grad = grad
+        compressed, ctx = self._compression.compress(grad)
+        handle = allreduce_async_(compressed, name=self._names[p],
+                                  op=self._op, prescale_factor=self._prescale,
+                                  postscale_factor=self._postscale,
+                                  process_set=self._process_set)
+        return handle, (compressed, ctx)
+
+    def synchronize(self) -> None:
+        """Waits for every gradient's allreduce (starting those whose hooks
+        did not run: parameters unused in this pass) and puts the averages
+        into the gradients."""
+        if not self._process_set.included():
+            self._synchronized = True
+            return
+        done = set()
+        for key in self._handles:
+            done.update(key if isinstance(key, tuple) else (key,))
+        for p in sorted(self._requires_update - done,
+                        key=lambda q: self._names[q]):
+            if p in self._group_of:
+                self._group_ready_for(p)
+            else:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for gi, ready in enumerate(self._group_ready):
+            if ready:
+                self._start_group(gi)
+        for key, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[key] = self._allreduce_grad_async(key)
+        for key, (handle, ctx) in self._handles.items():
+            synchronize(handle)
+            if isinstance(key, tuple):
+                # A group: its compressed gradients were reduced in place.
+                for p, (compressed, comp_ctx) in zip(key, ctx):
+                    self._delay[p] = self.backward_passes_per_step
+                    self._set_grad(p, compressed, comp_ctx)
+            else:
+                self._delay[key] = self.backward_passes_per_step
+                self._set_grad(key, *ctx)
+        self._handles.clear()
+        self._synchronized = True
+
+    def _set_grad(self, p: torch.Tensor, compressed: torch.Tensor,
+                  ctx: Any) -> None:
+        value = self._compression.decompress(compressed, ctx)
+        if value is not p.grad:
+            p.grad.copy_(value)
+
+    @contextlib.contextmanager
+    def skip_synchronize(self) -> Iterator[None]:
+        """step() inside it does not synchronize (call synchronize() first,
+        e.g. to clip the averaged gradients)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure: Any = None) -> Any:
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn(
+                    "optimizer.step() called without "
+                    "optimizer.skip_synchronize() context after "
+                    "optimizer.synchronize(). This can cause training "
+                    "slowdown. You may want to consider using "
+                    "optimizer.skip_synchronize() context if you use "
+                    "optimizer.synchronize() in your code.")
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def _local_step(self, closure: Any = None) -> Any:
+        """The wrapped optimizer's step alone (no allreduce)."""
+        return super().step(closure)
+
+    def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
+        if self._handles:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but "
+                "before optimizer.step() or optimizer.synchronize(). This is "
+                "prohibited as it can cause a race condition.")
+        return super().zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer: torch.optim.Optimizer,
+                         named_parameters: Optional[Any] = None,
+                         compression: Any = Compression.none,
+                         backward_passes_per_step: int = 1,
+                         op: int = Average,
+                         gradient_predivide_factor: float = 1.0,
+                         num_groups: int = 0,
+                         groups: Optional[Any] = None,
+                         sparse_as_dense: bool = False,
+                         process_set: ProcessSet = global_process_set
+                         ) -> torch.optim.Optimizer:
+    """Wraps `optimizer` so that step() applies gradients averaged (or
+    reduced by `op`) over every rank.
+
+    Returns an optimizer of a class derived from `optimizer`'s, over the
+    same parameter groups.
+    """
+    if op == Adasum:
+        raise ValueError("op=Adasum is not supported by hvd: use hvd.Average "
+                         "or hvd.Sum")
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with "
+                         "op != Average")
+    if backward_passes_per_step < 1:
+        raise ValueError("backward_passes_per_step must be at least 1")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups` "
+                      "and will be removed", DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    base = optimizer.__class__
+    cls = type(base.__name__, (_DistributedOptimizer, base), {})
+    wrapped = cls.__new__(cls)
+    base.__init__(wrapped, optimizer.param_groups)
+    wrapped._setup(named_parameters, compression, backward_passes_per_step,
+                   op, gradient_predivide_factor, groups, process_set)
+    return wrapped

@@ -1,0 +1,253 @@
+// hvd._core: the C++ API of libhvd for Python, on raw memory. The Python
+// modules (hvd.torch) turn framework tensors into (address, dtype, shape,
+// device) and back; nothing here knows torch, so the extension builds
+// without its headers and loads in any interpreter of the same ABI.
+//
+// The GIL is released while libhvd works (submitting and waiting); libhvd
+// never calls back into Python, so no engine thread ever needs it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hvd/hvd.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Raised for a collective that fails (hvd.common.exceptions sets the class
+// the Python side sees; this is its base until then).
+PyObject* g_internal_error = PyExc_RuntimeError;
+
+// Errors of calls that are not collectives: the caller's arguments (and,
+// with `state_is_argument`, calling at the wrong time) are ValueError.
+void Check(const hvd::Status& s, bool state_is_argument = false) {
+  if (s.code() == hvd::StatusCode::kInvalidArgument ||
+      (state_is_argument && s.code() == hvd::StatusCode::kFailedPrecondition)) {
+    throw py::value_error(s.ToString());
+  }
+  if (!s.ok()) {
+    PyErr_SetString(g_internal_error, s.ToString().c_str());
+    throw py::error_already_set();
+  }
+}
+
+// Bytes libhvd filled for an output, handed to Python without a copy: the
+// vector moves in here and torch.frombuffer views it.
+struct Bytes {
+  std::vector<uint8_t> data;
+};
+
+// One submitted operation: libhvd's handle, and the output it fills.
+class Op {
+ public:
+  explicit Op(bool has_output)
+      : output_(has_output ? std::make_unique<hvd::Output>() : nullptr) {}
+
+  hvd::Output* output() { return output_.get(); }
+  void set(hvd::Handle h) { handle_ = std::move(h); }
+
+  bool poll() const { return handle_.poll(); }
+
+  // Waits; raises the operation's error as HorovodInternalError.
+  void wait() const {
+    hvd::Status s;
+    {
+      py::gil_scoped_release release;
+      s = handle_.wait();
+    }
+    if (!s.ok()) {
+      PyErr_SetString(g_internal_error, s.ToString().c_str());
+      throw py::error_already_set();
+    }
+  }
+
+  // A refusal at submission (bad arguments, not initialised) as
+  // ValueError, at once.
+  void Submitted() const {
+    if (handle_.refused()) throw py::value_error(handle_.wait().ToString());
+  }
+
+  int64_t value() const { return handle_.value(); }
+
+  // The output's bytes (moved out: call once) and shape.
+  py::tuple take_output() {
+    if (!output_) throw py::value_error("this operation has no output");
+    auto bytes = std::make_unique<Bytes>();
+    bytes->data = std::move(output_->data);
+    py::object shape = py::cast(output_->shape);
+    return py::make_tuple(py::cast(std::move(bytes)), shape);
+  }
+
+  std::vector<int64_t> received_splits() const {
+    return output_ ? output_->received_splits : std::vector<int64_t>{};
+  }
+
+ private:
+  hvd::Handle handle_;
+  std::unique_ptr<hvd::Output> output_;
+};
+
+hvd::Tensor MakeTensor(uintptr_t data, int dtype, std::vector<int64_t> shape,
+                       int device) {
+  if (dtype < 0 || dtype > static_cast<int>(hvd::DataType::kInt16)) {
+    throw py::value_error("unknown data type code " + std::to_string(dtype));
+  }
+  return hvd::Tensor{reinterpret_cast<void*>(data),
+                     static_cast<hvd::DataType>(dtype), std::move(shape),
+                     device};
+}
+
+hvd::ReduceOp MakeOp(int op) {
+  if (op < 0 || op > static_cast<int>(hvd::ReduceOp::kProduct)) {
+    throw py::value_error("unknown reduce op code " + std::to_string(op));
+  }
+  return static_cast<hvd::ReduceOp>(op);
+}
+
+template <typename Submit>
+std::shared_ptr<Op> Start(bool has_output, Submit&& submit) {
+  auto op = std::make_shared<Op>(has_output);
+  {
+    py::gil_scoped_release release;
+    op->set(submit(op->output()));
+  }
+  op->Submitted();
+  return op;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "libhvd's C++ API on raw memory (used by hvd.torch)";
+
+  m.def("set_internal_error", [](py::object cls) {
+    // Kept alive by the module that defines it (hvd.common.exceptions).
+    g_internal_error = cls.ptr();
+  });
+
+  m.def("init", [] {
+    hvd::Status s;
+    {
+      py::gil_scoped_release release;
+      s = hvd::init();
+    }
+    Check(s);
+  });
+  m.def("shutdown", [] {
+    py::gil_scoped_release release;
+    (void)hvd::shutdown();
+  });
+  m.def("is_initialized", &hvd::is_initialized);
+  m.def("rank", &hvd::rank);
+  m.def("size", &hvd::size);
+  m.def("local_rank", &hvd::local_rank);
+  m.def("local_size", &hvd::local_size);
+  m.def("cross_rank", &hvd::cross_rank);
+  m.def("cross_size", &hvd::cross_size);
+  m.def("gpu", &hvd::gpu);
+#ifdef HVD_WITH_NCCL
+  m.attr("nccl_built") = true;
+#else
+  m.attr("nccl_built") = false;
+#endif
+
+  m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
+    Check(hvd::start_timeline(path, mark_cycles), true);
+  });
+  m.def("stop_timeline", [] { Check(hvd::stop_timeline(), true); });
+
+  py::class_<Bytes>(m, "Bytes", py::buffer_protocol())
+      .def_buffer([](Bytes& b) {
+        return py::buffer_info(b.data.data(), 1,
+                               py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.data.size())}, {1});
+      })
+      .def("__len__", [](const Bytes& b) { return b.data.size(); });
+
+  py::class_<Op, std::shared_ptr<Op>>(m, "Op")
+      .def("poll", &Op::poll)
+      .def("wait", &Op::wait)
+      .def("value", &Op::value)
+      .def("take_output", &Op::take_output)
+      .def("received_splits", &Op::received_splits);
+
+  m.def("allreduce", [](const std::string& name, uintptr_t data, int dtype,
+                        std::vector<int64_t> shape, int device, int op,
+                        double prescale, double postscale) {
+    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+    hvd::ReduceOp o = MakeOp(op);
+    return Start(false, [&](hvd::Output*) {
+      return hvd::allreduce_async(name, t, o, prescale, postscale);
+    });
+  });
+  m.def("grouped_allreduce",
+        [](const std::string& name, const std::vector<uintptr_t>& data,
+           int dtype, const std::vector<std::vector<int64_t>>& shapes,
+           int device, int op, double prescale, double postscale) {
+          if (data.size() != shapes.size()) {
+            throw py::value_error("grouped_allreduce: one shape per tensor");
+          }
+          std::vector<hvd::Tensor> tensors;
+          for (size_t i = 0; i < data.size(); ++i) {
+            tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
+          }
+          hvd::ReduceOp o = MakeOp(op);
+          std::vector<hvd::Handle> handles;
+          {
+            py::gil_scoped_release release;
+            handles = hvd::grouped_allreduce_async(name, tensors, o, prescale,
+                                                   postscale);
+          }
+          std::vector<std::shared_ptr<Op>> ops;
+          for (hvd::Handle& h : handles) {
+            auto op_ = std::make_shared<Op>(false);
+            op_->set(std::move(h));
+            op_->Submitted();
+            ops.push_back(std::move(op_));
+          }
+          return ops;
+        });
+  m.def("allgather", [](const std::string& name, uintptr_t data, int dtype,
+                        std::vector<int64_t> shape, int device) {
+    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+    return Start(true, [&](hvd::Output* out) {
+      return hvd::allgather_async(name, t, out);
+    });
+  });
+  m.def("broadcast", [](const std::string& name, uintptr_t data, int dtype,
+                        std::vector<int64_t> shape, int device, int root) {
+    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+    return Start(false, [&](hvd::Output*) {
+      return hvd::broadcast_async(name, t, root);
+    });
+  });
+  m.def("alltoall", [](const std::string& name, uintptr_t data, int dtype,
+                       std::vector<int64_t> shape, int device,
+                       const std::vector<int64_t>& splits) {
+    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+    return Start(true, [&](hvd::Output* out) {
+      return hvd::alltoall_async(name, t, splits, out);
+    });
+  });
+  m.def("reducescatter", [](const std::string& name, uintptr_t data, int dtype,
+                            std::vector<int64_t> shape, int device, int op,
+                            double prescale, double postscale) {
+    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+    hvd::ReduceOp o = MakeOp(op);
+    return Start(true, [&](hvd::Output* out) {
+      return hvd::reducescatter_async(name, t, out, o, prescale, postscale);
+    });
+  });
+  m.def("barrier", [](const std::string& name) {
+    return Start(false, [&](hvd::Output*) { return hvd::barrier_async(name); });
+  });
+  m.def("join", [] {
+    return Start(false, [&](hvd::Output*) { return hvd::join_async(); });
+  });
+}
