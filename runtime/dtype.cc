@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "common/multiversion.h"
@@ -60,6 +61,18 @@ HVD_INLINE void Scale(void* data, size_t n, double factor) {
     const T f = static_cast<T>(factor);
     for (size_t i = 0; i < n; ++i) p[i] *= f;
   } else {
+    // An average's 1/size: divide, since x * (1/3.0) can land just below
+    // the exact quotient and truncate one too low.
+    const double inverse = 1.0 / factor;
+    const double k = std::round(inverse);
+    if (k >= 1 && std::abs(inverse - k) < 1e-9 * k &&
+        k <= static_cast<double>(INT64_MAX)) {
+      const int64_t d = static_cast<int64_t>(k);
+      for (size_t i = 0; i < n; ++i) {
+        p[i] = static_cast<T>(static_cast<int64_t>(p[i]) / d);
+      }
+      return;
+    }
     for (size_t i = 0; i < n; ++i) {
       p[i] = static_cast<T>(std::trunc(static_cast<double>(p[i]) * factor));
     }

@@ -67,5 +67,24 @@ TEST(ScaleBufferTest, FloatsScaleIntegersTruncate) {
   EXPECT_EQ(HalfToFloat(h[0]), 6.0f);
 }
 
+// An integer average is the exact quotient, truncated: 1/size in floating
+// point must not make 6/3 come out as 1.
+TEST(ScaleBufferTest, IntegerAverageIsTheExactQuotient) {
+  for (int64_t k = 1; k <= 64; ++k) {
+    std::vector<int64_t> v;
+    for (int64_t x = -300; x <= 300; ++x) v.push_back(x * 7);
+    std::vector<int64_t> want;
+    for (int64_t x : v) want.push_back(x / k);
+    ScaleBuffer(DataType::kInt64, v.data(), v.size(),
+                1.0 / static_cast<double>(k));
+    ASSERT_EQ(v, want) << "size " << k;
+    std::vector<int16_t> s = {static_cast<int16_t>(3 * k), -5};
+    ScaleBuffer(DataType::kInt16, s.data(), s.size(),
+                1.0 / static_cast<double>(k));
+    EXPECT_EQ(s[0], 3) << k;
+    EXPECT_EQ(s[1], static_cast<int16_t>(-5 / k)) << k;
+  }
+}
+
 }  // namespace
 }  // namespace hvd::runtime
