@@ -27,6 +27,9 @@ packages=(
   libeigen3-dev
   zlib1g-dev
   dataset-fashion-mnist  # train_mnist reads it unchanged (a test checks)
+  # The Python package (hvd.torch / horovod.torch) and its suites, on
+  # Debian's interpreter /usr/bin/python3 and its torch.
+  python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
   openssh-server openssh-client openssl iproute2 procps psmisc
   systemd
   hyperfine time

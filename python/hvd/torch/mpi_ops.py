@@ -73,6 +73,7 @@ class _Entry:
 
 _handle_map: Dict[int, _Entry] = {}
 _handles = itertools.count()
+_barriers = itertools.count()
 
 
 def _dtype_code(tensor: torch.Tensor) -> int:
@@ -726,8 +727,10 @@ def join(device: int = -1) -> int:
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Returns once every rank has called it."""
     _check_process_set(process_set)
-    handle = next(_handles)
-    _core.barrier(_name("barrier", None, handle)).wait()
+    # Numbered by barriers alone: ranks may have made different numbers of
+    # other operations (after a join, say), but every rank makes each
+    # barrier.
+    _core.barrier(f"barrier.{next(_barriers)}").wait()
 
 
 __all__ = [

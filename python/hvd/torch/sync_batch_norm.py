@@ -16,6 +16,13 @@ def _reduce_dims(x: torch.Tensor) -> Tuple[int, ...]:
     return (0,) + tuple(range(2, x.dim()))
 
 
+def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """Half types compute their statistics in float32; others in their own."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
+    return x.dtype
+
+
 class _SyncBatchNormFunction(torch.autograd.Function):
     """Normalises with the mean and variance of the global batch; the
     backward pass sums its two per-channel reductions over ranks too."""
@@ -26,11 +33,12 @@ class _SyncBatchNormFunction(torch.autograd.Function):
                 name: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                     torch.Tensor]:
         dims = _reduce_dims(x)
-        xf = x.float()
+        cdt = _compute_dtype(x)
+        xf = x.to(cdt)
         local_count = float(x.numel() // x.shape[1])
         # One allreduce: the count, then the sums, then the sums of squares.
         packed = torch.cat([
-            torch.tensor([local_count]),
+            torch.tensor([local_count], dtype=cdt),
             xf.sum(dim=dims),
             (xf * xf).sum(dim=dims),
         ])
@@ -44,9 +52,9 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         xhat = (xf - mean.view(shape)) * invstd.view(shape)
         y = xhat
         if weight is not None:
-            y = y * weight.float().view(shape)
+            y = y * weight.to(cdt).view(shape)
         if bias is not None:
-            y = y + bias.float().view(shape)
+            y = y + bias.to(cdt).view(shape)
         ctx.save_for_backward(xhat, invstd, weight)
         ctx.count = count
         ctx.has_bias = bias is not None
@@ -59,7 +67,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         xhat, invstd, weight = ctx.saved_tensors
         dims = _reduce_dims(dy)
         shape = _stats_shape(dy)
-        dyf = dy.float()
+        dyf = dy.to(xhat.dtype)
         sum_dy = dyf.sum(dim=dims)
         sum_dy_xhat = (dyf * xhat).sum(dim=dims)
         # Weight and bias gradients stay local sums: the optimizer averages
@@ -73,7 +81,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         mean_dy_xhat = (both[c:] / ctx.count).view(shape)
         scale = invstd.view(shape)
         if weight is not None:
-            scale = scale * weight.float().view(shape)
+            scale = scale * weight.to(xhat.dtype).view(shape)
         dx = scale * (dyf - mean_dy - xhat * mean_dy_xhat)
         return (dx.to(dy.dtype), grad_weight, grad_bias, None, None)
 
