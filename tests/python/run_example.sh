@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# examples/pytorch/pytorch_mnist.py under horovodrun -np 2 on a slice of
+# the bundled digits: it learns, checkpoints on rank 0, resumes from the
+# newest checkpoint, and ends with the same weights on every rank.
+#   run_example.sh BUILD_DIR PYTHON SOURCE_DIR
+set -euo pipefail
+build=$1 python=$2 src=$3
+if ! "$python" -c "import torch, numpy" 2>/dev/null; then
+  echo "skipped: $python cannot import torch and numpy" \
+       "(install python3-torch python3-numpy)"
+  exit 77
+fi
+if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
+  echo "skipped: the extension hvd._core was not built"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONDONTWRITEBYTECODE=1
+run() {
+  "$build/launcher/horovodrun" -np 2 "$python" \
+    "$src/examples/pytorch/pytorch_mnist.py" --checkpoint-dir "$dir" \
+    --train-limit 2048 --test-limit 512 --batch-size 32 --log-interval 1000 "$@"
+}
+fail() { echo "run_example.sh: $*" >&2; exit 1; }
+
+out=$(run --epochs 2)
+echo "$out"
+grep -q "weights identical on every rank" <<<"$out" || fail "weights differ"
+acc=$(sed -n 's/.*epoch 2: .*Accuracy: \([0-9.]*\)%.*/\1/p' <<<"$out")
+[[ -n $acc ]] || fail "no test accuracy for epoch 2"
+awk -v a="$acc" 'BEGIN {exit !(a > 70)}' || fail "accuracy $acc% after 2 epochs"
+[[ -f $dir/checkpoint-1.pt && -f $dir/checkpoint-2.pt ]] || fail "no checkpoints"
+
+out=$(run --epochs 3)
+echo "$out"
+grep -q "resumed from checkpoint-2.pt" <<<"$out" || fail "did not resume"
+grep -q "epoch 3:" <<<"$out" || fail "no third epoch"
+! grep -q "epoch 1:" <<<"$out" || fail "trained epoch 1 again"
+grep -q "weights identical on every rank" <<<"$out" || fail "weights differ"
+
+# Horovod's --use-adasum is refused with a line that says why.
+if run --epochs 1 --use-adasum 2>"$dir/err"; then fail "--use-adasum ran"; fi
+grep -q "no Adasum" "$dir/err" || fail "--use-adasum: $(cat "$dir/err")"
+echo "example: ok"
