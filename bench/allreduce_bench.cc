@@ -1,5 +1,6 @@
 // allreduce_bench: run under `horovodrun -np N`. fp32 allreduce of sizes
-// 4 B .. 64 MiB, and a fusion step (64 tensors of 16 KiB):
+// 4 B .. 64 MiB (or the sizes given after the mode), and a fusion step (64
+// tensors of 16 KiB):
 //   --mode engine  through libhvd's engine (async named ops, fused)
 //   --mode gloo    the same sizes straight on the Gloo backend (ring
 //                  allreduce), and the fusion step as 64 sequential calls
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -52,12 +54,27 @@ int main(int argc, char** argv) {
   std::string mode =
       argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
   if (mode != "engine" && mode != "gloo") {
-    std::fprintf(stderr, "usage: allreduce_bench --mode engine|gloo\n");
+    std::fprintf(stderr,
+                 "usage: allreduce_bench --mode engine|gloo [BYTES...]\n");
     return 2;
   }
-  const std::vector<size_t> sizes = {4,        64,        1 << 10,
-                                     16 << 10, 256 << 10, 1 << 20,
-                                     4 << 20,  16 << 20,  64 << 20};
+  std::vector<size_t> sizes = {4,       64,      1 << 10,  16 << 10, 256 << 10,
+                               1 << 20, 4 << 20, 16 << 20, 64 << 20};
+  // Sizes after the mode replace the list (up to 64 MiB).
+  if (argc > 3) {
+    sizes.clear();
+    for (int i = 3; i < argc; ++i) {
+      size_t bytes = std::strtoull(argv[i], nullptr, 10);
+      if (bytes < 4 || bytes % 4 != 0 || bytes > (size_t{64} << 20)) {
+        std::fprintf(stderr,
+                     "allreduce_bench: size '%s' must be a multiple of 4 "
+                     "bytes from 4 to 64 MiB\n",
+                     argv[i]);
+        return 2;
+      }
+      sizes.push_back(bytes);
+    }
+  }
   std::vector<float> data((64 << 20) / 4, 1.0f);
   constexpr int kTensors = 64;
   constexpr size_t kTensorFloats = (16 << 10) / 4;
