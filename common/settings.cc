@@ -131,6 +131,9 @@ std::vector<Setting> Build() {
   t.push_back(Make("disable_group_fusion", {}, Kind::kSwitch,
                    "HOROVOD_DISABLE_GROUP_FUSION", "", kTune,
                    "fuse a grouped allreduce's tensors only with each other"));
+  t.push_back(Make("dynamic_process_sets", {}, Kind::kSwitch,
+                   "HOROVOD_DYNAMIC_PROCESS_SETS", "", kLib,
+                   "allow process sets to be added and removed after init"));
   t.push_back(Make("shm_disable", {}, Kind::kSwitch, "HOROVOD_SHM_DISABLE", "",
                    kTune,
                    "move data between the ranks of a host over TCP instead "

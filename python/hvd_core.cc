@@ -131,14 +131,38 @@ PYBIND11_MODULE(_core, m) {
     g_internal_error = cls.ptr();
   });
 
-  m.def("init", [] {
+  m.def(
+      "init",
+      [](const std::vector<std::vector<int>>& process_sets, bool dynamic) {
+        hvd::Status s;
+        {
+          py::gil_scoped_release release;
+          s = hvd::init(process_sets, dynamic);
+        }
+        Check(s);
+      },
+      py::arg("process_sets") = std::vector<std::vector<int>>{},
+      py::arg("dynamic") = false);
+  m.def("add_process_set", [](const std::vector<int>& ranks) {
+    hvd::StatusOr<int> id = [&] {
+      py::gil_scoped_release release;
+      return hvd::add_process_set(ranks);
+    }();
+    Check(id.status(), true);
+    return *id;
+  });
+  m.def("remove_process_set", [](int id) {
     hvd::Status s;
     {
       py::gil_scoped_release release;
-      s = hvd::init();
+      s = hvd::remove_process_set(id);
     }
-    Check(s);
+    Check(s, true);
   });
+  m.def("process_set_ids", &hvd::process_set_ids);
+  m.def("process_set_ranks", &hvd::process_set_ranks);
+  m.def("process_set_rank", &hvd::process_set_rank);
+  m.def("process_set_size", &hvd::process_set_size);
   m.def("shutdown", [] {
     py::gil_scoped_release release;
     (void)hvd::shutdown();
@@ -177,75 +201,83 @@ PYBIND11_MODULE(_core, m) {
       .def("take_output", &Op::take_output)
       .def("received_splits", &Op::received_splits);
 
+  // Every operation takes the process set last (0: the whole job).
   m.def("allreduce", [](const std::string& name, uintptr_t data, int dtype,
                         std::vector<int64_t> shape, int device, int op,
-                        double prescale, double postscale) {
+                        double prescale, double postscale, int process_set) {
     hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
     hvd::ReduceOp o = MakeOp(op);
     return Start(false, [&](hvd::Output*) {
-      return hvd::allreduce_async(name, t, o, prescale, postscale);
+      return hvd::allreduce_async(name, t, o, prescale, postscale, process_set);
     });
   });
-  m.def("grouped_allreduce",
-        [](const std::string& name, const std::vector<uintptr_t>& data,
-           int dtype, const std::vector<std::vector<int64_t>>& shapes,
-           int device, int op, double prescale, double postscale) {
-          if (data.size() != shapes.size()) {
-            throw py::value_error("grouped_allreduce: one shape per tensor");
-          }
-          std::vector<hvd::Tensor> tensors;
-          for (size_t i = 0; i < data.size(); ++i) {
-            tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
-          }
-          hvd::ReduceOp o = MakeOp(op);
-          std::vector<hvd::Handle> handles;
-          {
-            py::gil_scoped_release release;
-            handles = hvd::grouped_allreduce_async(name, tensors, o, prescale,
-                                                   postscale);
-          }
-          std::vector<std::shared_ptr<Op>> ops;
-          for (hvd::Handle& h : handles) {
-            auto op_ = std::make_shared<Op>(false);
-            op_->set(std::move(h));
-            op_->Submitted();
-            ops.push_back(std::move(op_));
-          }
-          return ops;
+  m.def(
+      "grouped_allreduce",
+      [](const std::string& name, const std::vector<uintptr_t>& data, int dtype,
+         const std::vector<std::vector<int64_t>>& shapes, int device, int op,
+         double prescale, double postscale, int process_set) {
+        if (data.size() != shapes.size()) {
+          throw py::value_error("grouped_allreduce: one shape per tensor");
+        }
+        std::vector<hvd::Tensor> tensors;
+        for (size_t i = 0; i < data.size(); ++i) {
+          tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
+        }
+        hvd::ReduceOp o = MakeOp(op);
+        std::vector<hvd::Handle> handles;
+        {
+          py::gil_scoped_release release;
+          handles = hvd::grouped_allreduce_async(name, tensors, o, prescale,
+                                                 postscale, process_set);
+        }
+        std::vector<std::shared_ptr<Op>> ops;
+        for (hvd::Handle& h : handles) {
+          auto one = std::make_shared<Op>(false);
+          one->set(std::move(h));
+          one->Submitted();
+          ops.push_back(std::move(one));
+        }
+        return ops;
+      });
+  m.def("allgather",
+        [](const std::string& name, uintptr_t data, int dtype,
+           std::vector<int64_t> shape, int device, int process_set) {
+          hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+          return Start(true, [&](hvd::Output* out) {
+            return hvd::allgather_async(name, t, out, process_set);
+          });
         });
-  m.def("allgather", [](const std::string& name, uintptr_t data, int dtype,
-                        std::vector<int64_t> shape, int device) {
-    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    return Start(true, [&](hvd::Output* out) {
-      return hvd::allgather_async(name, t, out);
-    });
-  });
-  m.def("broadcast", [](const std::string& name, uintptr_t data, int dtype,
-                        std::vector<int64_t> shape, int device, int root) {
-    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    return Start(false, [&](hvd::Output*) {
-      return hvd::broadcast_async(name, t, root);
-    });
-  });
+  m.def("broadcast",
+        [](const std::string& name, uintptr_t data, int dtype,
+           std::vector<int64_t> shape, int device, int root, int process_set) {
+          hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+          return Start(false, [&](hvd::Output*) {
+            return hvd::broadcast_async(name, t, root, process_set);
+          });
+        });
   m.def("alltoall", [](const std::string& name, uintptr_t data, int dtype,
                        std::vector<int64_t> shape, int device,
-                       const std::vector<int64_t>& splits) {
+                       const std::vector<int64_t>& splits, int process_set) {
     hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
     return Start(true, [&](hvd::Output* out) {
-      return hvd::alltoall_async(name, t, splits, out);
+      return hvd::alltoall_async(name, t, splits, out, process_set);
     });
   });
-  m.def("reducescatter", [](const std::string& name, uintptr_t data, int dtype,
-                            std::vector<int64_t> shape, int device, int op,
-                            double prescale, double postscale) {
-    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    hvd::ReduceOp o = MakeOp(op);
-    return Start(true, [&](hvd::Output* out) {
-      return hvd::reducescatter_async(name, t, out, o, prescale, postscale);
+  m.def("reducescatter",
+        [](const std::string& name, uintptr_t data, int dtype,
+           std::vector<int64_t> shape, int device, int op, double prescale,
+           double postscale, int process_set) {
+          hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+          hvd::ReduceOp o = MakeOp(op);
+          return Start(true, [&](hvd::Output* out) {
+            return hvd::reducescatter_async(name, t, out, o, prescale,
+                                            postscale, process_set);
+          });
+        });
+  m.def("barrier", [](const std::string& name, int process_set) {
+    return Start(false, [&](hvd::Output*) {
+      return hvd::barrier_async(name, process_set);
     });
-  });
-  m.def("barrier", [](const std::string& name) {
-    return Start(false, [&](hvd::Output*) { return hvd::barrier_async(name); });
   });
   m.def("join", [] {
     return Start(false, [&](hvd::Output*) { return hvd::join_async(); });

@@ -96,7 +96,7 @@ Engine& Context::engine() {
   std::call_once(engine_once_, [this] {
     engine_options_.rank = assignment_.rank;
     engine_options_.size = assignment_.size;
-    if (assignment_.rank == 0) {
+    if (assignment_.rank == 0 && !process_set_) {
       // Rank 0 always has one, so hvd::start_timeline() can open it later;
       // HOROVOD_TIMELINE=DYNAMIC (Horovod's word) opens none at start.
       timeline_ = std::make_unique<Timeline>();
@@ -155,13 +155,14 @@ Status Context::Place(const WorkerConfig& config, Transport data) {
 std::unique_ptr<Store> Context::GenerationStore(
     const std::string& prefix) const {
   return MakeRendezvousStore(
-      client_.get(),
-      "g" + std::to_string(assignment_.generation) + "/" + prefix);
+      client_.get(), "g" + std::to_string(assignment_.generation) + "/" +
+                         store_prefix_ + prefix);
 }
 
 StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                                    int previous_generation) {
   std::unique_ptr<Context> ctx(new Context());
+  ctx->config_ = config;
   ctx->engine_options_ = EngineOptionsFor(config);
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
@@ -189,6 +190,72 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   return ctx;
 }
 
+StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(
+    int id, const std::vector<int>& ranks) const {
+  const std::string where = "process set " + std::to_string(id);
+  auto me = std::find(ranks.begin(), ranks.end(), assignment_.rank);
+  if (me == ranks.end()) {
+    return Status::InvalidArgument(
+        where, "rank " + std::to_string(assignment_.rank) + " is not in it");
+  }
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->config_ = config_;
+  ctx->process_set_ = true;
+  ctx->store_prefix_ = "ps" + std::to_string(id) + "/";
+  ctx->engine_options_ = EngineOptionsFor(config_);
+  // Autotune tunes the job's engine; a set's keeps the settings given.
+  ctx->engine_options_.autotune.reset();
+  ctx->client_ = client_;
+  rendezvous::Assignment a;
+  a.rank = static_cast<int>(me - ranks.begin());
+  a.size = static_cast<int>(ranks.size());
+  a.gpu = assignment_.gpu;
+  a.generation = assignment_.generation;
+  if (!client_) {  // a process on its own: the set is itself
+    ctx->assignment_ = a;
+    ctx->backends_ =
+        std::make_unique<BackendSet>(CreateLocalBackend(), "local copies");
+    ctx->backends_->SetActivityPrefixes("GLOO_", "NCCL_");
+    ctx->control_ = CreateLocalControlPlane();
+    return ctx;
+  }
+  // Local and cross ranks among the members: each says its host.
+  ctx->assignment_ = a;
+  std::unique_ptr<Store> store = ctx->GenerationStore("hosts/");
+  HVD_RETURN_IF_ERROR(store->Set(std::to_string(a.rank), config_.host));
+  std::vector<std::string> keys;
+  for (int r = 0; r < a.size; ++r) keys.push_back(std::to_string(r));
+  HVD_ASSIGN_OR_RETURN(std::vector<std::string> hosts,
+                       store->Wait(keys, PeerWait(config_)));
+  std::vector<std::string> order;  // hosts by first member
+  std::vector<int> local_rank(a.size), per_host;
+  for (int r = 0; r < a.size; ++r) {
+    auto it = std::find(order.begin(), order.end(), hosts[r]);
+    if (it == order.end()) {
+      order.push_back(hosts[r]);
+      per_host.push_back(0);
+      it = order.end() - 1;
+    }
+    local_rank[r] = per_host[it - order.begin()]++;
+  }
+  const size_t host = static_cast<size_t>(
+      std::find(order.begin(), order.end(), config_.host) - order.begin());
+  ctx->assignment_.local_rank = local_rank[a.rank];
+  ctx->assignment_.local_size = per_host[host];
+  // As ComputeAssignments: for local rank L, the hosts with a member L.
+  int cross_rank = 0, cross_size = 0;
+  for (size_t h = 0; h < order.size(); ++h) {
+    if (per_host[h] > ctx->assignment_.local_rank) {
+      if (h < host) ++cross_rank;
+      ++cross_size;
+    }
+  }
+  ctx->assignment_.cross_rank = cross_rank;
+  ctx->assignment_.cross_size = cross_size;
+  HVD_RETURN_IF_ERROR(ctx->Connect(config_));
+  return ctx;
+}
+
 Status Context::Connect(const WorkerConfig& config) {
   const rendezvous::Assignment& a = assignment_;
   TopologyFacts facts;
@@ -200,7 +267,7 @@ Status Context::Connect(const WorkerConfig& config) {
   facts.hierarchical_allreduce = config.hierarchical_allreduce;
   facts.hierarchical_allgather = config.hierarchical_allgather;
   const TransportPlan plan = PlanTransports(facts);
-  HVD_RETURN_IF_ERROR(Place(config, plan.data));
+  if (!process_set_) HVD_RETURN_IF_ERROR(Place(config, plan.data));
 
   // CUDA tensors: NCCL, made on the first one.
   NcclOptions nccl;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "common/status.h"
 #include "rendezvous/assignment.h"
@@ -33,6 +34,14 @@ class Context {
                                                    int previous_generation = 0);
   ~Context();
 
+  // A process set: the ranks `ranks` (sorted, unique, of this job, this
+  // rank among them) as a job of their own, with its own engine and
+  // transports, numbered 0.. in the order of `ranks`. Every member calls it
+  // with the same `id` (never reused in a generation); it blocks until all
+  // members have. Its keys live under ps<id>/ in this generation.
+  StatusOr<std::unique_ptr<Context>> CreateProcessSet(
+      int id, const std::vector<int>& ranks) const;
+
   const rendezvous::Assignment& assignment() const { return assignment_; }
   // The host data backend in use (tests drive it directly).
   Backend& backend() { return backends_->host(); }
@@ -60,6 +69,13 @@ class Context {
   bool hosts_even_ = false;
   // Picks the transports (transport/topology.h) and connects them.
   Status Connect(const WorkerConfig& config);
+  // The settings it was made with (process sets connect with them too).
+  WorkerConfig config_;
+  // A process set's context: no CPU binding of its own (the job's stands)
+  // and no timeline (the job's records).
+  bool process_set_ = false;
+  // Under the generation: "" for the job, "ps<id>/" for a process set.
+  std::string store_prefix_;
   // CPU binding of this process and its engine thread (affinity.h).
   Status Place(const WorkerConfig& config, Transport data);
   // The rendezvous store of this generation under `prefix`: a key set in
@@ -67,7 +83,8 @@ class Context {
   std::unique_ptr<Store> GenerationStore(const std::string& prefix) const;
 
   rendezvous::Assignment assignment_;
-  std::unique_ptr<rendezvous::RendezvousClient> client_;
+  // Shared with the job's process sets.
+  std::shared_ptr<rendezvous::RendezvousClient> client_;
   std::unique_ptr<BackendSet> backends_;
   std::unique_ptr<ControlPlane> control_;
   EngineOptions engine_options_;

@@ -1,6 +1,8 @@
 #include "hvd/hvd.h"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -26,9 +28,110 @@ Status NotInitialized(const std::string& what) {
   return Status::FailedPrecondition(what, "call hvd::init() first");
 }
 
+// The job's process sets other than the job itself (id 0), by id: their
+// ranks, and this rank's context in the set (null where it is not a
+// member). Changed by init, add_process_set, remove_process_set and
+// shutdown (which must not race with operations, like init itself).
+struct ProcessSetEntry {
+  std::vector<int> ranks;
+  std::unique_ptr<runtime::Context> context;
+};
+std::mutex g_sets_mu;
+std::map<int, ProcessSetEntry> g_sets;  // guarded by g_sets_mu
+int g_next_set = 1;                     // guarded by g_mu
+bool g_dynamic_sets = false;            // guarded by g_mu
+
+Status CheckRanks(const std::vector<int>& ranks, int size) {
+  const std::string where = "hvd::add_process_set";
+  if (ranks.empty()) {
+    return Status::InvalidArgument(where, "a process set needs ranks");
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size) {
+      return Status::InvalidArgument(
+          where, "rank " + std::to_string(ranks[i]) + " is not in the job (" +
+                     std::to_string(size) + " ranks)");
+    }
+    if (i > 0 && ranks[i] == ranks[i - 1]) {
+      return Status::InvalidArgument(
+          where, "rank " + std::to_string(ranks[i]) + " is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return s + "]";
+}
+
+// Registers a set (g_mu held): every rank of the job calls it in the same
+// order, so ids agree; members connect among themselves.
+StatusOr<int> AddSetLocked(std::vector<int> ranks) {
+  runtime::Context* c = g_context.get();
+  std::sort(ranks.begin(), ranks.end());
+  HVD_RETURN_IF_ERROR(CheckRanks(ranks, c->assignment().size));
+  {
+    std::lock_guard<std::mutex> lock(g_sets_mu);
+    for (const auto& [id, entry] : g_sets) {
+      if (entry.ranks == ranks) {
+        return Status::InvalidArgument("hvd::add_process_set",
+                                       "a process set of ranks " +
+                                           RankList(ranks) + " exists (id " +
+                                           std::to_string(id) + ")");
+      }
+    }
+  }
+  if (static_cast<int>(ranks.size()) == c->assignment().size) {
+    return Status::InvalidArgument(
+        "hvd::add_process_set",
+        "ranks " + RankList(ranks) +
+            " are the whole job: use the global process set (id 0)");
+  }
+  const int id = g_next_set++;
+  ProcessSetEntry entry;
+  entry.ranks = ranks;
+  if (std::binary_search(ranks.begin(), ranks.end(), c->assignment().rank)) {
+    HVD_ASSIGN_OR_RETURN(entry.context, c->CreateProcessSet(id, ranks));
+  }
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  g_sets[id] = std::move(entry);
+  return id;
+}
+
+// The context that runs operations of `process_set` on this rank, or why
+// there is none.
+StatusOr<runtime::Context*> ContextFor(int process_set,
+                                       const std::string& what) {
+  runtime::Context* c = Current();
+  if (!c) return NotInitialized("hvd::" + what);
+  if (process_set == 0) return c;
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  auto it = g_sets.find(process_set);
+  if (it == g_sets.end()) {
+    return Status::InvalidArgument(
+        "hvd::" + what,
+        "process set " + std::to_string(process_set) + " does not exist");
+  }
+  if (!it->second.context) {
+    return Status::InvalidArgument(
+        "hvd::" + what, "rank " + std::to_string(c->assignment().rank) +
+                            " is not in process set " +
+                            std::to_string(process_set) + " (ranks " +
+                            RankList(it->second.ranks) + ")");
+  }
+  return it->second.context.get();
+}
+
 }  // namespace
 
-Status init() {
+Status init() { return init({}, false); }
+
+Status init(const std::vector<std::vector<int>>& process_sets,
+            bool dynamic_process_sets) {
   std::lock_guard<std::mutex> lock(g_mu);
   // Horovod's init() is idempotent: a second call keeps the job as it is.
   if (g_context) return Status::Ok();
@@ -43,7 +146,101 @@ Status init() {
   SetLogPrefix("rank " + std::to_string(a.rank));
   HVD_LOG(Debug) << "joined generation " << a.generation << " as rank "
                  << a.rank << " of " << a.size;
+  g_dynamic_sets = dynamic_process_sets || config.dynamic_process_sets;
+  g_next_set = 1;
+  for (const std::vector<int>& ranks : process_sets) {
+    StatusOr<int> id = AddSetLocked(ranks);
+    if (!id.ok()) {
+      {
+        std::lock_guard<std::mutex> sets(g_sets_mu);
+        g_sets.clear();
+      }
+      g_context.reset();
+      return id.status();
+    }
+  }
   return Status::Ok();
+}
+
+StatusOr<int> add_process_set(const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_context) return NotInitialized("hvd::add_process_set");
+  if (!g_dynamic_sets) {
+    return Status::FailedPrecondition(
+        "hvd::add_process_set",
+        "process sets are fixed at init(); set HOROVOD_DYNAMIC_PROCESS_SETS=1 "
+        "to add and remove them later");
+  }
+  return AddSetLocked(ranks);
+}
+
+Status remove_process_set(int process_set) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_context) return NotInitialized("hvd::remove_process_set");
+  if (process_set == 0) {
+    return Status::InvalidArgument("hvd::remove_process_set",
+                                   "the global process set (id 0) stays");
+  }
+  if (!g_dynamic_sets) {
+    return Status::FailedPrecondition(
+        "hvd::remove_process_set",
+        "process sets are fixed at init(); set HOROVOD_DYNAMIC_PROCESS_SETS=1 "
+        "to add and remove them later");
+  }
+  std::unique_ptr<runtime::Context> gone;
+  {
+    std::lock_guard<std::mutex> sets(g_sets_mu);
+    auto it = g_sets.find(process_set);
+    if (it == g_sets.end()) {
+      return Status::InvalidArgument(
+          "hvd::remove_process_set",
+          "process set " + std::to_string(process_set) + " does not exist");
+    }
+    gone = std::move(it->second.context);
+    g_sets.erase(it);
+  }
+  gone.reset();  // its engine stops outside the lock
+  return Status::Ok();
+}
+
+std::vector<int> process_set_ids() {
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  std::vector<int> ids;
+  if (Current()) ids.push_back(0);
+  for (const auto& [id, entry] : g_sets) ids.push_back(id);
+  return ids;
+}
+
+std::vector<int> process_set_ranks(int process_set) {
+  runtime::Context* c = Current();
+  if (!c) return {};
+  if (process_set == 0) {
+    std::vector<int> all(c->assignment().size);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return all;
+  }
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  auto it = g_sets.find(process_set);
+  return it == g_sets.end() ? std::vector<int>{} : it->second.ranks;
+}
+
+int process_set_rank(int process_set) {
+  runtime::Context* c = Current();
+  if (!c) return -1;
+  if (process_set == 0) return c->assignment().rank;
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  auto it = g_sets.find(process_set);
+  if (it == g_sets.end() || !it->second.context) return -1;
+  return it->second.context->assignment().rank;
+}
+
+int process_set_size(int process_set) {
+  runtime::Context* c = Current();
+  if (!c) return -1;
+  if (process_set == 0) return c->assignment().size;
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  auto it = g_sets.find(process_set);
+  return it == g_sets.end() ? -1 : static_cast<int>(it->second.ranks.size());
 }
 
 bool is_initialized() { return Current() != nullptr; }
@@ -93,15 +290,19 @@ int64_t Tensor::num_elements() const {
 
 namespace {
 
-Handle Submit(runtime::Request request, void* data, Output* out = nullptr) {
-  runtime::Context* c = Current();
+Handle Refused(Status why) {
   auto state = std::make_shared<Handle::State>();
-  if (!c) {
-    state->completion = std::make_shared<runtime::Completion>();
-    state->completion->Refuse(NotInitialized("hvd::" + request.name));
-    return MakeHandle(state);
-  }
-  state->completion = c->engine().Enqueue(std::move(request), data, out);
+  state->completion = std::make_shared<runtime::Completion>();
+  state->completion->Refuse(std::move(why));
+  return MakeHandle(state);
+}
+
+Handle Submit(runtime::Request request, void* data, Output* out = nullptr,
+              int process_set = 0) {
+  StatusOr<runtime::Context*> c = ContextFor(process_set, request.name);
+  if (!c.ok()) return Refused(c.status());
+  auto state = std::make_shared<Handle::State>();
+  state->completion = (*c)->engine().Enqueue(std::move(request), data, out);
   return MakeHandle(state);
 }
 
@@ -146,12 +347,13 @@ Tensor Flat(const void* data, int64_t count, DataType dtype) {
 }  // namespace
 
 Handle allreduce_async(const std::string& name, const Tensor& tensor,
-                       ReduceOp op, double prescale, double postscale) {
+                       ReduceOp op, double prescale, double postscale,
+                       int process_set) {
   runtime::Request r = RequestFor(name, runtime::OpType::kAllreduce, tensor);
   SetReduceOp(op, r);
   r.prescale = prescale;
   r.postscale = postscale;
-  return Submit(std::move(r), tensor.data);
+  return Submit(std::move(r), tensor.data, nullptr, process_set);
 }
 
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
@@ -164,18 +366,17 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<Tensor>& tensors,
                                             ReduceOp op, double prescale,
-                                            double postscale) {
+                                            double postscale, int process_set) {
   std::vector<Handle> handles;
-  runtime::Context* c = Current();
-  if (!c) {
+  StatusOr<runtime::Context*> ctx =
+      ContextFor(process_set, "grouped_allreduce_async");
+  if (!ctx.ok()) {
     for (size_t i = 0; i < tensors.size(); ++i) {
-      auto state = std::make_shared<Handle::State>();
-      state->completion = std::make_shared<runtime::Completion>();
-      state->completion->Refuse(NotInitialized("hvd::grouped_allreduce_async"));
-      handles.push_back(MakeHandle(state));
+      handles.push_back(Refused(ctx.status()));
     }
     return handles;
   }
+  runtime::Context* c = *ctx;
   std::vector<std::pair<runtime::Request, void*>> group;
   for (size_t i = 0; i < tensors.size(); ++i) {
     runtime::Request r = RequestFor(name + "." + std::to_string(i),
@@ -217,9 +418,9 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
 }
 
 Handle allgather_async(const std::string& name, const Tensor& tensor,
-                       Output* out) {
+                       Output* out, int process_set) {
   return Submit(RequestFor(name, runtime::OpType::kAllgather, tensor),
-                tensor.data, out);
+                tensor.data, out, process_set);
 }
 
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
@@ -229,13 +430,13 @@ Handle allgather_async(const std::string& name, const void* data, int64_t count,
 
 Handle reducescatter_async(const std::string& name, const Tensor& tensor,
                            Output* out, ReduceOp op, double prescale,
-                           double postscale) {
+                           double postscale, int process_set) {
   runtime::Request r =
       RequestFor(name, runtime::OpType::kReducescatter, tensor);
   SetReduceOp(op, r);
   r.prescale = prescale;
   r.postscale = postscale;
-  return Submit(std::move(r), tensor.data, out);
+  return Submit(std::move(r), tensor.data, out, process_set);
 }
 
 Handle reducescatter_async(const std::string& name, const void* data,
@@ -245,10 +446,11 @@ Handle reducescatter_async(const std::string& name, const void* data,
 }
 
 Handle alltoall_async(const std::string& name, const Tensor& tensor,
-                      const std::vector<int64_t>& splits, Output* out) {
+                      const std::vector<int64_t>& splits, Output* out,
+                      int process_set) {
   runtime::Request r = RequestFor(name, runtime::OpType::kAlltoall, tensor);
   r.splits = splits;
-  return Submit(std::move(r), tensor.data, out);
+  return Submit(std::move(r), tensor.data, out, process_set);
 }
 
 Handle alltoall_async(const std::string& name, const void* data, int64_t count,
@@ -257,11 +459,25 @@ Handle alltoall_async(const std::string& name, const void* data, int64_t count,
   return alltoall_async(name, Flat(data, count, dtype), splits, out);
 }
 
-Handle broadcast_async(const std::string& name, const Tensor& tensor,
-                       int root) {
+Handle broadcast_async(const std::string& name, const Tensor& tensor, int root,
+                       int process_set) {
   runtime::Request r = RequestFor(name, runtime::OpType::kBroadcast, tensor);
   r.root = root;
-  return Submit(std::move(r), tensor.data);
+  if (process_set != 0) {
+    // `root` is a rank of the job, as in Horovod; the set's engine counts
+    // its members from 0.
+    std::vector<int> ranks = process_set_ranks(process_set);
+    auto it = std::find(ranks.begin(), ranks.end(), root);
+    if (!ranks.empty() && it == ranks.end()) {
+      return Refused(Status::InvalidArgument(
+          "tensor '" + name + "'", "root rank " + std::to_string(root) +
+                                       " is not in process set " +
+                                       std::to_string(process_set) +
+                                       " (ranks " + RankList(ranks) + ")"));
+    }
+    if (it != ranks.end()) r.root = static_cast<int>(it - ranks.begin());
+  }
+  return Submit(std::move(r), tensor.data, nullptr, process_set);
 }
 
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
@@ -269,11 +485,11 @@ Handle broadcast_async(const std::string& name, void* data, int64_t count,
   return broadcast_async(name, Flat(data, count, dtype), root);
 }
 
-Handle barrier_async(const std::string& name) {
+Handle barrier_async(const std::string& name, int process_set) {
   runtime::Request r;
   r.name = name;
   r.type = runtime::OpType::kBarrier;
-  return Submit(std::move(r), nullptr);
+  return Submit(std::move(r), nullptr, nullptr, process_set);
 }
 
 Handle join_async() {
@@ -397,6 +613,12 @@ Status stop_timeline() {
 
 Status shutdown() {
   std::lock_guard<std::mutex> lock(g_mu);
+  std::map<int, ProcessSetEntry> sets;
+  {
+    std::lock_guard<std::mutex> lock(g_sets_mu);
+    sets.swap(g_sets);
+  }
+  sets.clear();  // the sets' engines stop before the job's
   g_context.reset();
   return Status::Ok();
 }

@@ -56,6 +56,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   c.stall_shutdown = std::chrono::seconds(stop);
   HVD_ASSIGN_OR_RETURN(c.disable_group_fusion,
                        read.Bool("disable_group_fusion"));
+  HVD_ASSIGN_OR_RETURN(c.dynamic_process_sets,
+                       read.Bool("dynamic_process_sets"));
   HVD_ASSIGN_OR_RETURN(int64_t streams, read.Int("num_nccl_streams"));
   c.num_nccl_streams = static_cast<int>(streams);
   HVD_ASSIGN_OR_RETURN(int64_t cache, read.Int("cache_capacity"));

@@ -48,6 +48,7 @@ struct WorkerConfig {
   // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
   std::chrono::microseconds cycle_time{0};
   bool disable_group_fusion = false;  // HOROVOD_DISABLE_GROUP_FUSION
+  bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
   // HOROVOD_NUM_NCCL_STREAMS: the NCCL backend's streams per GPU.
   int num_nccl_streams = int(settings::DefaultInt("num_nccl_streams"));
   size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));

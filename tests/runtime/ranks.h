@@ -19,14 +19,18 @@ namespace hvd::runtime {
 // "localhost", and each slot's worker configuration.
 class TestJob {
  public:
-  explicit TestJob(int size) {
+  explicit TestJob(int size) : TestJob({{"localhost", size}}) {}
+  // Slots on named hosts (each rank's Config says its host).
+  explicit TestJob(std::vector<rendezvous::HostSlots> hosts) : hosts_(hosts) {
+    int size = 0;
+    for (const auto& h : hosts) size += h.slots;
     rendezvous::ServerOptions options;
     options.admin_token = "admin";
     auto server = rendezvous::RendezvousServer::Start(options);
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     if (!server.ok()) return;
     server_ = std::move(*server);
-    auto job = server_->table().CreateJob({{"localhost", size}}, size);
+    auto job = server_->table().CreateJob(hosts, size);
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     if (job.ok()) job_ = *job;
   }
@@ -39,14 +43,23 @@ class TestJob {
     c.rendezvous_addr = server_->address();
     c.job_id = job_.job_id;
     c.job_token = job_.token;
-    c.host = "localhost";
+    // Slot `slot` of the job, counted across hosts in order.
+    c.host = hosts_[0].host;
     c.slot = slot;
+    for (const auto& h : hosts_) {
+      if (c.slot < h.slots) {
+        c.host = h.host;
+        break;
+      }
+      c.slot -= h.slots;
+    }
     c.start_timeout = std::chrono::milliseconds(20000);
     c.gloo_timeout = std::chrono::milliseconds(20000);
     return c;
   }
 
  private:
+  std::vector<rendezvous::HostSlots> hosts_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   rendezvous::CreatedJob job_;
 };

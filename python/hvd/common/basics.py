@@ -12,8 +12,10 @@ def init(comm: Optional[object] = None,
     """Joins the job horovodrun started (or runs alone as rank 0 of 1).
 
     ``comm`` is an MPI communicator in Horovod; hvd starts no MPI, so only
-    None (or an empty list) is accepted. Calling it again while initialised
-    does nothing.
+    None (or an empty list) is accepted. ``process_sets``: ProcessSet
+    objects to register (every rank passes the same), or "dynamic" to allow
+    add_process_set/remove_process_set later. Calling it again while
+    initialised does nothing.
     """
     if comm not in (None, []):
         raise ValueError(
@@ -21,7 +23,10 @@ def init(comm: Optional[object] = None,
             "through horovodrun's rendezvous; call hvd.init() without comm")
     from hvd.common import process_sets as _ps
     _ps._check_init_argument(process_sets)
-    _core.init()
+    ranks, dynamic = _ps._init_arguments(process_sets)
+    if _core.is_initialized():
+        return
+    _core.init(ranks, dynamic)
     _ps._after_init(process_sets)
 
 

@@ -1,85 +1,136 @@
 """Process sets: collectives among a subset of the job's ranks.
 
-Only the global set (every rank) exists so far; ``add_process_set`` and
-``init(process_sets=...)`` with other sets say so with a ValueError.
+A set is registered on every rank of the job, members or not, in the same
+order: at ``init(process_sets=[...])``, or later with ``add_process_set``
+when dynamic sets are on (``HOROVOD_DYNAMIC_PROCESS_SETS=1`` or
+``init(process_sets="dynamic")``). Each set negotiates and moves data among
+its members only.
 """
 
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from hvd import _core
 
 
 class ProcessSet:
-    """A set of ranks, named by the sorted list of them (None: every rank)."""
+    """A set of ranks of the job (None: every rank, the global set)."""
 
     def __init__(self, ranks: Optional[Sequence[int]] = None) -> None:
+        if ranks is not None and not isinstance(ranks, (list, tuple, range)):
+            raise ValueError(
+                "ProcessSet takes a list of ranks (hvd starts no MPI, so an "
+                "MPI communicator cannot define one)")
         self.ranks: Optional[List[int]] = (
             sorted(int(r) for r in ranks) if ranks is not None else None)
         self.process_set_id: Optional[int] = None
 
-    def _global(self) -> bool:
-        return self.process_set_id == 0
-
     def size(self) -> Optional[int]:
+        """The number of ranks in the set (None before it is registered)."""
         if self.process_set_id is None:
             return None
-        return _core.size() if self._global() else len(self.ranks or [])
+        return _core.process_set_size(self.process_set_id)
 
     def rank(self) -> Optional[int]:
+        """This process's rank within the set: -1 when it is not a member,
+        None before the set is registered."""
         if self.process_set_id is None:
             return None
-        if self._global():
-            return _core.rank()
-        me = _core.rank()
-        return self.ranks.index(me) if self.ranks and me in self.ranks else -1
+        return _core.process_set_rank(self.process_set_id)
 
     def included(self) -> Optional[bool]:
+        """Whether this process is a member (None before registration)."""
         if self.process_set_id is None:
             return None
-        return self._global() or _core.rank() in (self.ranks or [])
+        return _core.process_set_rank(self.process_set_id) >= 0
 
     def __repr__(self) -> str:
-        if self._global():
-            return "ProcessSet(process_set_id=0, ranks=all)"
-        return (f"ProcessSet(process_set_id={self.process_set_id}, "
-                f"ranks={self.ranks})")
+        ranks = "all" if self.ranks is None else self.ranks
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={ranks})"
 
 
 global_process_set = ProcessSet()
-global_process_set.process_set_id = 0
+_registered: Dict[int, ProcessSet] = {}
+# What frameworks keep per set (counters of unnamed operations), cleared at
+# shutdown: the next init() numbers its sets from 1 again.
+_on_shutdown: List[Any] = []
 
-_UNSUPPORTED = ("process sets other than the global one are not available "
-                "in this hvd yet; leave process_set at its default")
+
+def _as_set(process_set: Union[ProcessSet, Sequence[int]]) -> ProcessSet:
+    if isinstance(process_set, ProcessSet):
+        return process_set
+    return ProcessSet(process_set)
 
 
-def _check_init_argument(process_sets: Optional[Sequence[object]]) -> None:
+def _check_init_argument(process_sets: Any) -> None:
     if process_sets is None or process_sets == "dynamic":
         return
-    for ps in process_sets:
-        if isinstance(ps, ProcessSet) and ps.ranks is None:
-            continue
-        raise ValueError(_UNSUPPORTED)
+    if isinstance(process_sets, str) or not hasattr(process_sets, "__iter__"):
+        raise ValueError("init(process_sets=...) takes a list of ProcessSet "
+                         "objects, or 'dynamic'")
 
 
-def _after_init(process_sets: Optional[Sequence[object]]) -> None:
+def _init_arguments(process_sets: Any) -> tuple:
+    """What the extension's init takes: the sets' rank lists, and whether
+    sets may change later."""
+    if process_sets == "dynamic":
+        return [], True
+    sets = [_as_set(p) for p in (process_sets or [])]
+    return [ps.ranks for ps in sets if ps.ranks is not None], False
+
+
+def _after_init(process_sets: Any) -> None:
     global_process_set.process_set_id = 0
+    if process_sets is None or process_sets == "dynamic":
+        return
+    ids = _core.process_set_ids()[1:]
+    sets = [p for p in process_sets
+            if isinstance(p, ProcessSet) and p.ranks is not None]
+    for ps, set_id in zip(sets, ids):
+        ps.process_set_id = set_id
+        _registered[set_id] = ps
 
 
 def _before_shutdown() -> None:
-    pass
+    for reset in _on_shutdown:
+        reset()
+    for ps in _registered.values():
+        ps.process_set_id = None
+    _registered.clear()
 
 
-def _check(process_set: ProcessSet) -> None:
-    """Refuses a collective on a set other than the global one."""
-    if process_set is not global_process_set and (
-            not isinstance(process_set, ProcessSet)
-            or process_set.process_set_id != 0):
-        raise ValueError(_UNSUPPORTED)
+def _set_id(process_set: ProcessSet) -> int:
+    """The id of a registered set, for the extension."""
+    if process_set is global_process_set:
+        return 0
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError("process_set must be a ProcessSet (e.g. "
+                         "hvd.global_process_set or one add_process_set "
+                         "returned)")
+    if process_set.process_set_id is None:
+        raise ValueError(f"{process_set!r} is not registered: pass it to "
+                         "hvd.init(process_sets=...) or hvd.add_process_set()")
+    return process_set.process_set_id
 
 
-def add_process_set(process_set: object) -> ProcessSet:
-    raise ValueError(_UNSUPPORTED)
+def add_process_set(process_set: Union[ProcessSet, Sequence[int]]
+                    ) -> ProcessSet:
+    """Registers a set on every rank (all must call it, in the same order)
+    and returns it. Needs dynamic process sets."""
+    ps = _as_set(process_set)
+    if ps.ranks is None:
+        raise ValueError("the global process set is always there")
+    if ps.process_set_id is not None:
+        raise ValueError(f"{ps!r} is registered already")
+    ps.process_set_id = _core.add_process_set(ps.ranks)
+    _registered[ps.process_set_id] = ps
+    return ps
 
 
 def remove_process_set(process_set: ProcessSet) -> bool:
-    raise ValueError(_UNSUPPORTED)
+    """Unregisters a set on every rank (all must call it, with nothing of
+    the set in flight). True once removed."""
+    set_id = _set_id(process_set)
+    _core.remove_process_set(set_id)
+    _registered.pop(set_id, None)
+    process_set.process_set_id = None
+    return True

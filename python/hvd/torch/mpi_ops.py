@@ -6,9 +6,9 @@ and the outputs libhvd sizes itself (allgather, alltoall, reducescatter)
 are handed over without a copy (``torch.frombuffer`` on libhvd's bytes).
 
 Every operation returns a handle (an int) for ``poll`` and ``synchronize``,
-as Horovod's do. Names: ``<op>.<name>``, or ``<op>.noname.<handle>`` when
-none is given, so unnamed operations must be called in the same order on
-every rank.
+as Horovod's do. Names: ``<op>.<name>``, or ``<op>.noname.<n>`` when none
+is given, n counting the process set's unnamed operations, so unnamed
+operations must be called in the same order on every member.
 """
 
 import itertools
@@ -28,7 +28,7 @@ from hvd.common.basics import (ccl_built, cross_rank, cross_size, cuda_built,
 from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import (ProcessSet, add_process_set,
                                      global_process_set, remove_process_set)
-from hvd.common.process_sets import _check as _check_process_set
+from hvd.common.process_sets import _on_shutdown, _set_id
 from hvd.torch.compression import Compression
 
 # Reduction ops, with Horovod's values.
@@ -73,7 +73,11 @@ class _Entry:
 
 _handle_map: Dict[int, _Entry] = {}
 _handles = itertools.count()
-_barriers = itertools.count()
+_unnamed: Dict[int, "itertools.count[int]"] = {}
+# Barriers are numbered per process set (see barrier()).
+_barriers: Dict[int, "itertools.count[int]"] = {}
+_on_shutdown.append(_unnamed.clear)
+_on_shutdown.append(_barriers.clear)
 
 
 def _dtype_code(tensor: torch.Tensor) -> int:
@@ -107,9 +111,13 @@ def _resolve_op(op: Optional[int], average: Optional[bool],
     return op
 
 
-def _name(prefix: str, name: Optional[str], handle: int) -> str:
+def _name(prefix: str, name: Optional[str], process_set: int) -> str:
+    """``<prefix>.<name>``, or ``<prefix>.noname.<n>`` where n counts this
+    process set's unnamed operations (alike on its members when they make
+    them in the same order; other sets' operations do not shift it)."""
     if name is None:
-        return f"{prefix}.noname.{handle}"
+        count = _unnamed.setdefault(process_set, itertools.count())
+        return f"{prefix}.noname.{next(count)}"
     return f"{prefix}.{name}"
 
 
@@ -138,16 +146,16 @@ def _allreduce_async(tensor: torch.Tensor, output: torch.Tensor,
                      postscale_factor: float,
                      process_set: ProcessSet) -> int:
     """Reduces into `output` (`tensor` itself when in place)."""
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     handle = next(_handles)
     # In place on a strided tensor: a contiguous copy, copied back after.
     work = output if output.is_contiguous() else output.contiguous()
     if output is not tensor:
         work.copy_(tensor)
-    core = _core.allreduce(_name("allreduce", name, handle), work.data_ptr(),
+    core = _core.allreduce(_name("allreduce", name, ps), work.data_ptr(),
                            _dtype_code(work), list(work.shape), _device(work),
                            _CORE_OP[op], float(prescale_factor),
-                           float(postscale_factor))
+                           float(postscale_factor), ps)
     if work is output:
         return _register(core, (tensor, output), lambda: output, handle)
 
@@ -237,11 +245,11 @@ def _grouped_allreduce_async(tensors: Sequence[torch.Tensor],
                              name: Optional[str], op: int,
                              prescale_factor: float, postscale_factor: float,
                              process_set: ProcessSet) -> int:
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     if len(tensors) == 0:
         raise ValueError("grouped_allreduce needs at least one tensor")
     handle = next(_handles)
-    base = _name("grouped_allreduce", name, handle)
+    base = _name("grouped_allreduce", name, ps)
     works = []
     for t, o in zip(tensors, outputs):
         w = o if o.is_contiguous() else o.contiguous()
@@ -259,7 +267,7 @@ def _grouped_allreduce_async(tensors: Sequence[torch.Tensor],
         ops.extend(_core.grouped_allreduce(
             group_name, [works[i].data_ptr() for i in idx], dtype,
             [list(works[i].shape) for i in idx], device, _CORE_OP[op],
-            float(prescale_factor), float(postscale_factor)))
+            float(prescale_factor), float(postscale_factor), ps))
 
     def finish() -> List[torch.Tensor]:
         for o, w in zip(outputs, works):
@@ -386,11 +394,11 @@ def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
                     process_set: ProcessSet = global_process_set) -> int:
     """Starts concatenating every rank's `tensor` along the first
     dimension (which may differ per rank)."""
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     handle = next(_handles)
     work = _host(tensor)
-    core = _core.allgather(_name("allgather", name, handle), work.data_ptr(),
-                           _dtype_code(work), list(work.shape) or [1], -1)
+    core = _core.allgather(_name("allgather", name, ps), work.data_ptr(),
+                           _dtype_code(work), list(work.shape) or [1], -1, ps)
     dtype, device = tensor.dtype, tensor.device
     return _register(core, work,
                      lambda: _from_output(core, dtype, device), handle)
@@ -411,7 +419,8 @@ class HorovodAllgather(torch.autograd.Function):
         grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
         dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
                          process_set=ctx.process_set)
-        offset = int(dims[:rank()].sum())
+        me = ctx.process_set.rank() if ctx.process_set.ranks else rank()
+        offset = int(dims[:me].sum())
         return grad.narrow(0, offset, ctx.dim), None, None
 
 
@@ -427,7 +436,7 @@ def grouped_allgather_async(tensors: Sequence[torch.Tensor],
                             ) -> int:
     """Starts an allgather of each tensor of the list."""
     handle = next(_handles)
-    base = _name("grouped_allgather", name, handle)
+    base = _name("grouped_allgather", name, _set_id(process_set))
     inner = [allgather_async(t, f"{base}.{i}", process_set)
              for i, t in enumerate(tensors)]
     return _register(_Handles(inner), None,
@@ -462,14 +471,14 @@ def grouped_allgather(tensors: Sequence[torch.Tensor],
 def _broadcast_async(tensor: torch.Tensor, output: torch.Tensor,
                      root_rank: int, name: Optional[str],
                      process_set: ProcessSet) -> int:
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     handle = next(_handles)
     work = output if output.is_contiguous() else output.contiguous()
     if output is not tensor:
         work.copy_(tensor)
-    core = _core.broadcast(_name("broadcast", name, handle), work.data_ptr(),
+    core = _core.broadcast(_name("broadcast", name, ps), work.data_ptr(),
                            _dtype_code(work), list(work.shape) or [1],
-                           _device(work), int(root_rank))
+                           _device(work), int(root_rank), ps)
     if work is output:
         return _register(core, (tensor, output), lambda: output, handle)
 
@@ -509,7 +518,7 @@ class HorovodBroadcast(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Any, ...]:
         grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
-        if rank() != ctx.root_rank:
+        if rank() != ctx.root_rank:  # root_rank is a rank of the job
             grad = grad * 0
         return grad, None, None, None
 
@@ -539,10 +548,10 @@ def alltoall_async(tensor: torch.Tensor,
     """Starts sending splits[r] first-dimension rows of `tensor` to rank r
     (equal parts when splits is None). synchronize() returns the received
     rows and the number received from each rank."""
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     handle = next(_handles)
     work = _host(tensor)
-    n = _core.size()
+    n = _core.process_set_size(ps)
     rows = work.shape[0] if work.dim() > 0 else 1
     if splits is None:
         if n <= 0:
@@ -556,9 +565,9 @@ def alltoall_async(tensor: torch.Tensor,
         split_list = [int(s) for s in splits.reshape(-1).tolist()]
     else:
         split_list = [int(s) for s in splits]
-    core = _core.alltoall(_name("alltoall", name, handle), work.data_ptr(),
+    core = _core.alltoall(_name("alltoall", name, ps), work.data_ptr(),
                           _dtype_code(work), list(work.shape) or [1], -1,
-                          split_list)
+                          split_list, ps)
     dtype, device = tensor.dtype, tensor.device
 
     def finish() -> Tuple[torch.Tensor, torch.Tensor]:
@@ -613,14 +622,15 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
                         postscale_factor: float = 1.0) -> int:
     """Starts reducing `tensor` over ranks and keeping this rank's block of
     first-dimension rows (the first rows % size ranks get one more)."""
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     op = _resolve_op(op, None)
     handle = next(_handles)
     work = _host(tensor)
-    core = _core.reducescatter(_name("reducescatter", name, handle),
+    core = _core.reducescatter(_name("reducescatter", name, ps),
                                work.data_ptr(), _dtype_code(work),
                                list(work.shape) or [1], -1, _CORE_OP[op],
-                               float(prescale_factor), float(postscale_factor))
+                               float(prescale_factor), float(postscale_factor),
+                               ps)
     dtype, device = tensor.dtype, tensor.device
     return _register(core, work,
                      lambda: _from_output(core, dtype, device), handle)
@@ -643,7 +653,8 @@ class HorovodReducescatter(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Any, ...]:
         grad = allgather(grad_output, process_set=ctx.process_set)
-        scale = ctx.scale / (size() if ctx.op == Average else 1)
+        n = ctx.process_set.size() if ctx.process_set.ranks else size()
+        scale = ctx.scale / (n if ctx.op == Average else 1)
         if scale != 1:
             grad = grad * scale
         return grad, None, None, None, None, None
@@ -669,7 +680,7 @@ def grouped_reducescatter_async(tensors: Sequence[torch.Tensor],
                                 postscale_factor: float = 1.0) -> int:
     """Starts a reducescatter of each tensor of the list."""
     handle = next(_handles)
-    base = _name("grouped_reducescatter", name, handle)
+    base = _name("grouped_reducescatter", name, _set_id(process_set))
     inner = [reducescatter_async(t, f"{base}.{i}", op, process_set,
                                  prescale_factor, postscale_factor)
              for i, t in enumerate(tensors)]
@@ -726,11 +737,12 @@ def join(device: int = -1) -> int:
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Returns once every rank has called it."""
-    _check_process_set(process_set)
+    ps = _set_id(process_set)
     # Numbered by barriers alone: ranks may have made different numbers of
     # other operations (after a join, say), but every rank makes each
     # barrier.
-    _core.barrier(f"barrier.{next(_barriers)}").wait()
+    count = _barriers.setdefault(ps, itertools.count())
+    _core.barrier(f"barrier.{next(count)}", ps).wait()
 
 
 __all__ = [

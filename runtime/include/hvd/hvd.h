@@ -33,6 +33,11 @@ namespace hvd {
 // connections and shared memory, and nothing of the previous generation is
 // reused, so a program may init()/shutdown() any number of times.
 Status init();
+// The same, with process sets (see below): each list of ranks becomes a set
+// (ids 1, 2, ... in order), and with `dynamic_process_sets` (or
+// HOROVOD_DYNAMIC_PROCESS_SETS=1) sets may be added and removed later.
+Status init(const std::vector<std::vector<int>>& process_sets,
+            bool dynamic_process_sets = false);
 bool is_initialized();
 
 // The assignment of this process. Each returns -1 before init().
@@ -119,9 +124,11 @@ class Handle {
 
 // In-place allreduce. `prescale` multiplies every rank's input and
 // `postscale` the result (Average adds a 1/size postscale).
+// `process_set` (here and below): the set of ranks that takes part (0, the
+// default: every rank); only its members may submit.
 Handle allreduce_async(const std::string& name, const Tensor& tensor,
                        ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
-                       double postscale = 1.0);
+                       double postscale = 1.0, int process_set = 0);
 // The same on a flat buffer of `count` elements.
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op = ReduceOp::kAverage,
@@ -134,7 +141,8 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<Tensor>& tensors,
                                             ReduceOp op = ReduceOp::kAverage,
                                             double prescale = 1.0,
-                                            double postscale = 1.0);
+                                            double postscale = 1.0,
+                                            int process_set = 0);
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
                                             const std::vector<void*>& data,
                                             const std::vector<int64_t>& counts,
@@ -145,7 +153,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
 // order, into `*out` (host tensors; the first dimension may differ per
 // rank, the others must agree).
 Handle allgather_async(const std::string& name, const Tensor& tensor,
-                       Output* out);
+                       Output* out, int process_set = 0);
 Handle allgather_async(const std::string& name, const void* data, int64_t count,
                        DataType dtype, Output* out);
 
@@ -154,7 +162,8 @@ Handle allgather_async(const std::string& name, const void* data, int64_t count,
 // taking one more. The scale factors as allreduce's.
 Handle reducescatter_async(const std::string& name, const Tensor& tensor,
                            Output* out, ReduceOp op = ReduceOp::kAverage,
-                           double prescale = 1.0, double postscale = 1.0);
+                           double prescale = 1.0, double postscale = 1.0,
+                           int process_set = 0);
 Handle reducescatter_async(const std::string& name, const void* data,
                            int64_t count, DataType dtype, Output* out,
                            ReduceOp op = ReduceOp::kAverage);
@@ -163,24 +172,43 @@ Handle reducescatter_async(const std::string& name, const void* data,
 // gathers what every rank sends here into `*out`, in rank order. Splits may
 // differ per rank; they must add up to the first dimension.
 Handle alltoall_async(const std::string& name, const Tensor& tensor,
-                      const std::vector<int64_t>& splits, Output* out);
+                      const std::vector<int64_t>& splits, Output* out,
+                      int process_set = 0);
 Handle alltoall_async(const std::string& name, const void* data, int64_t count,
                       DataType dtype, const std::vector<int64_t>& splits,
                       Output* out);
 
-// In-place broadcast from rank `root`.
-Handle broadcast_async(const std::string& name, const Tensor& tensor, int root);
+// In-place broadcast from rank `root` (a rank of the job, also with a
+// process set).
+Handle broadcast_async(const std::string& name, const Tensor& tensor, int root,
+                       int process_set = 0);
 Handle broadcast_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, int root);
 
-// Done once every rank has reached a barrier of the same name.
-Handle barrier_async(const std::string& name);
+// Done once every rank (of the set) has reached a barrier of the same name.
+Handle barrier_async(const std::string& name, int process_set = 0);
 
 // This rank has no more data (its input ran out before the others'):
 // until every rank has joined, the other ranks' allreduces go on with zeros
 // in this rank's place. Done when every rank has joined; value() is the
 // last rank to join. Other operations fail while a rank has joined.
 Handle join_async();
+
+// Process sets, as Horovod's: collectives among a subset of the job's
+// ranks, negotiated among those ranks only, with transports of their own.
+// Every rank of the job makes the same add/remove calls in the same order
+// (members or not); ids count from 1 (0 is the whole job). Fixed at init()
+// unless dynamic; FailedPrecondition otherwise. A set with the same ranks
+// as another, or with every rank, is InvalidArgument.
+StatusOr<int> add_process_set(const std::vector<int>& ranks);
+// Nothing of the set may be in flight.
+Status remove_process_set(int process_set);
+// The ids (0 first), a set's ranks (sorted; empty if unknown), this rank's
+// place in it (-1 when not a member) and its size (-1 if unknown).
+std::vector<int> process_set_ids();
+std::vector<int> process_set_ranks(int process_set);
+int process_set_rank(int process_set);
+int process_set_size(int process_set);
 
 // Compression of gradients on the wire (fp16 halves the bytes).
 enum class Compression { kNone, kFP16 };
