@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,17 +38,28 @@ void Check(const hvd::Status& s, bool state_is_argument = false) {
   }
 }
 
-// Bytes libhvd filled for an output, handed to Python without a copy: the
-// vector moves in here and torch.frombuffer views it.
+// An output's memory: libhvd's allocation callback makes it (uninitialised,
+// on the engine thread, without the GIL) and writes the result into it;
+// Python then views it with torch.frombuffer, without a copy.
 struct Bytes {
-  std::vector<uint8_t> data;
+  std::unique_ptr<uint8_t[]> data;
+  size_t size = 0;
 };
 
 // One submitted operation: libhvd's handle, and the output it fills.
 class Op {
  public:
   explicit Op(bool has_output)
-      : output_(has_output ? std::make_unique<hvd::Output>() : nullptr) {}
+      : output_(has_output ? std::make_unique<hvd::Output>() : nullptr) {
+    if (!output_) return;
+    bytes_ = std::make_shared<Bytes>();
+    output_->allocate = [bytes = bytes_](size_t n,
+                                         const std::vector<int64_t>&) {
+      bytes->data.reset(new (std::nothrow) uint8_t[n > 0 ? n : 1]);
+      bytes->size = bytes->data ? n : 0;
+      return static_cast<void*>(bytes->data.get());
+    };
+  }
 
   hvd::Output* output() { return output_.get(); }
   void set(hvd::Handle h) { handle_ = std::move(h); }
@@ -75,13 +87,10 @@ class Op {
 
   int64_t value() const { return handle_.value(); }
 
-  // The output's bytes (moved out: call once) and shape.
+  // The output's bytes and shape.
   py::tuple take_output() {
     if (!output_) throw py::value_error("this operation has no output");
-    auto bytes = std::make_unique<Bytes>();
-    bytes->data = std::move(output_->data);
-    py::object shape = py::cast(output_->shape);
-    return py::make_tuple(py::cast(std::move(bytes)), shape);
+    return py::make_tuple(py::cast(bytes_), py::cast(output_->shape));
   }
 
   std::vector<int64_t> received_splits() const {
@@ -91,6 +100,7 @@ class Op {
  private:
   hvd::Handle handle_;
   std::unique_ptr<hvd::Output> output_;
+  std::shared_ptr<Bytes> bytes_;
 };
 
 hvd::Tensor MakeTensor(uintptr_t data, int dtype, std::vector<int64_t> shape,
@@ -186,13 +196,13 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("stop_timeline", [] { Check(hvd::stop_timeline(), true); });
 
-  py::class_<Bytes>(m, "Bytes", py::buffer_protocol())
+  py::class_<Bytes, std::shared_ptr<Bytes>>(m, "Bytes", py::buffer_protocol())
       .def_buffer([](Bytes& b) {
-        return py::buffer_info(b.data.data(), 1,
+        return py::buffer_info(b.data.get(), 1,
                                py::format_descriptor<uint8_t>::format(), 1,
-                               {static_cast<py::ssize_t>(b.data.size())}, {1});
+                               {static_cast<py::ssize_t>(b.size)}, {1});
       })
-      .def("__len__", [](const Bytes& b) { return b.data.size(); });
+      .def("__len__", [](const Bytes& b) { return b.size; });
 
   py::class_<Op, std::shared_ptr<Op>>(m, "Op")
       .def("poll", &Op::poll)

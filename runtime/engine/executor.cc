@@ -7,6 +7,24 @@
 namespace hvd::runtime {
 namespace {
 
+// Where an output of `bytes` and `shape` goes: the caller's allocation, or
+// out->data. Null when the caller's allocation failed.
+uint8_t* OutputBuffer(Output* out, size_t bytes, std::vector<int64_t> shape) {
+  out->shape = std::move(shape);
+  if (!out->allocate) {
+    out->data.resize(bytes);
+    return out->data.data();
+  }
+  out->data.clear();
+  return static_cast<uint8_t*>(out->allocate(bytes, out->shape));
+}
+
+Status NoOutput(const Request& r, size_t bytes) {
+  return Status::ResourceExhausted(
+      "tensor '" + r.name + "'",
+      "the output allocation of " + std::to_string(bytes) + " bytes failed");
+}
+
 int64_t Rows(const Request& r) {
   return r.shape.empty() ? r.count : r.shape[0];
 }
@@ -72,10 +90,10 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
         total += bytes.back();
         rows += c;
       }
-      p->out->data.resize(total);
-      p->out->shape = WithRows(r0, rows);
+      uint8_t* dst = OutputBuffer(p->out, total, WithRows(r0, rows));
+      if (!dst && total > 0) return NoOutput(r0, total);
       begin(activity("ALLGATHER").c_str());
-      Status s = backend->Allgatherv(p->data, p->out->data.data(), bytes);
+      Status s = backend->Allgatherv(p->data, dst, bytes);
       end();
       return s;
     }
@@ -87,8 +105,9 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
         counts[r] =
             static_cast<size_t>((rows / n + (r < rows % n ? 1 : 0)) * row);
       }
-      p->out->data.resize(counts[rank_] * esize);
-      p->out->shape = WithRows(r0, rows / n + (rank_ < rows % n));
+      uint8_t* dst = OutputBuffer(p->out, counts[rank_] * esize,
+                                  WithRows(r0, rows / n + (rank_ < rows % n)));
+      if (!dst && counts[rank_] > 0) return NoOutput(r0, counts[rank_] * esize);
       std::vector<uint8_t> scaled;
       const void* in = p->data;
       if (r0.prescale != 1.0) {
@@ -98,12 +117,11 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
         in = scaled.data();
       }
       begin(activity("REDUCESCATTER").c_str());
-      Status s = backend->Reducescatter(in, p->out->data.data(), counts,
-                                        r0.dtype, r0.reduce);
+      Status s = backend->Reducescatter(in, dst, counts, r0.dtype, r0.reduce);
       end();
       double post = r0.postscale * (r0.average ? 1.0 / n : 1.0);
       if (s.ok() && post != 1.0) {
-        ScaleBuffer(r0.dtype, p->out->data.data(), counts[rank_], post);
+        ScaleBuffer(r0.dtype, dst, counts[rank_], post);
       }
       return s;
     }
@@ -124,10 +142,10 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
         rows += sp[rank_];
         p->out->received_splits.push_back(sp[rank_]);
       }
-      p->out->data.resize(total);
-      p->out->shape = WithRows(r0, rows);
+      uint8_t* dst = OutputBuffer(p->out, total, WithRows(r0, rows));
+      if (!dst && total > 0) return NoOutput(r0, total);
       begin(activity("ALLTOALL").c_str());
-      Status s = backend->Alltoallv(p->data, send, p->out->data.data(), recv);
+      Status s = backend->Alltoallv(p->data, send, dst, recv);
       end();
       return s;
     }

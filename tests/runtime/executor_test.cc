@@ -115,6 +115,41 @@ TEST(ExecutorTest, OtherOperationsTakeTheirOwnCall) {
   EXPECT_EQ(first[1], 6);
 }
 
+// The caller's allocation receives the output (and `data` stays empty);
+// a failed allocation fails the operation.
+TEST(ExecutorTest, OutputsGoWhereTheCallerAllocates) {
+  Fixture f;
+  std::vector<float> g = {5, 6};
+  std::vector<float> mine(3, -1);
+  std::vector<std::pair<size_t, std::vector<int64_t>>> asked;
+  Output out;
+  out.allocate = [&](size_t bytes, const std::vector<int64_t>& shape) {
+    asked.emplace_back(bytes, shape);
+    return static_cast<void*>(mine.data());
+  };
+  Pending gather = Floats("g", g, OpType::kAllgather);
+  gather.request.shape = {2, 1};
+  gather.out = &out;
+  gather.counts = {2, 1};
+  ASSERT_TRUE(f.executor.Run({&gather}).ok());
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].first, 12u);
+  EXPECT_EQ(asked[0].second, (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(out.data.empty());
+  EXPECT_EQ(mine[0], 5);
+  EXPECT_EQ(mine[1], 6);
+
+  Output refused;
+  refused.allocate = [](size_t, const std::vector<int64_t>&) {
+    return static_cast<void*>(nullptr);
+  };
+  gather.out = &refused;
+  auto failed = f.executor.Run({&gather});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(failed.status().message().find("12 bytes"), std::string::npos);
+}
+
 TEST(ExecutorTest, EagerReductionIsTheSameOnEveryRank) {
   Fixture f;
   const std::vector<float> r0 = {1, 2}, r1 = {3, 4};

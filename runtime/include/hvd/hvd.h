@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,13 @@ struct Output {
   std::vector<uint8_t> data;
   std::vector<int64_t> shape;
   std::vector<int64_t> received_splits;  // alltoall only
+  // Where the result goes instead of `data` (a framework's own tensor, so
+  // nothing is copied after): called once, on libhvd's engine thread, with
+  // the result's size and shape, before the data arrive; returns host
+  // memory of at least `bytes` that stays valid until the handle is done,
+  // or null to fail the operation. It must not wait on other operations.
+  std::function<void*(size_t bytes, const std::vector<int64_t>& shape)>
+      allocate;
 };
 
 // The completion of an asynchronous operation. Copyable; all copies see
