@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +40,20 @@ std::map<std::string, std::string> Environment() {
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return env;
+}
+
+// hvd's Python package as this horovodrun's build or installation lays it
+// out: build/python beside build/launcher, or PREFIX/lib/python3/
+// dist-packages beside PREFIX/bin; "" when neither holds it.
+std::string PythonPackageDir(const std::string& here) {
+  for (const char* rel : {"/../python", "/../lib/python3/dist-packages"}) {
+    std::string dir = here + rel;
+    if (::access((dir + "/hvd/__init__.py").c_str(), R_OK) == 0) {
+      char real[PATH_MAX];
+      return ::realpath(dir.c_str(), real) ? std::string(real) : dir;
+    }
+  }
+  return "";
 }
 
 // The directory of this executable: its helpers are installed beside it.
@@ -146,6 +162,12 @@ int Main(int argc, char** argv) {
   std::vector<ProcessSpec> specs;
   std::vector<std::string> hosts;
   std::string here = SelfDirectory();
+  // Workers that are Python scripts import horovod.torch from the package
+  // that came with this horovodrun, with no PYTHONPATH to set by hand.
+  if (std::string py = PythonPackageDir(here); !py.empty()) {
+    env["PYTHONPATH"] =
+        PrependToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
+  }
   std::string ssh_exec = here + "/hvd-ssh-exec";
   std::string remote_exec = env.count("HVD_REMOTE_EXEC")
                                 ? env.at("HVD_REMOTE_EXEC")

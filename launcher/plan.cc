@@ -52,6 +52,22 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   return plan;
 }
 
+std::string PrependToPath(const std::string& search_path,
+                          const std::string& dir) {
+  if (dir.empty()) return search_path;
+  size_t start = 0;
+  while (start <= search_path.size()) {
+    size_t end = search_path.find(':', start);
+    if (end == std::string::npos) end = search_path.size();
+    if (search_path.compare(start, end - start, dir) == 0 &&
+        end - start == dir.size()) {
+      return search_path;
+    }
+    start = end + 1;
+  }
+  return search_path.empty() ? dir : dir + ":" + search_path;
+}
+
 std::vector<std::string> WorkerEnvironment(
     const std::map<std::string, std::string>& launcher_env,
     const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access) {

@@ -68,4 +68,9 @@ std::vector<std::string> WorkerEnvironment(
     const std::map<std::string, std::string>& launcher_env,
     const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access);
 
+// `search_path` (PYTHONPATH's form, ':'-separated) with `dir` in front,
+// unless it is there already.
+std::string PrependToPath(const std::string& search_path,
+                          const std::string& dir);
+
 }  // namespace hvd::launcher

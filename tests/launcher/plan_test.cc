@@ -77,6 +77,16 @@ bool HasKey(const std::vector<std::string>& env, const std::string& key) {
   });
 }
 
+TEST(PrependToPathTest, InFrontOnceAndOnlyOnce) {
+  EXPECT_EQ(PrependToPath("", "/p"), "/p");
+  EXPECT_EQ(PrependToPath("/a:/b", "/p"), "/p:/a:/b");
+  EXPECT_EQ(PrependToPath("/a:/p:/b", "/p"), "/a:/p:/b");
+  EXPECT_EQ(PrependToPath("/p", "/p"), "/p");
+  EXPECT_EQ(PrependToPath("/a:/p", "/p"), "/a:/p");
+  EXPECT_EQ(PrependToPath("/pp:/a", "/p"), "/p:/pp:/a");
+  EXPECT_EQ(PrependToPath("/a", ""), "/a");
+}
+
 TEST(WorkerEnvironmentTest, HorovodVariablesAndAccess) {
   auto p = MakePlan(Options(4, {{"x", 1, ""}, {"y", 3, ""}}), AllLocal());
   ASSERT_TRUE(p.ok());

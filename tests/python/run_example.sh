@@ -16,7 +16,9 @@ if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+# No PYTHONPATH: horovodrun hands its own package to Python workers, so
+# the script runs as it would under Horovod's horovodrun.
+unset PYTHONPATH
 export PYTHONDONTWRITEBYTECODE=1
 run() {
   "$build/launcher/horovodrun" -np 2 "$python" \
