@@ -88,7 +88,13 @@ def _dtype_code(tensor: torch.Tensor) -> int:
 
 
 def _device(tensor: torch.Tensor) -> int:
-    return tensor.device.index if tensor.is_cuda else -1
+    """libhvd's device of `tensor`. For a CUDA tensor, first waits for the
+    work torch has queued on it: NCCL runs on libhvd's own streams, which
+    would not otherwise wait for the kernels that produce the data."""
+    if not tensor.is_cuda:
+        return -1
+    torch.cuda.current_stream(tensor.device).synchronize()
+    return tensor.device.index
 
 
 def _resolve_op(op: Optional[int], average: Optional[bool],
