@@ -14,13 +14,18 @@ std::string_view Trim(std::string_view s) {
   return s.substr(a, b - a + 1);
 }
 
-StatusOr<HostSpec> ParseEntry(std::string_view entry) {
+// One "[user@]host[:slots]" entry; `what` names the source in errors, and
+// `given_slots` (when not null) says whether ":slots" was written.
+StatusOr<HostSpec> ParseEntry(std::string_view entry,
+                              std::string_view what = "-H",
+                              bool* given_slots = nullptr) {
+  const std::string src(what);
   HostSpec spec;
   if (size_t at = entry.find('@'); at != std::string_view::npos) {
     spec.user = std::string(entry.substr(0, at));
     entry = entry.substr(at + 1);
     if (spec.user.empty()) {
-      return Status::InvalidArgument("-H", "empty user name before '@'");
+      return Status::InvalidArgument(src, "empty user name before '@'");
     }
   }
   std::string_view slots_text;
@@ -29,15 +34,14 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry) {
     size_t close = entry.find(']');
     if (close == std::string_view::npos) {
       return Status::InvalidArgument(
-          "-H", "'" + std::string(entry) + "' has '[' without ']'");
+          src, "'" + std::string(entry) + "' has '[' without ']'");
     }
     spec.host = std::string(entry.substr(1, close - 1));
     std::string_view rest = entry.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') {
         return Status::InvalidArgument(
-            "-H",
-            "expected ':SLOTS' after ']' in '" + std::string(entry) + "'");
+            src, "expected ':SLOTS' after ']' in '" + std::string(entry) + "'");
       }
       slots_text = rest.substr(1);
       has_slots = true;
@@ -46,8 +50,8 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry) {
     size_t colon = entry.rfind(':');
     if (colon != std::string_view::npos && entry.find(':') != colon) {
       return Status::InvalidArgument(
-          "-H", "'" + std::string(entry) +
-                    "' looks like an IPv6 address; write it as [ADDR]:SLOTS");
+          src, "'" + std::string(entry) +
+                   "' looks like an IPv6 address; write it as [ADDR]:SLOTS");
     }
     spec.host = std::string(entry.substr(0, colon));
     if (colon != std::string_view::npos) {
@@ -57,14 +61,16 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry) {
   }
   if (spec.host.empty()) {
     return Status::InvalidArgument(
-        "-H", "empty host name in '" + std::string(entry) + "'");
+        src, "empty host name in '" + std::string(entry) + "'");
   }
   if (has_slots) {
     HVD_ASSIGN_OR_RETURN(
         int64_t slots,
-        ParseInt64(slots_text, "-H slots of '" + spec.host + "'", 0, 1 << 20));
+        ParseInt64(slots_text, src + " slots of '" + spec.host + "'", 0,
+                   1 << 20));
     spec.slots = static_cast<int>(slots);
   }
+  if (given_slots) *given_slots = has_slots;
   return spec;
 }
 
@@ -92,6 +98,44 @@ StatusOr<std::vector<HostSpec>> ParseHostList(std::string_view text) {
     // host:0 is a host with no slots, as in Horovod: nothing runs there.
     if (spec.slots > 0) out.push_back(std::move(spec));
     start = comma + 1;
+  }
+  return out;
+}
+
+StatusOr<std::vector<HostSpec>> ParseDiscoveredHosts(std::string_view text,
+                                                     int default_slots) {
+  const std::string what = "host discovery script";
+  std::vector<HostSpec> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t eol = text.find('\n', start);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view line = Trim(text.substr(start, eol - start));
+    start = eol + 1;
+    if (line.empty()) continue;
+    bool given = false;
+    HVD_ASSIGN_OR_RETURN(HostSpec spec, ParseEntry(line, what, &given));
+    if (!given) {
+      if (default_slots <= 0) {
+        return Status::InvalidArgument(
+            what, "printed '" + std::string(line) +
+                      "' without slots; print HOST:SLOTS or pass "
+                      "--slots-per-host");
+      }
+      spec.slots = default_slots;
+    }
+    bool repeated = false;
+    for (const HostSpec& h : out) {
+      if (h.host != spec.host) continue;
+      if (h.slots != spec.slots) {
+        return Status::InvalidArgument(
+            what, "printed host '" + spec.host + "' with " +
+                      std::to_string(h.slots) + " and with " +
+                      std::to_string(spec.slots) + " slots");
+      }
+      repeated = true;
+    }
+    if (!repeated) out.push_back(std::move(spec));
   }
   return out;
 }

@@ -20,6 +20,13 @@ struct HostSpec {
 // Slots default to 1 when a host has no ":N". Errors name the bad entry.
 StatusOr<std::vector<HostSpec>> ParseHostList(std::string_view text);
 
+// What an elastic job's host discovery script prints: one HOST:SLOTS (or
+// HOST, taking `default_slots`, --slots-per-host) per line, blank lines
+// ignored, a host printed twice with the same slots once. HOST:0 stays in
+// the list (known, with no slots). Errors say what to print instead.
+StatusOr<std::vector<HostSpec>> ParseDiscoveredHosts(std::string_view text,
+                                                     int default_slots);
+
 // A host file as Horovod and OpenMPI write it: "host slots=N" per line
 // (max_slots=M accepted and ignored, a bare host is one slot), '#'
 // comments, blank lines. `path` names the file in errors.
