@@ -21,20 +21,26 @@ std::string JoinNames(const std::vector<std::string>& names, size_t limit) {
 
 }  // namespace
 
-StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts,
-                                         int size) {
-  HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
-  HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
-  Job job;
+void JobTable::LayOut(Job& job, std::vector<HostSlots> hosts) {
   job.assignments = ComputeAssignments(hosts);
   job.generations.assign(job.assignments.size(), 0);
+  job.first_rank.clear();
   int rank = 0;
   for (const HostSlots& h : hosts) {
     job.first_rank[h.host] = rank;
     rank += h.slots;
   }
   job.hosts = std::move(hosts);
+}
+
+StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
+                                         bool elastic) {
+  HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
+  HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
+  Job job;
+  LayOut(job, std::move(hosts));
   job.token = token;
+  job.elastic = elastic;
 
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.size() >= limits_.max_jobs) {
@@ -110,18 +116,22 @@ Status JobTable::Authenticate(const std::string& job_id,
   return Status::Ok();
 }
 
-StatusOr<Assignment> JobTable::Join(const std::string& job_id,
-                                    const std::string& host, int slot,
-                                    int previous_generation) {
-  std::lock_guard<std::mutex> lock(mu_);
-  HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
-  auto it = job->first_rank.find(host);
-  if (it == job->first_rank.end()) {
+StatusOr<Assignment> JobTable::SlotLocked(const Job& job,
+                                          const std::string& host,
+                                          int slot) const {
+  auto it = job.first_rank.find(host);
+  if (it == job.first_rank.end()) {
+    if (job.elastic) {
+      return Status::FailedPrecondition(
+          "host", "'" + host +
+                      "' is not one of the job's hosts now (the launcher "
+                      "removed it)");
+    }
     return Status::InvalidArgument(
         "host", "'" + host + "' is not one of the job's hosts");
   }
   int first = it->second;
-  int slots = job->assignments[first].local_size;
+  int slots = job.assignments[first].local_size;
   if (slot < 0) {
     return Status::InvalidArgument("slot", "is negative");
   }
@@ -130,8 +140,49 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
         "slot", std::to_string(slot) + " is out of range for host '" + host +
                     "', which has " + std::to_string(slots) + " slots");
   }
-  int rank = first + slot;
-  int& current = job->generations[rank];
+  return job.assignments[first + slot];
+}
+
+std::optional<StatusOr<Assignment>> JobTable::JoinLocked(
+    Job& job, const std::string& host, int slot, int previous) {
+  if (job.elastic) {
+    // The generation is the membership's epoch, alike for every member.
+    if (previous < 0 || previous > job.epoch) {
+      return StatusOr<Assignment>(Status::FailedPrecondition(
+          "generation", "left generation " + std::to_string(previous) +
+                            " but the job is at " + std::to_string(job.epoch) +
+                            " (was the rendezvous restarted?)"));
+    }
+    if (previous == job.epoch) return std::nullopt;  // wait for the next
+    StatusOr<Assignment> a = SlotLocked(job, host, slot);
+    if (!a.ok()) return a;
+    job.joined.insert(a->rank);
+    a->generation = job.epoch;
+    return a;
+  }
+  StatusOr<Assignment> found = SlotLocked(job, host, slot);
+  if (!found.ok()) return found;
+  return JoinFixedLocked(job, found->rank, previous);
+}
+
+StatusOr<Assignment> JobTable::Join(const std::string& job_id,
+                                    const std::string& host, int slot,
+                                    int previous_generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
+  auto answer = JoinLocked(*job, host, slot, previous_generation);
+  if (!answer) {
+    return Status::FailedPrecondition(
+        "generation", std::to_string(previous_generation) +
+                          " is the job's current membership; wait for the "
+                          "next one (JoinWait)");
+  }
+  return *answer;
+}
+
+StatusOr<Assignment> JobTable::JoinFixedLocked(Job& job, int rank,
+                                               int previous_generation) {
+  int& current = job.generations[rank];
   if (previous_generation < 0 || previous_generation > current) {
     return Status::FailedPrecondition(
         "generation", "rank " + std::to_string(rank) + " left generation " +
@@ -141,10 +192,101 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
                           " (was the rendezvous restarted?)");
   }
   if (previous_generation == current) ++current;
-  job->joined.insert(rank);
-  Assignment a = job->assignments[rank];
+  job.joined.insert(rank);
+  Assignment a = job.assignments[rank];
   a.generation = current;
   return a;
+}
+
+JobTable::WaitId JobTable::JoinWait(const std::string& job_id,
+                                    const std::string& host, int slot,
+                                    int previous_generation,
+                                    Clock::time_point deadline,
+                                    JoinCallback done) {
+  StatusOr<Assignment> answer = Status::Internal("unset");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto job = FindLocked(job_id);
+    if (!job.ok()) {
+      answer = job.status();
+    } else {
+      auto now = JoinLocked(**job, host, slot, previous_generation);
+      if (now) {
+        answer = *now;
+      } else {
+        Waiter w;
+        w.job_id = job_id;
+        w.deadline = deadline;
+        w.on_join = std::move(done);
+        w.host = host;
+        w.slot = slot;
+        WaitId id = AddWaiterLocked(**job, std::move(w));
+        (*job)->joiners.push_back(id);
+        return id;
+      }
+    }
+  }
+  done(std::move(answer));
+  return 0;
+}
+
+StatusOr<int> JobTable::SetMembership(const std::string& job_id,
+                                      std::vector<HostSlots> hosts, int size) {
+  HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
+  std::vector<Completion> completions;
+  int epoch = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
+    if (!job->elastic) {
+      return Status::FailedPrecondition(
+          "job '" + job_id + "'",
+          "is not elastic: its hosts are fixed when it is created");
+    }
+    LayOut(*job, std::move(hosts));
+    epoch = ++job->epoch;
+    job->joined.clear();
+    // Rounds of the old membership cannot complete: their ranks are gone.
+    std::vector<WaitId> in_rounds;
+    for (auto& [name, round] : job->barriers) {
+      in_rounds.insert(in_rounds.end(), round.waiters.begin(),
+                       round.waiters.end());
+    }
+    const Status moved = Status::Aborted(
+        "job '" + job_id + "'",
+        "its membership changed (epoch " + std::to_string(epoch) + ")");
+    for (WaitId id : in_rounds) completions.push_back(FinishLocked(id, moved));
+    // Joins waiting for this epoch get their place in it.
+    std::vector<WaitId> joiners;
+    joiners.swap(job->joiners);
+    for (WaitId id : joiners) {
+      auto it = waiters_.find(id);
+      if (it == waiters_.end()) continue;
+      auto a = JoinLocked(*job, it->second.host, it->second.slot, epoch - 1);
+      completions.push_back(FinishJoinLocked(id, *a));
+    }
+  }
+  RunAll(completions);
+  return epoch;
+}
+
+JobTable::Completion JobTable::FinishJoinLocked(WaitId id,
+                                                StatusOr<Assignment> a) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return [] {};
+  Waiter w = std::move(it->second);
+  waiters_.erase(it);
+  deadlines_.erase({w.deadline, id});
+  auto job_it = jobs_.find(w.job_id);
+  if (job_it != jobs_.end()) {
+    Job& job = job_it->second;
+    job.waiters.erase(id);
+    auto& ids = job.joiners;
+    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+  }
+  return [cb = std::move(w.on_join), a = std::move(a)]() mutable {
+    cb(std::move(a));
+  };
 }
 
 StatusOr<std::vector<int>> JobTable::JoinedRanks(
@@ -330,6 +472,13 @@ JobTable::WaitId JobTable::Barrier(const std::string& job_id,
 JobTable::Completion JobTable::FinishLocked(WaitId id, const Status& status) {
   auto it = waiters_.find(id);
   if (it == waiters_.end()) return [] {};
+  if (it->second.on_join) {
+    return FinishJoinLocked(id, status.ok()
+                                    ? Status::Internal("join",
+                                                       "finished without "
+                                                       "an assignment")
+                                    : status);
+  }
   Waiter w = std::move(it->second);
   waiters_.erase(it);
   deadlines_.erase({w.deadline, id});
@@ -403,7 +552,11 @@ std::optional<Clock::time_point> JobTable::Expire(Clock::time_point now) {
       WaitId id = deadlines_.begin()->second;
       const Waiter& w = waiters_.at(id);
       Status status;
-      if (!w.barrier.empty()) {
+      if (w.on_join) {
+        status = Status::DeadlineExceeded(
+            "join", "host " + w.host + " slot " + std::to_string(w.slot) +
+                        " waited for the job's next membership in vain");
+      } else if (!w.barrier.empty()) {
         std::vector<std::string> missing;
         auto job = jobs_.find(w.job_id);
         if (job != jobs_.end()) {

@@ -60,6 +60,7 @@ class JobTable {
   using WaitCallback =
       std::function<void(StatusOr<std::vector<std::string>> values)>;
   using BarrierCallback = std::function<void(Status status)>;
+  using JoinCallback = std::function<void(StatusOr<Assignment> assignment)>;
   using WaitId = uint64_t;
 
   // `now` is the table's clock for keep-alives (tests pass a fake).
@@ -71,7 +72,28 @@ class JobTable {
 
   // Registers a job with a fresh random id and token. Hosts are validated
   // (ValidateHosts); their order fixes the ranks.
-  StatusOr<CreatedJob> CreateJob(std::vector<HostSlots> hosts, int size);
+  // `elastic`: the job's hosts may change (SetMembership), and a join's
+  // generation is the job's membership epoch instead of the slot's count.
+  StatusOr<CreatedJob> CreateJob(std::vector<HostSlots> hosts, int size,
+                                 bool elastic = false);
+
+  // An elastic job's next membership (epoch + 1): its hosts in assignment
+  // order and size, as the launcher decided. Pending barrier rounds end
+  // with Aborted (their ranks are gone); joins waiting for a new epoch get
+  // their assignment in it, or FailedPrecondition when their host or slot
+  // is no longer in the job. FailedPrecondition for a job that is not
+  // elastic. Returns the new epoch.
+  StatusOr<int> SetMembership(const std::string& job_id,
+                              std::vector<HostSlots> hosts, int size);
+
+  // Join, waiting when it cannot answer yet: in an elastic job, a process
+  // that already joined the current epoch (previous_generation == epoch)
+  // waits for the next one; `done` gets DeadlineExceeded at `deadline`.
+  // Everything else answers at once, as Join. Returns an id for
+  // CancelWait; 0 when it completed at once.
+  WaitId JoinWait(const std::string& job_id, const std::string& host, int slot,
+                  int previous_generation, Clock::time_point deadline,
+                  JoinCallback done);
 
   // NotFound for an unknown job, Unauthenticated for a missing or wrong
   // token (compared in constant time).
@@ -141,6 +163,9 @@ class JobTable {
     Clock::time_point deadline;
     WaitCallback on_values;
     BarrierCallback on_barrier;
+    JoinCallback on_join;  // a join waiting for the next epoch
+    std::string host;
+    int slot = -1;
   };
   struct BarrierRound {
     std::set<int> ranks;
@@ -153,6 +178,9 @@ class JobTable {
     std::vector<int> generations;  // by rank: the last one joined (0: none)
     std::set<int> joined;
     std::string token;
+    bool elastic = false;
+    int epoch = 1;                // elastic: the membership's number
+    std::vector<WaitId> joiners;  // elastic: joins waiting for epoch + 1
     std::unordered_map<std::string, std::string> kv;
     std::unordered_map<std::string, std::vector<WaitId>> waiting_on;  // key
     std::unordered_map<std::string, BarrierRound> barriers;
@@ -162,10 +190,26 @@ class JobTable {
   };
   using Completion = std::function<void()>;
 
+  // The assignment of (host, slot) in the job's current hosts; `mu_` held.
+  StatusOr<Assignment> SlotLocked(const Job& job, const std::string& host,
+                                  int slot) const;
+  // Joins at once, or says (nullopt) that the join must wait for the next
+  // epoch; `mu_` held.
+  std::optional<StatusOr<Assignment>> JoinLocked(Job& job,
+                                                 const std::string& host,
+                                                 int slot, int previous);
+  // A fixed job's join of `rank`: the slot's next generation; `mu_` held.
+  StatusOr<Assignment> JoinFixedLocked(Job& job, int rank,
+                                       int previous_generation);
+  // Lays out `hosts` as the job's ranks; `mu_` held or the job not shared.
+  static void LayOut(Job& job, std::vector<HostSlots> hosts);
+
   // Looks up a job; `mu_` must be held.
   StatusOr<Job*> FindLocked(const std::string& job_id);
   StatusOr<const Job*> FindLocked(const std::string& job_id) const;
   WaitId AddWaiterLocked(Job& job, Waiter waiter);
+  // Removes a waiting join and returns its callback bound to `a`.
+  Completion FinishJoinLocked(WaitId id, StatusOr<Assignment> a);
   // Removes the waiter everywhere and returns its callback bound to
   // `status` (or, for key waits with OK, the values).
   Completion FinishLocked(WaitId id, const Status& status);

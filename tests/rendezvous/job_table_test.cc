@@ -324,5 +324,109 @@ TEST(JobTableInfoTest, ReportsSizeAndJoinedRanks) {
   EXPECT_EQ(info->joined, (std::vector<int>{0, 3}));
 }
 
+// Elastic jobs: the generation is the membership's epoch.
+class ElasticJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto job = table_.CreateJob({{"a", 2}, {"b", 2}}, 4, /*elastic=*/true);
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    id_ = job->job_id;
+  }
+  Clock::time_point In(int ms) { return t0_ + milliseconds(ms); }
+  // A join as a worker makes it: the result, and whether it answered now.
+  StatusOr<Assignment> JoinNow(const std::string& host, int slot, int previous,
+                               bool* waited = nullptr) {
+    StatusOr<Assignment> got = Status::Internal("no answer");
+    bool answered = false;
+    JobTable::WaitId w = table_.JoinWait(id_, host, slot, previous, In(1000),
+                                         [&](StatusOr<Assignment> a) {
+                                           got = std::move(a);
+                                           answered = true;
+                                         });
+    if (waited) *waited = w != 0;
+    EXPECT_EQ(answered, w == 0);
+    return got;
+  }
+
+  JobTable table_;
+  std::string id_;
+  Clock::time_point t0_ = Clock::now();
+};
+
+TEST_F(ElasticJobTest, EveryMemberJoinsTheSameEpoch) {
+  for (const char* h : {"a", "b"}) {
+    for (int slot = 0; slot < 2; ++slot) {
+      auto a = JoinNow(h, slot, 0);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      EXPECT_EQ(a->generation, 1);
+    }
+  }
+  EXPECT_EQ(table_.JoinedRanks(id_)->size(), 4u);
+  // A fixed job refuses a new membership.
+  auto fixed = table_.CreateJob({{"x", 1}}, 1);
+  EXPECT_EQ(table_.SetMembership(fixed->job_id, {{"x", 2}}, 2).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ElasticJobTest, SurvivorsWaitForTheNextMembershipAndGetNewRanks) {
+  ASSERT_TRUE(JoinNow("a", 0, 0).ok());
+  ASSERT_TRUE(JoinNow("b", 1, 0).ok());
+  // Host a fails: its survivor on b re-joins and waits for the launcher.
+  std::vector<StatusOr<Assignment>> answers;
+  auto record = [&](StatusOr<Assignment> a) { answers.push_back(a); };
+  EXPECT_NE(table_.JoinWait(id_, "b", 1, 1, In(1000), record), 0u);
+  EXPECT_NE(table_.JoinWait(id_, "b", 0, 1, In(1000), record), 0u);
+  // A worker of a (still running) waits too; a is then removed.
+  EXPECT_NE(table_.JoinWait(id_, "a", 1, 1, In(1000), record), 0u);
+  EXPECT_TRUE(answers.empty());
+  // The plain Join says to wait rather than answering the old epoch.
+  EXPECT_EQ(table_.Join(id_, "b", 1, 1).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto epoch = table_.SetMembership(id_, {{"b", 2}, {"c", 1}}, 3);
+  ASSERT_TRUE(epoch.ok());
+  EXPECT_EQ(*epoch, 2);
+  ASSERT_EQ(answers.size(), 3u);
+  ASSERT_TRUE(answers[0].ok()) << answers[0].status().ToString();
+  EXPECT_EQ(answers[0]->rank, 1);  // b's slot 1, now that b goes first
+  EXPECT_EQ(answers[0]->size, 3);
+  EXPECT_EQ(answers[0]->generation, 2);
+  EXPECT_EQ(answers[1]->rank, 0);
+  EXPECT_EQ(answers[1]->local_size, 2);
+  EXPECT_EQ(answers[2].status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(answers[2].status().message().find("removed"), std::string::npos);
+  // A new host's worker joins the same epoch from scratch.
+  auto c = JoinNow("c", 0, 0);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->rank, 2);
+  EXPECT_EQ(c->generation, 2);
+  EXPECT_EQ(c->cross_size, 2);
+}
+
+TEST_F(ElasticJobTest, OldBarrierRoundsEndAndWaitingJoinsTimeOut) {
+  Status barrier;
+  table_.Barrier(id_, "step", 0, In(1000), [&](Status s) { barrier = s; });
+  StatusOr<Assignment> late = Status::Internal("none");
+  ASSERT_TRUE(JoinNow("a", 0, 0).ok());
+  table_.JoinWait(id_, "a", 0, 1, In(10),
+                  [&](StatusOr<Assignment> a) { late = a; });
+  table_.Expire(In(10));
+  EXPECT_EQ(late.status().code(), StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(table_.SetMembership(id_, {{"a", 1}}, 1).ok());
+  EXPECT_EQ(barrier.code(), StatusCode::kAborted);
+  // The new membership's barrier counts its one rank.
+  Status again = Status::Internal("none");
+  EXPECT_EQ(
+      table_.Barrier(id_, "step", 0, In(1000), [&](Status s) { again = s; }),
+      0u);
+  EXPECT_TRUE(again.ok());
+  // Ending the job ends a waiting join too.
+  StatusOr<Assignment> ended = Status::Internal("none");
+  ASSERT_TRUE(JoinNow("a", 0, 1).ok());
+  table_.JoinWait(id_, "a", 0, 2, In(1000),
+                  [&](StatusOr<Assignment> a) { ended = a; });
+  ASSERT_TRUE(table_.EndJob(id_, "done").ok());
+  EXPECT_EQ(ended.status().code(), StatusCode::kAborted);
+}
+
 }  // namespace
 }  // namespace hvd::rendezvous
