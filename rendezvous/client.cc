@@ -146,13 +146,15 @@ std::shared_ptr<ClientSession> RendezvousClient::Session() {
   return session_;
 }
 
-void RendezvousClient::JoinAsync(
-    const std::string& host, int slot, int previous_generation,
-    std::function<void(StatusOr<Assignment>)> done) {
+void RendezvousClient::JoinAsync(const std::string& host, int slot,
+                                 int previous_generation,
+                                 std::function<void(StatusOr<Assignment>)> done,
+                                 std::chrono::milliseconds wait) {
   pb::Op op;
   op.mutable_join()->set_host(host);
   op.mutable_join()->set_slot(slot);
   op.mutable_join()->set_previous_generation(previous_generation);
+  op.mutable_join()->set_timeout_ms(wait.count());
   std::string where = "rendezvous " + address_ + " join";
   Session()->Submit(std::move(op),
                     [done = std::move(done), where](const pb::OpResult& r) {
@@ -248,7 +250,10 @@ StatusOr<Assignment> RendezvousClient::Join(const std::string& host, int slot,
         deadline - std::chrono::steady_clock::now());
     auto r = Await<StatusOr<Assignment>>(
         [&](auto done) {
-          JoinAsync(host, slot, previous_generation, std::move(done));
+          // An elastic job's member waits at the server for the next
+          // membership, as long as this join may take.
+          JoinAsync(host, slot, previous_generation, std::move(done),
+                    std::max(left, std::chrono::milliseconds(1)));
         },
         std::max(left, std::chrono::milliseconds(1)) + kWaitSlack,
         "rendezvous " + address_ + " join");

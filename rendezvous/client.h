@@ -57,7 +57,9 @@ class RendezvousClient {
 
   // Retries for up to `timeout` while the server is unreachable, so workers
   // that start before the network is ready still join. A process that has
-  // joined before passes the generation it left (JobTable::Join).
+  // joined before passes the generation it left (JobTable::Join); in an
+  // elastic job a member of the current membership waits, up to
+  // `timeout`, for the next one (JobTable::JoinWait).
   StatusOr<Assignment> Join(const std::string& host, int slot,
                             std::chrono::milliseconds timeout,
                             int previous_generation = 0);
@@ -70,8 +72,11 @@ class RendezvousClient {
 
   // The same calls without blocking: `done` runs once, on a gRPC thread,
   // and must not block. Many may be in flight; they are batched.
+  // `wait` > 0: a member of an elastic job's current membership waits that
+  // long at the server for the next one (0: answered at once).
   void JoinAsync(const std::string& host, int slot, int previous_generation,
-                 std::function<void(StatusOr<Assignment>)> done);
+                 std::function<void(StatusOr<Assignment>)> done,
+                 std::chrono::milliseconds wait = std::chrono::milliseconds(0));
   void SetAsync(const std::string& key, const std::string& value,
                 std::function<void(Status)> done);
   void GetAsync(const std::string& key,

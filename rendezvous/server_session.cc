@@ -179,6 +179,7 @@ class SessionReactor final
     result.set_id(op.id());
     switch (op.kind_case()) {
       case pb::Op::kJoin: {
+        if (op.join().timeout_ms() > 0) return DispatchJoin(op.id(), op.join());
         auto a = table_->Join(job_id_, op.join().host(), op.join().slot(),
                               op.join().previous_generation());
         if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
@@ -229,6 +230,22 @@ class SessionReactor final
     auto it = state_->pending.find(op_id);
     if (it != state_->pending.end()) it->second = id;
     expirer_->Kick();
+  }
+
+  void DispatchJoin(uint64_t op_id, const pb::JoinRequest& req) {
+    Block(op_id, DeadlineFrom(req.timeout_ms()),
+          [&](Clock::time_point deadline) {
+            return table_->JoinWait(
+                job_id_, req.host(), req.slot(), req.previous_generation(),
+                deadline, [state = state_, op_id](StatusOr<Assignment> a) {
+                  pb::OpResult result;
+                  result.set_id(op_id);
+                  if (a.ok())
+                    AssignmentToProto(*a, result.mutable_assignment());
+                  SetStatus(&result, a.status());
+                  Deliver(state, std::move(result));
+                });
+          });
   }
 
   void DispatchWait(uint64_t op_id, const pb::WaitRequest& req) {

@@ -163,5 +163,33 @@ TEST_F(ServiceTest, UnreachableServerIsUnavailableAndSaysSo) {
       << s.message();
 }
 
+// An elastic job over the wire: a member of the current membership blocks
+// in Join until the launcher sets the next one, then gets its new rank; a
+// join that waits past its timeout says so.
+TEST_F(ServiceTest, ElasticMembersWaitForTheNextMembership) {
+  auto job = server_->table().CreateJob({{"a", 1}, {"b", 1}}, 2,
+                                        /*elastic=*/true);
+  ASSERT_TRUE(job.ok());
+  auto worker =
+      RendezvousClient::Create(server_->address(), job->job_id, job->token);
+  auto first = worker->Join("b", 0, milliseconds(5000));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->rank, 1);
+  EXPECT_EQ(first->generation, 1);
+  auto timed_out = worker->Join("b", 0, milliseconds(200), 1);
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kDeadlineExceeded);
+  std::future<StatusOr<Assignment>> rejoin =
+      std::async(std::launch::async,
+                 [&] { return worker->Join("b", 0, milliseconds(10000), 1); });
+  EXPECT_EQ(rejoin.wait_for(milliseconds(300)), std::future_status::timeout);
+  ASSERT_TRUE(server_->table().SetMembership(job->job_id, {{"b", 1}}, 1).ok());
+  ASSERT_EQ(rejoin.wait_for(milliseconds(5000)), std::future_status::ready);
+  auto second = rejoin.get();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->rank, 0);
+  EXPECT_EQ(second->size, 1);
+  EXPECT_EQ(second->generation, 2);
+}
+
 }  // namespace
 }  // namespace hvd::rendezvous
