@@ -42,7 +42,12 @@ tsan() {
 case ${1:-all} in
   asan) asan ;;
   tsan) tsan ;;
-  all) asan && tsan ;;
+  # Not `asan && tsan`: bash ignores `set -e` inside a function called as
+  # the left side of &&, so a failing suite would not stop the script.
+  all)
+    asan
+    tsan
+    ;;
   *)
     echo "run_sanitizers.sh: say asan, tsan or nothing (both), not '$1'" >&2
     exit 2
