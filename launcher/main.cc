@@ -163,10 +163,11 @@ int Main(int argc, char** argv) {
   std::vector<std::string> hosts;
   std::string here = SelfDirectory();
   // Workers that are Python scripts import horovod.torch from the package
-  // that came with this horovodrun, with no PYTHONPATH to set by hand.
+  // that came with this horovodrun, with no PYTHONPATH to set by hand (a
+  // package the user's PYTHONPATH names comes first).
   if (std::string py = PythonPackageDir(here); !py.empty()) {
     env["PYTHONPATH"] =
-        PrependToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
+        AppendToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
   }
   std::string ssh_exec = here + "/hvd-ssh-exec";
   std::string remote_exec = env.count("HVD_REMOTE_EXEC")

@@ -52,8 +52,8 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
   return plan;
 }
 
-std::string PrependToPath(const std::string& search_path,
-                          const std::string& dir) {
+std::string AppendToPath(const std::string& search_path,
+                         const std::string& dir) {
   if (dir.empty()) return search_path;
   size_t start = 0;
   while (start <= search_path.size()) {
@@ -65,7 +65,7 @@ std::string PrependToPath(const std::string& search_path,
     }
     start = end + 1;
   }
-  return search_path.empty() ? dir : dir + ":" + search_path;
+  return search_path.empty() ? dir : search_path + ":" + dir;
 }
 
 std::vector<std::string> WorkerEnvironment(

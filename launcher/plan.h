@@ -68,9 +68,9 @@ std::vector<std::string> WorkerEnvironment(
     const std::map<std::string, std::string>& launcher_env,
     const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access);
 
-// `search_path` (PYTHONPATH's form, ':'-separated) with `dir` in front,
-// unless it is there already.
-std::string PrependToPath(const std::string& search_path,
-                          const std::string& dir);
+// `search_path` (PYTHONPATH's form, ':'-separated) with `dir` added at
+// the end, unless it is there already: entries the user set come first.
+std::string AppendToPath(const std::string& search_path,
+                         const std::string& dir);
 
 }  // namespace hvd::launcher

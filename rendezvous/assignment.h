@@ -29,6 +29,10 @@ struct Assignment {
   bool operator==(const Assignment&) const = default;
 };
 
+// The key under which an elastic job's table publishes its membership
+// epoch, for workers to notice a change at their next commit.
+inline constexpr const char* kMembershipEpochKey = "hvd/membership-epoch";
+
 // Checks names (non-empty, unique) and slot counts (>= 1), and that the
 // slots add up to `size`.
 Status ValidateHosts(const std::vector<HostSlots>& hosts, int size);

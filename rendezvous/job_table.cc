@@ -246,6 +246,9 @@ StatusOr<int> JobTable::SetMembership(const std::string& job_id,
     LayOut(*job, std::move(hosts));
     epoch = ++job->epoch;
     job->joined.clear();
+    // Published for workers (Context::MembershipChanged); small and fixed,
+    // so outside the job's byte accounting.
+    job->kv[kMembershipEpochKey] = std::to_string(epoch);
     // Rounds of the old membership cannot complete: their ranks are gone.
     std::vector<WaitId> in_rounds;
     for (auto& [name, round] : job->barriers) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/parse.h"
 #include "rendezvous/client.h"
 #include "runtime/affinity.h"
 #include "runtime/store.h"
@@ -188,6 +189,14 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
   HVD_RETURN_IF_ERROR(ctx->Connect(config));
   return ctx;
+}
+
+bool Context::MembershipChanged() const {
+  if (!client_ || process_set_) return false;
+  auto epoch = client_->Get(rendezvous::kMembershipEpochKey);
+  if (!epoch.ok()) return false;  // NotFound: a fixed job
+  auto n = ParseInt64(*epoch, rendezvous::kMembershipEpochKey, 0, INT32_MAX);
+  return n.ok() && *n > assignment_.generation;
 }
 
 StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(

@@ -49,6 +49,11 @@ class Context {
   // Sum, then scale by 1/size for averages (directly on the backend).
   Status Allreduce(void* data, size_t count, DataType type, bool average);
 
+  // Whether the job's membership moved past the generation this context
+  // joined (an elastic job's launcher publishes its epoch); false for a
+  // fixed job or on any error reaching the rendezvous.
+  bool MembershipChanged() const;
+
   // The engine, started on first use. Once a program uses it, every
   // collective must go through it (the backend is not shared between
   // threads).

@@ -245,6 +245,11 @@ int process_set_size(int process_set) {
 
 bool is_initialized() { return Current() != nullptr; }
 
+bool hosts_changed_since_join() {
+  runtime::Context* c = Current();
+  return c && c->MembershipChanged();
+}
+
 #define HVD_ASSIGNMENT_GETTER(name)       \
   int name() {                            \
     runtime::Context* c = Current();      \

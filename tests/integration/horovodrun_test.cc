@@ -446,4 +446,29 @@ TEST(HorovodrunTest, ThreadAffinityPinsEachEngineThread) {
 }
 
 }  // namespace
+// hvd::elastic::run in a fixed job: rank 1 leaves at step 12, every rank
+// goes back to the commit of step 10, joins again and finishes; 2 steps
+// are redone, and the weights end where 20 steps take them.
+TEST(HorovodrunTest, ElasticRunResetsToTheLastCommitAndFinishes) {
+  for (int np : {2, 3}) {
+    Result r = RunCommand({HVD_HOROVODRUN, "-np", std::to_string(np),
+                           HVD_TEST_WORKER, "--elastic"},
+                          kTimeout);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::regex line(
+        R"(\[(\d+)\]<stdout>:ELASTIC rank=(\d+) steps=(\d+) weight=(\d+) resets=(\d+))");
+    int ranks = 0;
+    for (const std::string& l : Lines(r.out)) {
+      std::smatch m;
+      if (!std::regex_match(l, m, line)) continue;
+      ++ranks;
+      EXPECT_EQ(m[4], "20") << l;  // every step's +1, once
+      EXPECT_EQ(m[5], "1") << l;   // one reset
+      // 12 steps before the failure (rank 1: 12), 10 after the reset.
+      EXPECT_EQ(std::stoi(m[3]), 22) << l;
+    }
+    EXPECT_EQ(ranks, np) << r.out << r.err;
+  }
+}
+
 }  // namespace hvd::testing

@@ -12,6 +12,11 @@
 //                        fast: they print "stream failed" and exit 7
 //   --gradients          two steps of hvd::DistributedGradients (2 passes
 //                        per step, fp16 on the wire); exit 6 on a wrong value
+//   --elastic            20 steps under hvd::elastic::run, committing every
+//                        5; at step 12 rank 1 leaves the job once (as a
+//                        failed peer would) and every rank resets to the
+//                        commit of step 10; prints "ELASTIC rank=R steps=S
+//                        weight=W resets=N"
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "hvd/elastic.h"
 #include "hvd/hvd.h"
 
 namespace {
@@ -52,7 +58,7 @@ std::string ReadFile(const std::string& path) {
 
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
-  bool gradients = false, exact = false, print_cpus = false;
+  bool gradients = false, exact = false, print_cpus = false, elastic = false;
   int stream = 0;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
@@ -83,6 +89,8 @@ int main(int argc, char** argv) {
       print_cpus = true;
     else if (a == "--stream")
       stream = std::stoi(next());
+    else if (a == "--elastic")
+      elastic = true;
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -96,6 +104,49 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
+  if (elastic) {
+    std::vector<float> weights(1000, 0.0f);
+    int64_t step = 0;
+    int resets = 0, steps_run = 0;
+    bool failed_once = false;
+    hvd::elastic::TensorState state;
+    state.add("weights", &weights);
+    state.add_counter("step", &step);
+    state.register_reset_callback([&] { ++resets; });
+    hvd::Status s = hvd::elastic::run(state, [&](hvd::elastic::State& st) {
+      for (; step < 20; ++step) {
+        if (step == 12 && hvd::rank() == 1 && !failed_once) {
+          failed_once = true;
+          (void)hvd::shutdown();
+          return hvd::Status::Aborted("test_worker", "rank 1 left at step 12");
+        }
+        std::vector<float> avg = weights;
+        hvd::Status r = hvd::allreduce(
+            "step", hvd::Tensor{avg.data(),
+                                hvd::DataType::kFloat32,
+                                {static_cast<int64_t>(avg.size())}});
+        if (!r.ok()) return r;
+        for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
+        ++steps_run;
+        if ((step + 1) % 5 == 0) {
+          ++step;  // the commit holds the next step to run
+          hvd::Status c = st.commit();
+          --step;
+          if (!c.ok()) return c;
+        }
+      }
+      return hvd::Status::Ok();
+    });
+    if (!s.ok()) {
+      std::fprintf(stderr, "test_worker: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("ELASTIC rank=%d steps=%d weight=%g resets=%d\n", hvd::rank(),
+                steps_run, weights[0], resets);
+    std::fflush(stdout);
+    (void)hvd::shutdown();
+    return 0;
+  }
   if (print_cpus) {
     // The process's CPUs and its engine thread's (started by a barrier),
     // as the kernel reports them: "CPUS <rank> <process> <engine>".

@@ -77,14 +77,14 @@ bool HasKey(const std::vector<std::string>& env, const std::string& key) {
   });
 }
 
-TEST(PrependToPathTest, InFrontOnceAndOnlyOnce) {
-  EXPECT_EQ(PrependToPath("", "/p"), "/p");
-  EXPECT_EQ(PrependToPath("/a:/b", "/p"), "/p:/a:/b");
-  EXPECT_EQ(PrependToPath("/a:/p:/b", "/p"), "/a:/p:/b");
-  EXPECT_EQ(PrependToPath("/p", "/p"), "/p");
-  EXPECT_EQ(PrependToPath("/a:/p", "/p"), "/a:/p");
-  EXPECT_EQ(PrependToPath("/pp:/a", "/p"), "/p:/pp:/a");
-  EXPECT_EQ(PrependToPath("/a", ""), "/a");
+TEST(AppendToPathTest, AtTheEndOnceAndOnlyOnce) {
+  EXPECT_EQ(AppendToPath("", "/p"), "/p");
+  EXPECT_EQ(AppendToPath("/a:/b", "/p"), "/a:/b:/p");
+  EXPECT_EQ(AppendToPath("/a:/p:/b", "/p"), "/a:/p:/b");
+  EXPECT_EQ(AppendToPath("/p", "/p"), "/p");
+  EXPECT_EQ(AppendToPath("/p:/a", "/p"), "/p:/a");
+  EXPECT_EQ(AppendToPath("/pp:/a", "/p"), "/pp:/a:/p");
+  EXPECT_EQ(AppendToPath("/a", ""), "/a");
 }
 
 TEST(WorkerEnvironmentTest, HorovodVariablesAndAccess) {

@@ -21,7 +21,9 @@ class TestJob {
  public:
   explicit TestJob(int size) : TestJob({{"localhost", size}}) {}
   // Slots on named hosts (each rank's Config says its host).
-  explicit TestJob(std::vector<rendezvous::HostSlots> hosts) : hosts_(hosts) {
+  explicit TestJob(std::vector<rendezvous::HostSlots> hosts,
+                   bool elastic = false)
+      : hosts_(hosts) {
     int size = 0;
     for (const auto& h : hosts) size += h.slots;
     rendezvous::ServerOptions options;
@@ -30,12 +32,13 @@ class TestJob {
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     if (!server.ok()) return;
     server_ = std::move(*server);
-    auto job = server_->table().CreateJob(hosts, size);
+    auto job = server_->table().CreateJob(hosts, size, elastic);
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     if (job.ok()) job_ = *job;
   }
   bool ok() const { return server_ && !job_.job_id.empty(); }
   const std::string& job_id() const { return job_.job_id; }
+  rendezvous::JobTable& table() { return server_->table(); }
 
   WorkerConfig Config(int slot) const {
     WorkerConfig c;

@@ -1,0 +1,133 @@
+#include "hvd/elastic.h"
+
+#include "common/logging.h"
+#include "runtime/context.h"
+
+namespace hvd {
+// The job's membership epoch as the rendezvous publishes it, compared with
+// the generation this process joined (hvd.cc).
+bool hosts_changed_since_join();
+}  // namespace hvd
+
+namespace hvd::elastic {
+
+Status State::commit() {
+  save();
+  saved_ = true;
+  if (hosts_changed_since_join()) {
+    hosts_updated_ = true;
+    return Status::Aborted("hvd::elastic::State::commit",
+                           "the job's hosts changed; resetting to them");
+  }
+  return Status::Ok();
+}
+
+void State::restore() {
+  if (saved_) load();
+}
+
+Status State::sync() {
+  HVD_RETURN_IF_ERROR(broadcast());
+  // Every rank now holds rank 0's state: that is the point to come back to.
+  save();
+  saved_ = true;
+  return Status::Ok();
+}
+
+void State::register_reset_callback(std::function<void()> callback) {
+  callbacks_.push_back(std::move(callback));
+}
+
+bool State::take_hosts_updated() {
+  bool was = hosts_updated_;
+  hosts_updated_ = false;
+  return was;
+}
+
+void State::on_reset() {
+  for (auto& cb : callbacks_) cb();
+}
+
+void TensorState::add(const std::string& name, std::vector<float>* values) {
+  buffers_.push_back({name, values, *values});
+}
+
+void TensorState::add_counter(const std::string& name, int64_t* value) {
+  counters_.push_back({name, value, *value});
+}
+
+void TensorState::save() {
+  for (Buffer& b : buffers_) b.saved = *b.live;
+  for (Counter& c : counters_) c.saved = *c.live;
+}
+
+void TensorState::load() {
+  for (Buffer& b : buffers_) *b.live = b.saved;
+  for (Counter& c : counters_) *c.live = c.saved;
+}
+
+Status TensorState::broadcast() {
+  std::vector<Handle> handles;
+  for (Buffer& b : buffers_) {
+    handles.push_back(
+        broadcast_async("elastic.state." + b.name,
+                        Tensor{b.live->data(),
+                               DataType::kFloat32,
+                               {static_cast<int64_t>(b.live->size())}},
+                        0));
+  }
+  std::vector<int64_t> counters;
+  for (Counter& c : counters_) counters.push_back(*c.live);
+  if (!counters.empty()) {
+    handles.push_back(
+        broadcast_async("elastic.state.counters",
+                        Tensor{counters.data(),
+                               DataType::kInt64,
+                               {static_cast<int64_t>(counters.size())}},
+                        0));
+  }
+  Status failed;
+  for (Handle& h : handles) failed.Update(h.wait());
+  HVD_RETURN_IF_ERROR(failed);
+  for (size_t i = 0; i < counters_.size(); ++i) {
+    *counters_[i].live = counters[i];
+  }
+  return Status::Ok();
+}
+
+bool IsRecoverable(const Status& s) {
+  return s.code() == StatusCode::kUnavailable ||
+         s.code() == StatusCode::kAborted ||
+         s.code() == StatusCode::kDeadlineExceeded;
+}
+
+Status run(State& state, const std::function<Status(State&)>& train,
+           int reset_limit) {
+  if (!is_initialized()) {
+    return Status::FailedPrecondition("hvd::elastic::run",
+                                      "call hvd::init() first");
+  }
+  // Every rank starts from rank 0's state, as after a reset.
+  HVD_RETURN_IF_ERROR(state.sync());
+  for (int resets = 0;; ++resets) {
+    Status s = train(state);
+    if (s.ok()) return s;
+    const bool hosts = state.take_hosts_updated();
+    if (!hosts && !IsRecoverable(s)) return s;
+    if (reset_limit > 0 && resets >= reset_limit) {
+      return Status::Aborted(
+          "hvd::elastic::run",
+          "gave up after " + std::to_string(resets) +
+              " resets (--reset-limit); the last: " + s.ToString());
+    }
+    HVD_LOG(Warning) << (hosts ? "hosts changed" : s.ToString())
+                     << "; resetting (" << resets + 1 << ")";
+    if (!hosts) state.restore();
+    (void)shutdown();
+    HVD_RETURN_IF_ERROR(init());
+    state.on_reset();
+    HVD_RETURN_IF_ERROR(state.sync());
+  }
+}
+
+}  // namespace hvd::elastic

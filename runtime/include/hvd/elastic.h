@@ -1,0 +1,100 @@
+// Elastic training for C++ workers, as Horovod's hvd.elastic: a state that
+// can be committed, restored and synchronised, and run(), which calls the
+// training function again after a reset instead of letting the job die.
+//
+// A reset happens when a collective fails because a peer is gone (a dead
+// or removed host, a timeout) or when commit() finds that the job's hosts
+// changed. run() then goes back to the last commit (not after a host
+// change: the state was just committed), leaves the job, joins it again
+// (in an elastic job, its next membership: a new rank and size), runs the
+// reset callbacks, copies the state from the new rank 0 to every rank, and
+// calls the training function again. The function should pick up where
+// the state says (epoch, batch), and commit every few batches: what is
+// redone after a failure is what came after the last commit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hvd/hvd.h"
+#include "hvd/status.h"
+
+namespace hvd::elastic {
+
+class State {
+ public:
+  virtual ~State() = default;
+
+  // Keeps a copy of the state as the point to come back to, then checks
+  // whether the job's hosts changed; if so returns an Aborted status that
+  // the training function should return (run() resets on it).
+  Status commit();
+  // Back to the last commit (the state as it was when run() started, if
+  // never committed).
+  void restore();
+  // Every rank takes rank 0's state.
+  Status sync();
+
+  // Called after each reset, before sync (e.g. to scale a learning rate to
+  // the new size).
+  void register_reset_callback(std::function<void()> callback);
+
+  // For run(): whether the last commit() found the hosts changed (and
+  // clears it), and the reset callbacks.
+  bool take_hosts_updated();
+  void on_reset();
+
+ protected:
+  // Copy the live state aside / back, and broadcast it from rank 0.
+  virtual void save() = 0;
+  virtual void load() = 0;
+  virtual Status broadcast() = 0;
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  bool hosts_updated_ = false;
+  bool saved_ = false;
+};
+
+// A state made of float buffers and integer counters the program owns
+// (weights, optimizer slots, epoch, batch); they must outlive it and keep
+// their sizes.
+class TensorState : public State {
+ public:
+  void add(const std::string& name, std::vector<float>* values);
+  void add_counter(const std::string& name, int64_t* value);
+
+ protected:
+  void save() override;
+  void load() override;
+  Status broadcast() override;
+
+ private:
+  struct Buffer {
+    std::string name;
+    std::vector<float>* live;
+    std::vector<float> saved;
+  };
+  struct Counter {
+    std::string name;
+    int64_t* live;
+    int64_t saved = 0;
+  };
+  std::vector<Buffer> buffers_;
+  std::vector<Counter> counters_;
+};
+
+// Whether `s`, returned by a collective, means a peer is gone (reset and
+// go on) rather than a mistake in the program (mismatched tensors).
+bool IsRecoverable(const Status& s);
+
+// Calls train(state) until it returns Ok, resetting as described above on
+// a recoverable failure or a host change, at most `reset_limit` times
+// (--reset-limit; 0: no limit). Any other error is returned as it is.
+// hvd::init() must have been called.
+Status run(State& state, const std::function<Status(State&)>& train,
+           int reset_limit = 0);
+
+}  // namespace hvd::elastic
