@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "hvd/elastic.h"
 #include "hvd/hvd.h"
 
 namespace py = pybind11;
@@ -168,6 +169,10 @@ PYBIND11_MODULE(_core, m) {
       s = hvd::remove_process_set(id);
     }
     Check(s, true);
+  });
+  m.def("hosts_changed", [] {
+    py::gil_scoped_release release;
+    return hvd::elastic::hosts_changed();
   });
   m.def("process_set_ids", &hvd::process_set_ids);
   m.def("process_set_ranks", &hvd::process_set_ranks);

@@ -14,7 +14,14 @@ namespace hvd::elastic {
 Status State::commit() {
   save();
   saved_ = true;
-  if (hosts_changed_since_join()) {
+  // Rank 0's view decides for every rank, so all reset at the same commit.
+  // Named by the commits since the last sync, which every rank counts alike.
+  int32_t changed = rank() == 0 && hosts_changed_since_join() ? 1 : 0;
+  HVD_RETURN_IF_ERROR(
+      broadcast_async("hvd.elastic.commit." + std::to_string(commits_++),
+                      Tensor{&changed, DataType::kInt32, {1}}, 0)
+          .wait());
+  if (changed) {
     hosts_updated_ = true;
     return Status::Aborted("hvd::elastic::State::commit",
                            "the job's hosts changed; resetting to them");
@@ -27,6 +34,7 @@ void State::restore() {
 }
 
 Status State::sync() {
+  commits_ = 0;
   HVD_RETURN_IF_ERROR(broadcast());
   // Every rank now holds rank 0's state: that is the point to come back to.
   save();
@@ -94,6 +102,8 @@ Status TensorState::broadcast() {
   }
   return Status::Ok();
 }
+
+bool hosts_changed() { return hosts_changed_since_join(); }
 
 bool IsRecoverable(const Status& s) {
   return s.code() == StatusCode::kUnavailable ||

@@ -168,13 +168,16 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
 }
 
 void Engine::AddLocked(Request request, void* data, Output* out,
-                       const std::shared_ptr<Completion>& done,
-                       Status& refuse) {
+                       const std::shared_ptr<Completion>& done, Status& refuse,
+                       Status& gone) {
   std::string who = "tensor '" + request.name + "'";
-  if (refuse.ok() && !failed_.ok()) refuse = failed_;
-  if (refuse.ok() && stop_) {
-    refuse = Status::FailedPrecondition(who, "the engine has shut down");
+  // A failed or stopped engine is not the caller's mistake: the operation
+  // fails as a collective would (not a refusal of its arguments).
+  if (refuse.ok() && !failed_.ok()) gone = failed_;
+  if (refuse.ok() && gone.ok() && stop_) {
+    gone = Status::Aborted(who, "the engine has shut down");
   }
+  if (!gone.ok()) return;
   if (refuse.ok() && pending_.count(request.name)) {
     refuse = Status::InvalidArgument(
         who, "is already in flight on rank " + std::to_string(options_.rank) +
@@ -199,12 +202,15 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
                                             Output* out) {
   auto done = std::make_shared<Completion>();
   Status refuse = Validate(request, data, out);
+  Status gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    AddLocked(std::move(request), data, out, done, refuse);
+    AddLocked(std::move(request), data, out, done, refuse, gone);
   }
   if (!refuse.ok()) {
     done->Refuse(refuse);
+  } else if (!gone.ok()) {
+    done->Set(gone);
   } else {
     control_->Notify();
   }
@@ -214,7 +220,7 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
 std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
     std::vector<std::pair<Request, void*>> requests) {
   std::vector<std::shared_ptr<Completion>> done;
-  std::vector<Status> refuse;
+  std::vector<Status> refuse, gone(requests.size());
   for (auto& [r, data] : requests) {
     done.push_back(std::make_shared<Completion>());
     refuse.push_back(Validate(r, data, nullptr));
@@ -223,11 +229,15 @@ std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < requests.size(); ++i) {
       AddLocked(std::move(requests[i].first), requests[i].second, nullptr,
-                done[i], refuse[i]);
+                done[i], refuse[i], gone[i]);
     }
   }
   for (size_t i = 0; i < done.size(); ++i) {
-    if (!refuse[i].ok()) done[i]->Refuse(refuse[i]);
+    if (!refuse[i].ok()) {
+      done[i]->Refuse(refuse[i]);
+    } else if (!gone[i].ok()) {
+      done[i]->Set(gone[i]);
+    }
   }
   control_->Notify();
   return done;

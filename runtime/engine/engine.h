@@ -152,8 +152,11 @@ class Engine {
   // Why `request` cannot be queued (OK when it can); `mu_` not held.
   Status Validate(const Request& request, void* data, Output* out) const;
   // Queues or refuses under `mu_`.
+  // `refuse`: the arguments are refused; `gone`: the engine failed or
+  // stopped, so the operation fails without running.
   void AddLocked(Request request, void* data, Output* out,
-                 const std::shared_ptr<Completion>& done, Status& refuse);
+                 const std::shared_ptr<Completion>& done, Status& refuse,
+                 Status& gone);
   void Loop();
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
   // Rank 0: warns about stalled tensors; returns true when the stall has

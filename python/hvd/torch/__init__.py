@@ -9,9 +9,10 @@ from hvd.torch.mpi_ops import *  # noqa: F401,F403 (the API, as Horovod's)
 from hvd.torch.mpi_ops import __all__ as _ops_all
 from hvd.torch.optimizer import DistributedOptimizer
 from hvd.torch.sync_batch_norm import SyncBatchNorm
+from hvd.torch import elastic  # noqa: E402 (hvd.elastic.run, TorchState...)
 
 __all__ = list(_ops_all) + [
     "HostsUpdatedInterrupt", "allgather_object", "broadcast_object",
     "broadcast_optimizer_state", "broadcast_parameters",
-    "DistributedOptimizer", "SyncBatchNorm",
+    "DistributedOptimizer", "SyncBatchNorm", "elastic",
 ]

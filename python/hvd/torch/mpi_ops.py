@@ -77,6 +77,9 @@ _unnamed: Dict[int, "itertools.count[int]"] = {}
 # Barriers are numbered per process set (see barrier()).
 _barriers: Dict[int, "itertools.count[int]"] = {}
 _on_shutdown.append(_unnamed.clear)
+# Operations of a job left behind: they completed with an error at
+# shutdown, and nothing will wait for them now.
+_on_shutdown.append(_handle_map.clear)
 _on_shutdown.append(_barriers.clear)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
+from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import ProcessSet, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, allreduce_async_,
@@ -191,6 +192,20 @@ class _DistributedOptimizer:
         for key, (handle, ctx) in list(self._handles.items()):
             if handle is None:
                 self._handles[key] = self._allreduce_grad_async(key)
+        try:
+            self._wait_all()
+        except HorovodInternalError:
+            # The step is lost (a peer is gone): start the next one clean,
+            # as elastic training will after its reset.
+            self._handles.clear()
+            for p in self._delay:
+                self._delay[p] = self.backward_passes_per_step
+            self._group_ready = [{} for _ in self._group_ready]
+            raise
+        self._handles.clear()
+        self._synchronized = True
+
+    def _wait_all(self) -> None:
         for key, (handle, ctx) in self._handles.items():
             synchronize(handle)
             if isinstance(key, tuple):
@@ -201,8 +216,6 @@ class _DistributedOptimizer:
             else:
                 self._delay[key] = self.backward_passes_per_step
                 self._set_grad(key, *ctx)
-        self._handles.clear()
-        self._synchronized = True
 
     def _set_grad(self, p: torch.Tensor, compressed: torch.Tensor,
                   ctx: Any) -> None:

@@ -56,6 +56,7 @@ class State {
   std::vector<std::function<void()>> callbacks_;
   bool hosts_updated_ = false;
   bool saved_ = false;
+  int64_t commits_ = 0;  // since the last sync: names commit()'s broadcast
 };
 
 // A state made of float buffers and integer counters the program owns
@@ -85,6 +86,10 @@ class TensorState : public State {
   std::vector<Buffer> buffers_;
   std::vector<Counter> counters_;
 };
+
+// Whether the job's hosts changed since this process joined (what commit()
+// checks): an elastic job's launcher moved it to a new membership.
+bool hosts_changed();
 
 // Whether `s`, returned by a collective, means a peer is gone (reset and
 // go on) rather than a mistake in the program (mismatched tensors).

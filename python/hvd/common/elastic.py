@@ -1,0 +1,110 @@
+"""Elastic training, framework-neutral: states that commit, restore and
+sync, and the loop that resets after a failure or a host change (as
+Horovod's horovod.common.elastic)."""
+
+import copy
+import functools
+from typing import Any, Callable, Dict, List
+
+from hvd import _core
+from hvd.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+
+
+class State:
+    """What survives a reset: saved at commit(), restored after a failure,
+    synced from rank 0 after every (re)start."""
+
+    def __init__(self, bcast_object: Callable[..., Any],
+                 get_rank: Callable[[], int]) -> None:
+        self._bcast_object = bcast_object
+        self._rank = get_rank
+        self._reset_callbacks: List[Callable[[], None]] = []
+
+    def register_reset_callbacks(self,
+                                 callbacks: List[Callable[[], None]]) -> None:
+        """Called after each reset, before sync (e.g. to rescale a learning
+        rate to the new size)."""
+        self._reset_callbacks.extend(callbacks)
+
+    def on_reset(self) -> None:
+        self.reset()
+        for callback in self._reset_callbacks:
+            callback()
+
+    def commit(self) -> None:
+        """Saves the state, then raises HostsUpdatedInterrupt if the job's
+        hosts changed (every rank at the same commit)."""
+        self.save()
+        self.check_host_updates()
+
+    def check_host_updates(self) -> None:
+        # Rank 0's view decides for every rank, so all of them reset here.
+        mine = _core.hosts_changed() if self._rank() == 0 else False
+        if self._bcast_object(mine, root_rank=0, name="elastic.hosts"):
+            raise HostsUpdatedInterrupt(False)
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        pass
+
+
+class ObjectState(State):
+    """A state of plain picklable attributes (``state.epoch``...)."""
+
+    def __init__(self, bcast_object: Callable[..., Any],
+                 get_rank: Callable[[], int], **kwargs: Any) -> None:
+        self._saved_state: Dict[str, Any] = kwargs
+        self._set_attrs()
+        super().__init__(bcast_object, get_rank)
+
+    def save(self) -> None:
+        self._saved_state = {k: copy.deepcopy(getattr(self, k))
+                             for k in self._saved_state}
+
+    def restore(self) -> None:
+        self._set_attrs()
+
+    def sync(self) -> None:
+        if self._saved_state:
+            self._saved_state = self._bcast_object(
+                self._saved_state, root_rank=0, name="elastic.object_state")
+            self._set_attrs()
+
+    def _set_attrs(self) -> None:
+        for k, v in self._saved_state.items():
+            setattr(self, k, copy.deepcopy(v))
+
+
+def run_fn(func: Callable[..., Any],
+           reset: Callable[[], None]) -> Callable[..., Any]:
+    """Wraps a training function ``func(state, ...)``: it runs after the
+    state is synced from rank 0; a HorovodInternalError (a peer is gone)
+    restores the last commit, a HostsUpdatedInterrupt keeps the state as
+    just committed; either way the job is joined again (``reset``) and the
+    function called anew."""
+
+    @functools.wraps(func)
+    def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
+        skip_sync = False
+        while True:
+            try:
+                if not skip_sync:
+                    state.sync()
+                return func(state, *args, **kwargs)
+            except HorovodInternalError:
+                state.restore()
+                skip_sync = False
+            except HostsUpdatedInterrupt as e:
+                skip_sync = e.skip_sync
+            reset()
+            state.on_reset()
+
+    return wrapper
