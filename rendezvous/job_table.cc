@@ -273,18 +273,26 @@ StatusOr<int> JobTable::SetMembership(const std::string& job_id,
   return epoch;
 }
 
-JobTable::Completion JobTable::FinishJoinLocked(WaitId id,
-                                                StatusOr<Assignment> a) {
-  auto it = waiters_.find(id);
-  if (it == waiters_.end()) return [] {};
+JobTable::Waiter JobTable::TakeWaiterLocked(
+    std::unordered_map<WaitId, Waiter>::iterator it, Job** job) {
+  const WaitId id = it->first;
   Waiter w = std::move(it->second);
   waiters_.erase(it);
   deadlines_.erase({w.deadline, id});
   auto job_it = jobs_.find(w.job_id);
-  if (job_it != jobs_.end()) {
-    Job& job = job_it->second;
-    job.waiters.erase(id);
-    auto& ids = job.joiners;
+  *job = job_it == jobs_.end() ? nullptr : &job_it->second;
+  if (*job) (*job)->waiters.erase(id);
+  return w;
+}
+
+JobTable::Completion JobTable::FinishJoinLocked(WaitId id,
+                                                StatusOr<Assignment> a) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return [] {};
+  Job* job = nullptr;
+  Waiter w = TakeWaiterLocked(it, &job);
+  if (job) {
+    auto& ids = job->joiners;
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
   return [cb = std::move(w.on_join), a = std::move(a)]() mutable {
@@ -482,13 +490,10 @@ JobTable::Completion JobTable::FinishLocked(WaitId id, const Status& status) {
                                                        "an assignment")
                                     : status);
   }
-  Waiter w = std::move(it->second);
-  waiters_.erase(it);
-  deadlines_.erase({w.deadline, id});
-  auto job_it = jobs_.find(w.job_id);
-  if (job_it != jobs_.end()) {
-    Job& job = job_it->second;
-    job.waiters.erase(id);
+  Job* job_ptr = nullptr;
+  Waiter w = TakeWaiterLocked(it, &job_ptr);
+  if (job_ptr) {
+    Job& job = *job_ptr;
     if (!w.barrier.empty()) {
       auto round = job.barriers.find(w.barrier);
       if (round != job.barriers.end()) {
@@ -521,8 +526,8 @@ JobTable::Completion JobTable::FinishLocked(WaitId id, const Status& status) {
   }
   std::vector<std::string> values;
   values.reserve(w.keys.size());
-  if (job_it != jobs_.end()) {
-    for (const std::string& k : w.keys) values.push_back(job_it->second.kv[k]);
+  if (job_ptr) {
+    for (const std::string& k : w.keys) values.push_back(job_ptr->kv[k]);
   }
   return [cb = std::move(w.on_values), v = std::move(values)]() mutable {
     cb(std::move(v));

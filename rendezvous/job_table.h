@@ -208,6 +208,10 @@ class JobTable {
   StatusOr<Job*> FindLocked(const std::string& job_id);
   StatusOr<const Job*> FindLocked(const std::string& job_id) const;
   WaitId AddWaiterLocked(Job& job, Waiter waiter);
+  // Removes a waiter from the table's maps and its job's set (`*job`: null
+  // when the job is gone) and returns it; `mu_` held.
+  Waiter TakeWaiterLocked(std::unordered_map<WaitId, Waiter>::iterator it,
+                          Job** job);
   // Removes a waiting join and returns its callback bound to `a`.
   Completion FinishJoinLocked(WaitId id, StatusOr<Assignment> a);
   // Removes the waiter everywhere and returns its callback bound to
