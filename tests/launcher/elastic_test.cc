@@ -11,6 +11,7 @@
 
 #include "launcher/elastic/discovery.h"
 #include "launcher/elastic/host_manager.h"
+#include "launcher/elastic/planner.h"
 #include "launcher/hosts.h"
 
 namespace hvd::launcher::elastic {
@@ -178,6 +179,131 @@ TEST(ElasticSizeTest, BetweenMinAndMax) {
   EXPECT_EQ(ElasticSize(1, 2, 3), 0);
   EXPECT_EQ(ElasticSize(2, 2, 3), 2);
   EXPECT_EQ(ElasticSize(0, 0, 0), 0);
+}
+
+std::vector<std::string> SlotNames(const std::vector<Slot>& slots) {
+  std::vector<std::string> out;
+  for (const Slot& s : slots)
+    out.push_back(s.host + "/" + std::to_string(s.slot));
+  return out;
+}
+
+TEST(ElasticPlannerTest, StartsOnTheHostsThenDropsAFailedOneAndGrows) {
+  HostManager hosts;
+  ElasticOptions o;
+  o.min_np = 2;
+  ElasticPlanner p(o, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 2), H("b", 2)});
+  Actions first = p.Tick(t);
+  EXPECT_EQ(Names(first.membership), (std::vector<std::string>{"a:2", "b:2"}));
+  EXPECT_EQ(first.size, 4);
+  EXPECT_EQ(SlotNames(first.start),
+            (std::vector<std::string>{"a/0", "a/1", "b/0", "b/1"}));
+  EXPECT_TRUE(first.stop.empty());
+  EXPECT_TRUE(p.Tick(t).membership.empty());  // nothing changed
+  // b/1 fails: b is blacklisted, its other worker stopped, the job goes on
+  // on a alone.
+  p.WorkerExited({"b", 1}, 137, t);
+  Actions lost = p.Tick(t);
+  EXPECT_EQ(Names(lost.membership), (std::vector<std::string>{"a:2"}));
+  EXPECT_EQ(lost.size, 2);
+  EXPECT_EQ(SlotNames(lost.stop), (std::vector<std::string>{"b/0"}));
+  EXPECT_TRUE(lost.start.empty());
+  EXPECT_EQ(p.resets(), 1);
+  // Discovery adds c: the job grows to it.
+  hosts.Update({H("a", 2), H("b", 2), H("c", 1)});
+  Actions grown = p.Tick(t);
+  EXPECT_EQ(Names(grown.membership), (std::vector<std::string>{"a:2", "c:1"}));
+  EXPECT_EQ(SlotNames(grown.start), (std::vector<std::string>{"c/0"}));
+  EXPECT_EQ(p.resets(), 2);
+  // Discovery removes a: its workers stop.
+  hosts.Update({H("c", 1), H("d", 1)});
+  Actions shrunk = p.Tick(t);
+  EXPECT_EQ(Names(shrunk.membership), (std::vector<std::string>{"c:1", "d:1"}));
+  EXPECT_EQ(SlotNames(shrunk.stop), (std::vector<std::string>{"a/0", "a/1"}));
+  EXPECT_EQ(SlotNames(shrunk.start), (std::vector<std::string>{"d/0"}));
+}
+
+TEST(ElasticPlannerTest, MaxNpCutsTheLastHost) {
+  HostManager hosts;
+  ElasticOptions o;
+  o.max_np = 3;
+  ElasticPlanner p(o, &hosts);
+  hosts.Update({H("a", 2), H("b", 2), H("c", 2)});
+  Actions a = p.Tick(Clock::now());
+  EXPECT_EQ(Names(a.membership), (std::vector<std::string>{"a:2", "b:1"}));
+  EXPECT_EQ(a.size, 3);
+}
+
+TEST(ElasticPlannerTest, WaitsForMinNpUpToTheTimeout) {
+  HostManager hosts;
+  ElasticOptions o;
+  o.min_np = 3;
+  o.elastic_timeout = seconds(60);
+  ElasticPlanner p(o, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 2)});
+  Actions wait = p.Tick(t);
+  EXPECT_TRUE(wait.membership.empty());
+  EXPECT_FALSE(wait.failure.has_value());
+  // Enough arrives in time: the job starts.
+  hosts.Update({H("a", 2), H("b", 1)});
+  EXPECT_EQ(p.Tick(t + seconds(30)).size, 3);
+  // Then b fails and nothing replaces it for 60 s: the job ends, saying
+  // why, and every worker is stopped.
+  p.WorkerExited({"b", 0}, 1, t + seconds(31));
+  EXPECT_FALSE(p.Tick(t + seconds(31)).failure.has_value());
+  Actions gave_up = p.Tick(t + seconds(91));
+  ASSERT_TRUE(gave_up.failure.has_value());
+  EXPECT_NE(gave_up.failure->find("--min-np"), std::string::npos);
+  EXPECT_NE(gave_up.failure->find("offer 2"), std::string::npos);
+  EXPECT_EQ(SlotNames(gave_up.stop), (std::vector<std::string>{"a/0", "a/1"}));
+}
+
+TEST(ElasticPlannerTest, ResetLimitEndsTheJob) {
+  HostManager hosts;
+  ElasticOptions o;
+  o.reset_limit = 1;
+  ElasticPlanner p(o, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 1), H("b", 1), H("c", 1)});
+  p.Tick(t);
+  p.WorkerExited({"a", 0}, 1, t);
+  EXPECT_FALSE(p.Tick(t).failure.has_value());  // reset 1: allowed
+  p.WorkerExited({"b", 0}, 1, t);
+  Actions end = p.Tick(t);
+  ASSERT_TRUE(end.failure.has_value());
+  EXPECT_NE(end.failure->find("--reset-limit 1"), std::string::npos);
+  EXPECT_EQ(SlotNames(end.stop), (std::vector<std::string>{"c/0"}));
+}
+
+TEST(ElasticPlannerTest, DoneWhenEveryWorkerFinished) {
+  HostManager hosts;
+  ElasticPlanner p({}, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 2)});
+  p.Tick(t);
+  p.WorkerExited({"a", 0}, 0, t);
+  EXPECT_FALSE(p.Tick(t).done);
+  // Finishing: discovery changes no longer move the job.
+  hosts.Update({H("a", 2), H("b", 2)});
+  EXPECT_TRUE(p.Tick(t).membership.empty());
+  p.WorkerExited({"a", 1}, 0, t);
+  EXPECT_TRUE(p.Tick(t).done);
+}
+
+TEST(ElasticPlannerTest, AFailureAfterSuccessEndsTheJob) {
+  HostManager hosts;
+  ElasticPlanner p({}, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 1), H("b", 1)});
+  p.Tick(t);
+  p.WorkerExited({"a", 0}, 0, t);
+  p.WorkerExited({"b", 0}, 3, t);
+  Actions end = p.Tick(t);
+  ASSERT_TRUE(end.failure.has_value());
+  EXPECT_NE(end.failure->find("status 3"), std::string::npos);
 }
 
 }  // namespace
