@@ -243,12 +243,13 @@ StatusOr<int> JobTable::SetMembership(const std::string& job_id,
           "job '" + job_id + "'",
           "is not elastic: its hosts are fixed when it is created");
     }
+    // Published for workers (Context::MembershipChanged) as any key is, so
+    // waits on it complete; first, so a refusal changes nothing.
+    HVD_RETURN_IF_ERROR(SetLocked(*job, job_id, kMembershipEpochKey,
+                                  std::to_string(job->epoch + 1), completions));
     LayOut(*job, std::move(hosts));
     epoch = ++job->epoch;
     job->joined.clear();
-    // Published for workers (Context::MembershipChanged); small and fixed,
-    // so outside the job's byte accounting.
-    job->kv[kMembershipEpochKey] = std::to_string(epoch);
     // Rounds of the old membership cannot complete: their ranks are gone.
     std::vector<WaitId> in_rounds;
     for (auto& [name, round] : job->barriers) {
@@ -309,6 +310,20 @@ StatusOr<std::vector<int>> JobTable::JoinedRanks(
 
 Status JobTable::Set(const std::string& job_id, const std::string& key,
                      std::string value) {
+  std::vector<Completion> completions;
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
+    s = SetLocked(*job, job_id, key, std::move(value), completions);
+  }
+  RunAll(completions);
+  return s;
+}
+
+Status JobTable::SetLocked(Job& job, const std::string& job_id,
+                           const std::string& key, std::string value,
+                           std::vector<Completion>& completions) {
   if (key.empty()) return Status::InvalidArgument("key", "is empty");
   if (value.size() > limits_.max_value_bytes) {
     return Status::ResourceExhausted(
@@ -317,51 +332,41 @@ Status JobTable::Set(const std::string& job_id, const std::string& key,
                                  std::to_string(limits_.max_value_bytes) +
                                  "-byte limit (raise --max-value-bytes)");
   }
-  std::vector<Completion> completions;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
-    auto existing = job->kv.find(key);
-    size_t old_bytes =
-        existing == job->kv.end() ? 0 : key.size() + existing->second.size();
-    size_t new_bytes = job->bytes - old_bytes + key.size() + value.size();
-    if (existing == job->kv.end() &&
-        job->kv.size() >= limits_.max_keys_per_job) {
-      return Status::ResourceExhausted(
-          "job '" + job_id + "'",
-          "has " + std::to_string(job->kv.size()) +
-              " keys, the limit per job (raise --max-keys-per-job)");
-    }
-    if (new_bytes > limits_.max_job_bytes) {
-      return Status::ResourceExhausted(
-          "job '" + job_id + "'",
-          "would hold " + std::to_string(new_bytes) + " bytes, over the " +
-              std::to_string(limits_.max_job_bytes) +
-              "-byte limit per job (raise --max-job-bytes)");
-    }
-    job->bytes = new_bytes;
-    bool is_new = existing == job->kv.end();
-    if (is_new) {
-      job->kv.emplace(key, std::move(value));
-    } else {
-      existing->second = std::move(value);
-    }
-    if (is_new) {
-      auto waiting = job->waiting_on.find(key);
-      if (waiting != job->waiting_on.end()) {
-        std::vector<WaitId> ids = std::move(waiting->second);
-        job->waiting_on.erase(waiting);
-        for (WaitId id : ids) {
-          auto w = waiters_.find(id);
-          if (w == waiters_.end()) continue;
-          if (--w->second.missing == 0) {
-            completions.push_back(FinishLocked(id, Status::Ok()));
-          }
-        }
+  auto existing = job.kv.find(key);
+  size_t old_bytes =
+      existing == job.kv.end() ? 0 : key.size() + existing->second.size();
+  size_t new_bytes = job.bytes - old_bytes + key.size() + value.size();
+  if (existing == job.kv.end() && job.kv.size() >= limits_.max_keys_per_job) {
+    return Status::ResourceExhausted(
+        "job '" + job_id + "'",
+        "has " + std::to_string(job.kv.size()) +
+            " keys, the limit per job (raise --max-keys-per-job)");
+  }
+  if (new_bytes > limits_.max_job_bytes) {
+    return Status::ResourceExhausted(
+        "job '" + job_id + "'",
+        "would hold " + std::to_string(new_bytes) + " bytes, over the " +
+            std::to_string(limits_.max_job_bytes) +
+            "-byte limit per job (raise --max-job-bytes)");
+  }
+  job.bytes = new_bytes;
+  if (existing != job.kv.end()) {
+    existing->second = std::move(value);
+    return Status::Ok();
+  }
+  job.kv.emplace(key, std::move(value));
+  auto waiting = job.waiting_on.find(key);
+  if (waiting != job.waiting_on.end()) {
+    std::vector<WaitId> ids = std::move(waiting->second);
+    job.waiting_on.erase(waiting);
+    for (WaitId id : ids) {
+      auto w = waiters_.find(id);
+      if (w == waiters_.end()) continue;
+      if (--w->second.missing == 0) {
+        completions.push_back(FinishLocked(id, Status::Ok()));
       }
     }
   }
-  RunAll(completions);
   return Status::Ok();
 }
 

@@ -198,6 +198,10 @@ class JobTable {
   std::optional<StatusOr<Assignment>> JoinLocked(Job& job,
                                                  const std::string& host,
                                                  int slot, int previous);
+  // Set, with `mu_` held: completions of the waits it satisfies are added
+  // to `completions`.
+  Status SetLocked(Job& job, const std::string& job_id, const std::string& key,
+                   std::string value, std::vector<Completion>& completions);
   // A fixed job's join of `rank`: the slot's next generation; `mu_` held.
   StatusOr<Assignment> JoinFixedLocked(Job& job, int rank,
                                        int previous_generation);

@@ -5,15 +5,8 @@
 #   run_example.sh BUILD_DIR PYTHON SOURCE_DIR
 set -euo pipefail
 build=$1 python=$2 src=$3
-if ! "$python" -c "import torch, numpy" 2>/dev/null; then
-  echo "skipped: $python cannot import torch and numpy" \
-       "(install python3-torch python3-numpy)"
-  exit 77
-fi
-if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
-  echo "skipped: the extension hvd._core was not built"
-  exit 77
-fi
+source "$(dirname "$0")/skip_unless_ready.sh"
+skip_unless_ready "$build" "$python" torch numpy
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # No PYTHONPATH: horovodrun hands its own package to Python workers, so

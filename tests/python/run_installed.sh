@@ -5,14 +5,8 @@
 #   run_installed.sh BUILD_DIR PYTHON
 set -euo pipefail
 build=$1 python=$2
-if ! "$python" -c "import torch" 2>/dev/null; then
-  echo "skipped: $python cannot import torch (install python3-torch)"
-  exit 77
-fi
-if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
-  echo "skipped: the extension hvd._core was not built"
-  exit 77
-fi
+source "$(dirname "$0")/skip_unless_ready.sh"
+skip_unless_ready "$build" "$python" torch
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null

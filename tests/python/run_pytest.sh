@@ -5,16 +5,8 @@
 # torch or pytest.
 set -euo pipefail
 build=$1 python=$2 np=$3 file=$4
-if ! "$python" -c "import torch, pytest, numpy" 2>/dev/null; then
-  echo "skipped: $python cannot import torch, pytest and numpy" \
-       "(install python3-torch python3-pytest python3-numpy)"
-  exit 77
-fi
-if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
-  echo "skipped: the extension hvd._core was not built" \
-       "(install python3-dev and pybind11-dev, then re-run cmake)"
-  exit 77
-fi
+source "$(dirname "$0")/skip_unless_ready.sh"
+skip_unless_ready "$build" "$python" torch pytest numpy
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
 # -x: a rank stops at its first failure, and horovodrun then ends the job

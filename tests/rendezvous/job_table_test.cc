@@ -402,6 +402,17 @@ TEST_F(ElasticJobTest, SurvivorsWaitForTheNextMembershipAndGetNewRanks) {
   EXPECT_EQ(c->cross_size, 2);
 }
 
+TEST_F(ElasticJobTest, TheEpochIsAKeyLikeAnyOther) {
+  StatusOr<std::vector<std::string>> seen = Status::Internal("none");
+  table_.Wait(id_, {kMembershipEpochKey}, In(1000),
+              [&](StatusOr<std::vector<std::string>> v) { seen = v; });
+  EXPECT_EQ(seen.status().code(), StatusCode::kInternal);  // still waiting
+  ASSERT_TRUE(table_.SetMembership(id_, {{"a", 1}}, 1).ok());
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  EXPECT_EQ((*seen)[0], "2");
+  EXPECT_EQ(*table_.Get(id_, kMembershipEpochKey), "2");
+}
+
 TEST_F(ElasticJobTest, OldBarrierRoundsEndAndWaitingJoinsTimeOut) {
   Status barrier;
   table_.Barrier(id_, "step", 0, In(1000), [&](Status s) { barrier = s; });

@@ -100,51 +100,31 @@ Status Grow(void** buf, size_t* have, size_t bytes) {
 }
 
 // The element-typed scalar NCCL's pre-multiplied sum takes.
+template <typename T>
+void Put(unsigned char* scalar, T value) {
+  std::memcpy(scalar, &value, sizeof(value));
+}
+
 void Scalar(DataType type, double factor, unsigned char* scalar) {
   switch (type) {
-    case DataType::kUInt8: {
-      uint8_t v = static_cast<uint8_t>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kInt8: {
-      int8_t v = static_cast<int8_t>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kInt16: {
-      int16_t v = static_cast<int16_t>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kInt32: {
-      int32_t v = static_cast<int32_t>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kInt64: {
-      int64_t v = static_cast<int64_t>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kFloat16: {
-      uint16_t v = FloatToHalf(static_cast<float>(factor));
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kBFloat16: {
-      uint16_t v = FloatToBFloat16(static_cast<float>(factor));
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
-    case DataType::kFloat32: {
-      float v = static_cast<float>(factor);
-      std::memcpy(scalar, &v, sizeof(v));
-      break;
-    }
+    case DataType::kUInt8:
+      return Put(scalar, static_cast<uint8_t>(factor));
+    case DataType::kInt8:
+      return Put(scalar, static_cast<int8_t>(factor));
+    case DataType::kInt16:
+      return Put(scalar, static_cast<int16_t>(factor));
+    case DataType::kInt32:
+      return Put(scalar, static_cast<int32_t>(factor));
+    case DataType::kInt64:
+      return Put(scalar, static_cast<int64_t>(factor));
+    case DataType::kFloat16:
+      return Put(scalar, FloatToHalf(static_cast<float>(factor)));
+    case DataType::kBFloat16:
+      return Put(scalar, FloatToBFloat16(static_cast<float>(factor)));
+    case DataType::kFloat32:
+      return Put(scalar, static_cast<float>(factor));
     case DataType::kFloat64:
-      std::memcpy(scalar, &factor, sizeof(factor));
-      break;
+      return Put(scalar, factor);
   }
 }
 
