@@ -91,6 +91,14 @@ std::vector<Setting> Build() {
                   "its peers; those still missing are named and the job "
                   "stopped (0: no limit)",
                   "s"));
+  // Read by workers as well: an elastic job's survivors wait this long
+  // for the launcher's next membership when they re-join after a reset.
+  t.push_back(Int("elastic_timeout", {"--elastic-timeout"},
+                  "HOROVOD_ELASTIC_TIMEOUT", "elastic.elastic_timeout",
+                  "elastic", 1, kWeek, "600",
+                  "seconds an elastic job waits for --min-np slots before it "
+                  "gives up; also how long its workers wait to re-join",
+                  "s"));
   {
     Setting s = Make("network_interface", {"--network-interface"},
                      Kind::kString, "HOROVOD_GLOO_IFACE", "", kHosts,
@@ -134,6 +142,10 @@ std::vector<Setting> Build() {
   t.push_back(Make("dynamic_process_sets", {}, Kind::kSwitch,
                    "HOROVOD_DYNAMIC_PROCESS_SETS", "", kLib,
                    "allow process sets to be added and removed after init"));
+  t.push_back(Make("elastic", {}, Kind::kSwitch, "HOROVOD_ELASTIC", "",
+                   "elastic",
+                   "set by horovodrun in an elastic job: ranks come from the "
+                   "rendezvous alone, as memberships change"));
   t.push_back(Make("shm_disable", {}, Kind::kSwitch, "HOROVOD_SHM_DISABLE", "",
                    kTune,
                    "move data between the ranks of a host over TCP instead "

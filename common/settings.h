@@ -53,6 +53,8 @@ struct Setting {
   std::string metavar;
   std::string help;         // without the default, which --help appends
   bool repeatable = false;  // given several times, values join with ','
+  // Words the flag takes (argparse's nargs), joined with ' ' as its value.
+  int values = 1;
   // Flags only (launcher/flags.h): what a kSwitch stores under `key` ("0"
   // for the --no- forms); a flag accepted but meaningless for hvd, with
   // why (one --verbose line); a flag refused, with why; a flag --help

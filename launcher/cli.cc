@@ -66,6 +66,8 @@ StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
 
 using Settings = std::map<std::string, std::string>;  // key -> canonical
 
+constexpr int64_t kWeekS = 7 * 86400;
+
 // Reads Horovod's YAML config file into settings, as Horovod reads it: a
 // top-level `controller`, then sections of keys. What hvd does not know is
 // one warning, not an error (a file written for a newer Horovod still
@@ -101,9 +103,9 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
       }
       continue;
     }
-    static const char* const kSections[] = {"params",          "autotune",
-                                            "timeline",        "stall_check",
-                                            "library_options", "logging"};
+    static const char* const kSections[] = {
+        "params",          "autotune", "timeline", "stall_check",
+        "library_options", "logging",  "elastic"};
     const bool known = std::any_of(std::begin(kSections), std::end(kSections),
                                    [&](const char* k) { return name == k; });
     if (!known) {
@@ -118,11 +120,22 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
     for (const auto& entry : section.second) {
       std::string key = entry.first.as<std::string>();
       std::string where = path + ": " + name + "." + key;
-      if (!entry.second.IsScalar()) {
-        return Status::InvalidArgument(where, "must be a single value");
-      }
-      std::string value = entry.second.as<std::string>();
       const std::string full = name + "." + key;
+      const FlagSpec* spec = FindYamlKey(full);
+      std::string value;
+      if (spec != nullptr && spec->values > 1 && entry.second.IsSequence()) {
+        // A flag of several words is a list in YAML: [10, 100].
+        for (const auto& item : entry.second) {
+          if (!item.IsScalar()) {
+            return Status::InvalidArgument(where, "must be a list of values");
+          }
+          value += (value.empty() ? "" : " ") + item.as<std::string>();
+        }
+      } else if (!entry.second.IsScalar()) {
+        return Status::InvalidArgument(where, "must be a single value");
+      } else {
+        value = entry.second.as<std::string>();
+      }
       // Two keys are the inverse of a flag.
       if (full == "stall_check.enabled" || full == "logging.with_timestamp") {
         HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, where));
@@ -135,12 +148,11 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
         notes.push_back(where + " ignored: hvd runs on Gloo, not MPI or CCL");
         continue;
       }
-      const FlagSpec* f = FindYamlKey(full);
-      if (f == nullptr) {
+      if (spec == nullptr) {
         warnings.push_back(where + ": unknown setting, ignored");
         continue;
       }
-      HVD_ASSIGN_OR_RETURN(out[f->key], Canonical(*f, value, where));
+      HVD_ASSIGN_OR_RETURN(out[spec->key], Canonical(*spec, value, where));
     }
   }
   return Status::Ok();
@@ -186,6 +198,63 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   return env;
 }
 
+// The elastic settings; an error for those given to a job that is not
+// elastic, since they would change nothing.
+Status ParseElastic(const Settings& s, ElasticLaunchOptions& e) {
+  e.discovery_script = Get(s, "host_discovery_script").value_or("");
+  auto min_np = Get(s, "min_np");
+  auto max_np = Get(s, "max_np");
+  e.enabled = !e.discovery_script.empty() || min_np || max_np;
+  if (!e.enabled) {
+    for (const char* key : {"slots_per_host", "reset_limit",
+                            "blacklist_cooldown_range", "elastic_timeout"}) {
+      if (Get(s, key)) {
+        return Status::InvalidArgument(
+            FindFlagByKey(key)->names[0],
+            "is for elastic jobs; give --host-discovery-script or "
+            "--min-np/--max-np too, or drop it");
+      }
+    }
+    return Status::Ok();
+  }
+  if (min_np) e.min_np = std::stoi(*min_np);
+  if (max_np) e.max_np = std::stoi(*max_np);
+  if (e.max_np > 0 && e.min_np > e.max_np) {
+    return Status::InvalidArgument("--min-np " + *min_np,
+                                   "is more than --max-np " + *max_np);
+  }
+  if (auto n = Get(s, "slots_per_host")) {
+    if (e.discovery_script.empty()) {
+      return Status::InvalidArgument(
+          "--slots-per-host",
+          "is the slots of hosts the discovery script prints without "
+          ":SLOTS; give --host-discovery-script too, or drop it");
+    }
+    e.slots_per_host = std::stoi(*n);
+  }
+  if (auto n = Get(s, "reset_limit")) e.reset_limit = std::stoi(*n);
+  if (auto n = Get(s, "elastic_timeout")) e.timeout_s = std::stoi(*n);
+  if (auto range = Get(s, "blacklist_cooldown_range")) {
+    std::istringstream in(*range);
+    std::string lo, hi, extra;
+    in >> lo >> hi >> extra;
+    const std::string what = "--blacklist-cooldown-range";
+    if (hi.empty() || !extra.empty()) {
+      return Status::InvalidArgument(
+          what, "takes two numbers of seconds, MIN MAX (got '" + *range + "')");
+    }
+    HVD_ASSIGN_OR_RETURN(int64_t l, ParseInt64(lo, what + " MIN", 1, kWeekS));
+    HVD_ASSIGN_OR_RETURN(int64_t h, ParseInt64(hi, what + " MAX", 1, kWeekS));
+    if (l > h) {
+      return Status::InvalidArgument(what,
+                                     "MIN " + lo + " is more than MAX " + hi);
+    }
+    e.cooldown_lo_s = static_cast<double>(l);
+    e.cooldown_hi_s = static_cast<double>(h);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<LaunchOptions> ParseCommandLine(
@@ -224,10 +293,15 @@ StatusOr<LaunchOptions> ParseCommandLine(
       value = f->switch_value;
     } else if (inline_value) {
       value = *inline_value;
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
+    } else if (i + static_cast<size_t>(f->values) < args.size()) {
+      for (int k = 0; k < f->values; ++k) {
+        value += (k ? " " : "") + args[++i];
+      }
     } else {
-      return Status::InvalidArgument(word, "needs a value");
+      return Status::InvalidArgument(
+          word, f->values == 1 ? "needs a value"
+                               : "needs " + std::to_string(f->values) +
+                                     " values (" + f->metavar + ")");
     }
     HVD_ASSIGN_OR_RETURN(std::string canonical, Canonical(*f, value, word));
     if (!f->ignored_why.empty()) {
@@ -268,12 +342,30 @@ StatusOr<LaunchOptions> ParseCommandLine(
   o.notes = std::move(notes);
   o.warnings = std::move(warnings);
   o.command.assign(args.begin() + i, args.end());
+  HVD_RETURN_IF_ERROR(ParseElastic(s, o.elastic));
   auto np = Get(s, "num_proc");
+  if (!np && o.elastic.min_np > 0) np = std::to_string(o.elastic.min_np);
   if (!np) {
-    return Status::InvalidArgument("-np",
-                                   "is required: the number of processes");
+    return Status::InvalidArgument(
+        "-np", o.elastic.enabled
+                   ? "is required: the number of processes to start with "
+                     "(or give --min-np)"
+                   : "is required: the number of processes");
   }
   o.num_proc = std::stoi(*np);
+  if (o.elastic.enabled) {
+    if (o.elastic.min_np == 0) o.elastic.min_np = o.num_proc;
+    if (o.elastic.min_np > o.num_proc) {
+      return Status::InvalidArgument(
+          "--min-np " + std::to_string(o.elastic.min_np),
+          "is more than -np " + *np + "; the job starts with -np processes");
+    }
+    if (o.elastic.max_np > 0 && o.elastic.max_np < o.num_proc) {
+      return Status::InvalidArgument(
+          "--max-np " + std::to_string(o.elastic.max_np),
+          "is less than -np " + *np);
+    }
+  }
   if (o.command.empty()) {
     return Status::InvalidArgument(
         "command", "missing: give the program to run after the options");
@@ -295,6 +387,11 @@ StatusOr<LaunchOptions> ParseCommandLine(
   if (hosts && hostfile) {
     return Status::InvalidArgument("-H", "give -H or --hostfile, not both");
   }
+  if (!o.elastic.discovery_script.empty() && (hosts || hostfile)) {
+    return Status::InvalidArgument(
+        "--host-discovery-script",
+        "gives the hosts; drop " + std::string(hosts ? "-H" : "--hostfile"));
+  }
   if (hosts) {
     HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostList(*hosts));
     o.hosts_from = "-H " + *hosts;
@@ -311,9 +408,16 @@ StatusOr<LaunchOptions> ParseCommandLine(
     HVD_ASSIGN_OR_RETURN(o.hosts,
                          ParseSlurmHosts(nodes->second, tasks->second));
     o.hosts_from = "the Slurm allocation";
-  } else {
+  } else if (o.elastic.enabled && o.elastic.discovery_script.empty()) {
+    return Status::InvalidArgument(
+        "--min-np/--max-np",
+        "an elastic job needs its hosts: give --host-discovery-script, or "
+        "-H or --hostfile for a fixed set");
+  } else if (o.elastic.discovery_script.empty()) {
     o.hosts = {{"localhost", o.num_proc, ""}};
     o.hosts_from = "-H localhost:" + *np;
+  } else {
+    o.hosts_from = "--host-discovery-script " + o.elastic.discovery_script;
   }
 
   if (auto p = Get(s, "ssh_port")) o.ssh_port = std::stoi(*p);
@@ -352,6 +456,12 @@ StatusOr<LaunchOptions> ParseCommandLine(
     return Status::InvalidArgument(
         "--rendezvous-addr",
         "needs --rendezvous-token-file with the daemon's admin token");
+  }
+  if (o.elastic.enabled && !o.rendezvous_addr.empty()) {
+    return Status::InvalidArgument(
+        "--rendezvous-addr",
+        "an elastic job's membership is kept by horovodrun's own "
+        "rendezvous; drop --rendezvous-addr");
   }
   if (o.rendezvous_tls_cert.empty() != o.rendezvous_tls_key.empty()) {
     return Status::InvalidArgument("--rendezvous-tls-cert/--rendezvous-tls-key",

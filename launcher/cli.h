@@ -15,11 +15,26 @@ namespace hvd::launcher {
 
 enum class HostKeyCheck { kStrict, kAcceptNew, kOff };
 
+// An elastic job: on when a discovery script, --min-np or --max-np is
+// given. Its hosts come from the script, else from -H or --hostfile.
+struct ElasticLaunchOptions {
+  bool enabled = false;
+  std::string discovery_script;  // empty: the fixed hosts
+  int min_np = 0;                // resolved to -np when not given
+  int max_np = 0;                // 0: no limit
+  int slots_per_host = 0;        // 0: the script prints every host's slots
+  int timeout_s = static_cast<int>(settings::DefaultInt("elastic_timeout"));
+  int reset_limit = 0;  // 0: no limit
+  // --blacklist-cooldown-range; both 0: a failed host stays out for good.
+  double cooldown_lo_s = 0, cooldown_hi_s = 0;
+};
+
 // Every field has Horovod's default. Tuning flags are not interpreted
 // here: they become `worker_env`, the HOROVOD_* variables of the workers,
 // and only the ones the user gave are set (the runtime owns the defaults).
 struct LaunchOptions {
-  int num_proc = 0;                    // -np, required
+  int num_proc = 0;  // -np, required (elastic: to start with; --min-np)
+  ElasticLaunchOptions elastic;
   std::vector<HostSpec> hosts;         // -H, --hostfile, Slurm, or localhost:NP
   std::string hosts_from = "default";  // "-H", "--hostfile FILE", "Slurm"
   // --start-timeout, else HOROVOD_START_TIMEOUT, else the settings table's.

@@ -46,6 +46,7 @@ std::vector<FlagSpec> Build() {
   const std::string kSsh = "SSH";
   const std::string kRdv = "rendezvous (default: one embedded in horovodrun)";
   const std::string kLog = "logging and output";
+  const std::string kElastic = "elastic";
   std::vector<FlagSpec> t = {
       Int({"-np", "--num-proc", "-n"}, "num_proc", 1, 1 << 20, kGeneral,
           "number of processes to run (required)"),
@@ -82,7 +83,33 @@ std::vector<FlagSpec> Build() {
           "client certificate, for mutual TLS"),
       Str({"--rendezvous-tls-key"}, "rendezvous_tls_key", "FILE", kRdv,
           "its private key"),
+      // Elastic jobs (--elastic-timeout is a worker setting, in the
+      // settings table). Any of the first three makes a job elastic.
+      Str({"--host-discovery-script"}, "host_discovery_script", "FILE",
+          kElastic,
+          "program printing the current HOST:SLOTS lines; run every second",
+          "elastic.host_discovery_script"),
+      Int({"--min-np", "--min-num-proc"}, "min_np", 1, 1 << 20, kElastic,
+          "fewest processes the job runs with (default: -np)",
+          "elastic.min_np"),
+      Int({"--max-np", "--max-num-proc"}, "max_np", 1, 1 << 20, kElastic,
+          "most processes the job grows to (default: no limit)",
+          "elastic.max_np"),
+      Int({"--slots-per-host"}, "slots_per_host", 1, 1 << 20, kElastic,
+          "slots of a host the discovery script prints without :SLOTS",
+          "elastic.slots_per_host"),
+      Int({"--reset-limit"}, "reset_limit", 0, 1 << 20, kElastic,
+          "end the job after this many resets (default 0: no limit)",
+          "elastic.reset_limit"),
+      Str({"--blacklist-cooldown-range"}, "blacklist_cooldown_range", "MIN MAX",
+          kElastic,
+          "seconds a failed host stays out, doubling per failure from MIN "
+          "up to MAX (default: for good)",
+          "elastic.blacklist_cooldown_range"),
   };
+  for (FlagSpec& f : t) {
+    if (f.key == "blacklist_cooldown_range") f.values = 2;
+  }
   for (FlagSpec& f : t) {
     if (f.key == "ssh_host_key_check") {
       f.kind = FlagKind::kChoice;
@@ -166,20 +193,6 @@ std::vector<FlagSpec> Build() {
   refused(Switch({"--jsrun"}, "jsrun", kGeneral, ""),
           "hvd starts workers itself (locally or over SSH), not through "
           "jsrun; drop --jsrun");
-  const std::string kElastic =
-      "is one of Horovod's elastic-mode flags, and hvd runs fixed-size jobs "
-      "only; give -np N with the hosts (-H or --hostfile) instead";
-  for (std::vector<std::string> names :
-       std::vector<std::vector<std::string>>{{"--min-np", "--min-num-proc"},
-                                             {"--max-np", "--max-num-proc"},
-                                             {"--slots-per-host"},
-                                             {"--host-discovery-script"},
-                                             {"--elastic-timeout"},
-                                             {"--reset-limit"},
-                                             {"--blacklist-cooldown-range"}}) {
-    const std::string key = names[0].substr(2);
-    refused(Str(std::move(names), key, "X", kGeneral, ""), kElastic);
-  }
   t.push_back(Switch({"-prefix-timestamp", "--prefix-output-with-timestamp"},
                      "prefix_output_with_timestamp", kLog,
                      "put a timestamp in front of every line of output"));
@@ -230,6 +243,13 @@ StatusOr<const FlagSpec*> FindFlagOrAbbreviation(const std::string& word) {
     return Status::InvalidArgument(word, "is ambiguous: it could be " + list);
   }
   return found;
+}
+
+const FlagSpec* FindFlagByKey(const std::string& key) {
+  for (const FlagSpec& f : FlagTable()) {
+    if (f.key == key) return &f;
+  }
+  return nullptr;
 }
 
 const FlagSpec* FindYamlKey(const std::string& section_key) {

@@ -28,6 +28,8 @@ const FlagSpec* FindFlag(const std::string& name);
 // abbreviations: "--fusion-thresh"); null when none, and InvalidArgument
 // naming the candidates when several.
 StatusOr<const FlagSpec*> FindFlagOrAbbreviation(const std::string& word);
+// The first spec that stores under `key` ("min_np"), or null.
+const FlagSpec* FindFlagByKey(const std::string& key);
 // The spec whose YAML key is "section.key", or null.
 const FlagSpec* FindYamlKey(const std::string& section_key);
 

@@ -25,6 +25,12 @@ class EmbeddedRendezvous final : public JobRendezvous {
     return joined.ok() ? *joined : std::vector<int>{};
   }
   void End(const std::string& reason) override { server_->Shutdown(reason); }
+  Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
+                       int size) override {
+    return server_->table()
+        .SetMembership(access_.job_id, std::move(hosts), size)
+        .status();
+  }
 
  private:
   std::unique_ptr<rendezvous::RendezvousServer> server_;
@@ -59,6 +65,11 @@ class DaemonRendezvous final : public JobRendezvous {
     if (keepalive_.joinable()) keepalive_.join();
     (void)client_->EndJob(reason);
   }
+  Status SetMembership(std::vector<rendezvous::HostSlots>, int) override {
+    // The command line refuses --rendezvous-addr for elastic jobs.
+    return Status::FailedPrecondition("--rendezvous-addr",
+                                      "a daemon's jobs have fixed hosts");
+  }
 
  private:
   void KeepAliveLoop(std::chrono::milliseconds period) {
@@ -85,23 +96,38 @@ StatusOr<std::string> ReadOptional(const std::string& path) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
-    const LaunchPlan& plan) {
+namespace {
+
+StatusOr<std::unique_ptr<JobRendezvous>> StartServer(
+    bool loopback, std::vector<rendezvous::HostSlots> hosts, int size,
+    bool elastic) {
   HVD_ASSIGN_OR_RETURN(std::string admin, RandomHex(32));
   rendezvous::ServerOptions options;
-  options.listen = plan.all_local ? "127.0.0.1:0" : "0.0.0.0:0";
+  options.listen = loopback ? "127.0.0.1:0" : "0.0.0.0:0";
   options.admin_token = admin;
   HVD_ASSIGN_OR_RETURN(auto server,
                        rendezvous::RendezvousServer::Start(options));
-  HVD_ASSIGN_OR_RETURN(rendezvous::CreatedJob job,
-                       server->table().CreateJob(
-                           plan.hosts, static_cast<int>(plan.workers.size())));
+  HVD_ASSIGN_OR_RETURN(
+      rendezvous::CreatedJob job,
+      server->table().CreateJob(std::move(hosts), size, elastic));
   JobAccess access;
   access.rendezvous_addr = server->address();
   access.job_id = job.job_id;
   access.job_token = job.token;
   return std::unique_ptr<JobRendezvous>(
       new EmbeddedRendezvous(std::move(server), std::move(access)));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
+    const LaunchPlan& plan) {
+  return StartServer(plan.all_local, plan.hosts,
+                     static_cast<int>(plan.workers.size()), false);
+}
+
+StatusOr<std::unique_ptr<JobRendezvous>> StartElasticRendezvous(bool loopback) {
+  return StartServer(loopback, {}, 0, true);
 }
 
 int RendezvousPort(const JobAccess& access) {

@@ -21,12 +21,19 @@ class JobRendezvous {
   virtual std::vector<int> JoinedRanks() = 0;
   // Ends the job (frees it on a daemon; stops the embedded server).
   virtual void End(const std::string& reason) = 0;
+  // An elastic job's next membership (rendezvous::JobTable::SetMembership).
+  virtual Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
+                               int size) = 0;
 };
 
 // Serves the job from this process: on loopback when every host is local,
 // on every address otherwise (only the job's token opens it).
 StatusOr<std::unique_ptr<JobRendezvous>> StartEmbeddedRendezvous(
     const LaunchPlan& plan);
+
+// An elastic job served from this process, with no members yet (they come
+// with SetMembership). `loopback`: listen on 127.0.0.1 only.
+StatusOr<std::unique_ptr<JobRendezvous>> StartElasticRendezvous(bool loopback);
 
 // The port a worker must use; for the embedded server, its own.
 int RendezvousPort(const JobAccess& access);

@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "common/files.h"
 #include "launcher/cli.h"
+#include "launcher/elastic/driver.h"
 #include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
 #include "launcher/plan.h"
@@ -65,6 +68,164 @@ std::string SelfDirectory() {
   return path.substr(0, path.rfind('/'));
 }
 
+// The routes to the remote hosts of an elastic job, learnt as hosts
+// appear (discovery asks from its own thread).
+class RouteBook {
+ public:
+  explicit RouteBook(const LaunchOptions& options) : options_(options) {}
+
+  bool IsLocal(const HostSpec& h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = local_.find(h.host);
+    if (it == local_.end()) {
+      it = local_.emplace(h.host, IsLocalHost(h.host)).first;
+    }
+    return h.user.empty() && it->second;
+  }
+
+  // Ok for a local host and a remote one SSH reaches (its route kept).
+  Status Check(const HostSpec& h) {
+    if (IsLocal(h)) return Status::Ok();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (routes_.count(h.host)) return Status::Ok();
+    }
+    HVD_ASSIGN_OR_RETURN(HostRoute route,
+                         CheckRemoteHost(h.host, h.user, options_));
+    std::lock_guard<std::mutex> lock(mu_);
+    routes_[h.host] = route;
+    return Status::Ok();
+  }
+
+  std::map<std::string, HostRoute> routes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return routes_;
+  }
+
+ private:
+  const LaunchOptions& options_;
+  std::mutex mu_;
+  std::map<std::string, bool> local_;
+  std::map<std::string, HostRoute> routes_;
+};
+
+// An elastic job: the driver starts and stops workers as hosts come and go.
+int RunElasticJob(const LaunchOptions& options,
+                  const std::map<std::string, std::string>& env,
+                  const std::string& here) {
+  const ElasticLaunchOptions& e = options.elastic;
+  RouteBook routes(options);
+  std::unique_ptr<elastic::HostSource> source;
+  bool loopback = options.network_interfaces.empty();
+  if (e.discovery_script.empty()) {
+    // Fixed hosts: every one is checked now; those SSH cannot reach are
+    // left out, and the job goes on with the rest if they are enough.
+    std::vector<HostSpec> usable;
+    for (const HostSpec& h : options.hosts) {
+      if (Status s = routes.Check(h); s.ok()) {
+        usable.push_back(h);
+        loopback &= routes.IsLocal(h);
+      } else {
+        std::fprintf(stderr, "horovodrun: elastic: leaving out host %s: %s\n",
+                     h.host.c_str(), s.message().c_str());
+      }
+    }
+    source = elastic::FixedHosts(std::move(usable));
+  } else {
+    // Any host may appear: listen where remote ones reach us.
+    loopback = false;
+    source = elastic::PolledHosts(
+        elastic::HostDiscovery(e.discovery_script, e.slots_per_host,
+                               std::chrono::seconds(options.start_timeout_s)),
+        std::chrono::seconds(1),
+        [&routes](const HostSpec& h) { return routes.Check(h); });
+  }
+  std::string iface_address;
+  if (!options.network_interfaces.empty()) {
+    auto a = InterfaceAddress(options.network_interfaces.front());
+    if (!a.ok()) return Fail(a.status(), kUsageError);
+    iface_address = *a;
+  }
+
+  InstallLauncherSignalHandlers();
+  auto rendezvous = StartElasticRendezvous(loopback);
+  if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
+  JobRendezvous* job = rendezvous->get();
+  const JobAccess access = job->access();
+  const int port = RendezvousPort(access);
+
+  LaunchPlan base;
+  base.command = options.command;
+  base.start_timeout_s = options.start_timeout_s;
+  base.join_timeout_s = options.join_timeout_s;
+  base.verbose = options.verbose;
+  base.tuning_env = options.worker_env;
+  base.tuning_env["HOROVOD_ELASTIC"] = "1";
+  base.all_local = loopback;
+  char cwd[4096];
+  const std::string cwd_str = getcwd(cwd, sizeof(cwd)) ? cwd : "";
+  const std::string ssh_exec = here + "/hvd-ssh-exec";
+  const std::string remote_exec = env.count("HVD_REMOTE_EXEC")
+                                      ? env.at("HVD_REMOTE_EXEC")
+                                      : here + "/hvd-remote-exec";
+  const int local_gpus = CountLocalGpus();
+
+  elastic::ElasticDriverHooks hooks;
+  hooks.set_membership = [job](std::vector<rendezvous::HostSlots> hosts,
+                               int size) {
+    return job->SetMembership(std::move(hosts), size);
+  };
+  hooks.gpus = [&routes, local_gpus](const HostSpec& h) {
+    return routes.IsLocal(h) ? local_gpus : 0;
+  };
+  hooks.make_spec =
+      [&](const HostSpec& h, int slot,
+          const rendezvous::Assignment& a) -> StatusOr<ProcessSpec> {
+    LaunchPlan plan = base;
+    WorkerPlan w;
+    w.host = h.host;
+    w.slot = slot;
+    w.assignment = a;
+    w.local = routes.IsLocal(h);
+    w.user = h.user;
+    plan.workers = {w};
+    auto known = routes.routes();
+    if (!w.local && !known.count(h.host)) {
+      return Status::Unavailable(h.host, "was never reached over SSH");
+    }
+    AssignAddresses(plan, known, iface_address, port);
+    const WorkerPlan& placed = plan.workers[0];
+    return ProcessSpec{placed.local
+                           ? plan.command
+                           : RemoteArgv(placed, options, ssh_exec, remote_exec),
+                       WorkerEnvironment(env, plan, placed, access), cwd_str};
+  };
+
+  elastic::ElasticOptions planner;
+  planner.min_np = e.min_np;
+  planner.max_np = e.max_np;
+  planner.start_np = options.num_proc;
+  planner.elastic_timeout = std::chrono::seconds(e.timeout_s);
+  planner.reset_limit = e.reset_limit;
+  elastic::HostManagerOptions host_options;
+  host_options.cooldown_lo_s = e.cooldown_lo_s;
+  host_options.cooldown_hi_s = e.cooldown_hi_s;
+  host_options.seed = std::random_device{}();
+  elastic::ElasticDriver driver(planner, host_options, std::move(source),
+                                std::move(hooks), options.verbose);
+
+  SupervisorOptions sup;
+  sup.verbose = options.verbose;
+  sup.timestamps = options.prefix_output_with_timestamp;
+  sup.output_dir = options.output_filename;
+  sup.watchdog = here + "/hvd-remote-exec";
+  sup.job_id = access.job_id;
+  auto spawner = MakeLocalSpawner();
+  int code = Supervisor(sup).RunElastic(driver, *spawner);
+  job->End("the job finished with exit status " + std::to_string(code));
+  return code;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::map<std::string, std::string> env = Environment();
@@ -90,6 +251,15 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "horovodrun: %s\n", n.c_str());
     }
   }
+  std::string here = SelfDirectory();
+  // Workers that are Python scripts import horovod.torch from the package
+  // that came with this horovodrun, with no PYTHONPATH to set by hand (a
+  // package the user's PYTHONPATH names comes first).
+  if (std::string py = PythonPackageDir(here); !py.empty()) {
+    env["PYTHONPATH"] =
+        AppendToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
+  }
+  if (options->elastic.enabled) return RunElasticJob(*options, env, here);
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);
@@ -161,14 +331,6 @@ int Main(int argc, char** argv) {
   std::string cwd_str = getcwd(cwd, sizeof(cwd)) ? cwd : "";
   std::vector<ProcessSpec> specs;
   std::vector<std::string> hosts;
-  std::string here = SelfDirectory();
-  // Workers that are Python scripts import horovod.torch from the package
-  // that came with this horovodrun, with no PYTHONPATH to set by hand (a
-  // package the user's PYTHONPATH names comes first).
-  if (std::string py = PythonPackageDir(here); !py.empty()) {
-    env["PYTHONPATH"] =
-        AppendToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
-  }
   std::string ssh_exec = here + "/hvd-ssh-exec";
   std::string remote_exec = env.count("HVD_REMOTE_EXEC")
                                 ? env.at("HVD_REMOTE_EXEC")

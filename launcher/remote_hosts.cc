@@ -8,10 +8,11 @@
 namespace hvd::launcher {
 namespace {
 
-SshTarget TargetFor(const WorkerPlan& w, const LaunchOptions& o) {
+SshTarget TargetFor(const std::string& host, const std::string& user,
+                    const LaunchOptions& o) {
   SshTarget t;
-  t.host = w.host;
-  t.user = w.user;
+  t.host = host;
+  t.user = user;
   t.port = o.ssh_port;
   t.identity_file = o.ssh_identity_file;
   t.policy = o.host_key_check;
@@ -28,19 +29,23 @@ std::string WithPort(const std::string& host, int port) {
 
 }  // namespace
 
+StatusOr<HostRoute> CheckRemoteHost(const std::string& host,
+                                    const std::string& user,
+                                    const LaunchOptions& options) {
+  HVD_ASSIGN_OR_RETURN(auto session,
+                       SshSession::Connect(TargetFor(host, user, options)));
+  return HostRoute{session->local_address(), session->peer_address()};
+}
+
 StatusOr<std::map<std::string, HostRoute>> CheckRemoteHosts(
     const LaunchPlan& plan, const LaunchOptions& options,
     std::vector<std::string>* errors) {
   std::map<std::string, std::future<StatusOr<HostRoute>>> checks;
   for (const WorkerPlan& w : plan.workers) {
     if (w.local || checks.count(w.host)) continue;
-    SshTarget target = TargetFor(w, options);
-    checks.emplace(
-        w.host,
-        std::async(std::launch::async, [target]() -> StatusOr<HostRoute> {
-          HVD_ASSIGN_OR_RETURN(auto session, SshSession::Connect(target));
-          return HostRoute{session->local_address(), session->peer_address()};
-        }));
+    checks.emplace(w.host, std::async(std::launch::async, [&options, w] {
+                     return CheckRemoteHost(w.host, w.user, options);
+                   }));
   }
   std::map<std::string, HostRoute> routes;
   for (auto& [host, check] : checks) {

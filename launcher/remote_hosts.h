@@ -19,6 +19,12 @@ struct HostRoute {
   std::string peer_address;   // the host's end
 };
 
+// Connects to one host (as `user`; empty: ours) within the start timeout
+// and returns the route to it; the error names the host.
+StatusOr<HostRoute> CheckRemoteHost(const std::string& host,
+                                    const std::string& user,
+                                    const LaunchOptions& options);
+
 // Connects to every remote host in parallel within the start timeout.
 // Returns the route to each, or fills `errors` with one line per host that
 // failed (and returns an error).

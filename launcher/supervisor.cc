@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -63,91 +64,109 @@ std::string DescribeStatus(int wait_status) {
 }
 
 struct Worker {
-  int rank = 0;
+  int rank = 0;  // the rank its output carries (in an elastic job, its first)
   std::string host;
+  int slot = 0;
   SpawnedProcess proc;
   int out_file = -1, err_file = -1;  // --output-filename copies
   LineSplitter out_lines, err_lines;
   bool running = false;
   int wait_status = 0;
+  // Asked to stop on its own (an elastic job left its host): SIGKILL at
+  // kill_at, and its exit is nobody's failure.
+  bool stop_requested = false;
+  Clock::time_point kill_at;
 };
 
 class Job {
  public:
-  Job(const SupervisorOptions& options) : options_(options) {}
+  Job(const SupervisorOptions& options, Spawner& spawner, WorkerDriver* driver)
+      : options_(options), spawner_(spawner), driver_(driver) {}
 
   int Run(const std::vector<ProcessSpec>& specs,
-          const std::vector<std::string>& hosts, Spawner& spawner);
+          const std::vector<std::string>& hosts);
 
  private:
-  Status OpenOutputFiles();
+  Status OpenOutputFiles(Worker& w, int size, bool append);
   // Appends the open output pipes of every worker, with who owns each.
   void CollectOutputFds(std::vector<pollfd>& fds,
                         std::vector<std::pair<Worker*, Stream>>& owners);
+  bool StartWatchdog();
+  // Starts one worker; false (said why) when it could not be started.
+  bool StartWorker(Worker& w, const ProcessSpec& spec);
   void Reap();
   void HandleSignals();
   void ReadOutput(Worker& w, int fd, Stream stream);
   void BeginStop(std::string why);
   void KillAll(int sig, bool only_running);
   void CheckStartTimeout();
+  // An elastic job: asks the driver what to change and does it. False once
+  // the job is over (done, nothing running).
+  bool DriveElastic();
   bool AnyRunning() const;
   int PollTimeoutMs() const;
+  void Drain();
 
   const SupervisorOptions& options_;
-  std::vector<Worker> workers_;
+  Spawner& spawner_;
+  WorkerDriver* driver_;  // null: a fixed job
+  std::vector<std::unique_ptr<Worker>> workers_;
+  SpawnedProcess watchdog_;
   bool stopping_ = false;
   bool killed_ = false;
+  bool done_ = false;  // elastic: the driver said the job is over
   Clock::time_point kill_at_;
   Clock::time_point start_deadline_;
   bool start_checked_ = false;
-  std::optional<int> first_failure_;  // rank
+  std::optional<int> first_failure_;  // index into workers_
   int exit_code_ = 0;
 };
 
 void Job::CollectOutputFds(std::vector<pollfd>& fds,
                            std::vector<std::pair<Worker*, Stream>>& owners) {
-  for (Worker& w : workers_) {
-    if (w.proc.stdout_fd >= 0) {
-      fds.push_back({w.proc.stdout_fd, POLLIN, 0});
-      owners.push_back({&w, Stream::kStdout});
+  for (auto& w : workers_) {
+    if (w->proc.stdout_fd >= 0) {
+      fds.push_back({w->proc.stdout_fd, POLLIN, 0});
+      owners.push_back({w.get(), Stream::kStdout});
     }
-    if (w.proc.stderr_fd >= 0) {
-      fds.push_back({w.proc.stderr_fd, POLLIN, 0});
-      owners.push_back({&w, Stream::kStderr});
+    if (w->proc.stderr_fd >= 0) {
+      fds.push_back({w->proc.stderr_fd, POLLIN, 0});
+      owners.push_back({w.get(), Stream::kStderr});
     }
   }
 }
 
-Status Job::OpenOutputFiles() {
-  const int size = static_cast<int>(workers_.size());
+Status Job::OpenOutputFiles(Worker& w, int size, bool append) {
   std::error_code ec;
-  for (int r = 0; r < size; ++r) {
-    std::string dir = RankOutputDir(options_.output_dir, r, size);
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
+  std::string dir = RankOutputDir(options_.output_dir, w.rank, size);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::PermissionDenied(
+        "--output-filename", "cannot create " + dir + ": " + ec.message());
+  }
+  for (auto [name, fd] :
+       {std::pair{"/stdout", &w.out_file}, std::pair{"/stderr", &w.err_file}}) {
+    std::string path = dir + name;
+    // An elastic job's later workers may carry a rank an earlier one had:
+    // they add to its files.
+    *fd = open(path.c_str(),
+               O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC),
+               0644);
+    if (*fd < 0) {
       return Status::PermissionDenied(
-          "--output-filename", "cannot create " + dir + ": " + ec.message());
-    }
-    for (auto [name, fd] : {std::pair{"/stdout", &workers_[r].out_file},
-                            std::pair{"/stderr", &workers_[r].err_file}}) {
-      std::string path = dir + name;
-      *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (*fd < 0) {
-        return Status::PermissionDenied(
-            "--output-filename",
-            "cannot write " + path + ": " + std::strerror(errno));
-      }
+          "--output-filename",
+          "cannot write " + path + ": " + std::strerror(errno));
     }
   }
   return Status::Ok();
 }
 
 void Job::KillAll(int sig, bool only_running) {
-  for (Worker& w : workers_) {
-    if (w.proc.pid <= 0) continue;
-    if (only_running && !w.running) continue;
+  for (auto& w : workers_) {
+    if (w->proc.pid <= 0) continue;
+    if (only_running && !w->running) continue;
     // The worker leads its group: this reaches everything it started.
-    kill(-w.proc.pid, sig);
+    kill(-w->proc.pid, sig);
   }
 }
 
@@ -155,17 +174,20 @@ void Job::BeginStop(std::string why) {
   if (stopping_) return;
   stopping_ = true;
   int running = 0;
-  for (const Worker& w : workers_) running += w.running;
+  for (const auto& w : workers_) running += w->running;
   if (running > 0) {
     Say(why + "; stopping " + std::to_string(running) + " worker" +
         (running == 1 ? "" : "s"));
+  } else if (driver_ != nullptr) {
+    Say(why);
   }
   KillAll(SIGTERM, true);
   kill_at_ = Clock::now() + options_.grace;
 }
 
 void Job::Reap() {
-  for (Worker& w : workers_) {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker& w = *workers_[i];
     if (!w.running) continue;
     int status = 0;
     pid_t r = waitpid(w.proc.pid, &status, WNOHANG);
@@ -176,8 +198,19 @@ void Job::Reap() {
       Say("rank " + std::to_string(w.rank) + " " + DescribeStatus(status));
     }
     int code = ExitCodeOf(status);
+    if (driver_ != nullptr) {
+      // Its group may hold what it started; the driver decides the rest.
+      kill(-w.proc.pid, SIGKILL);
+      if (w.stop_requested || stopping_) continue;
+      if (code != 0) {
+        Say("worker " + w.host + "[" + std::to_string(w.slot) + "] (rank " +
+            std::to_string(w.rank) + ") " + DescribeStatus(status));
+      }
+      driver_->Exited(w.host, w.slot, code);
+      continue;
+    }
     if (code != 0 && !stopping_ && !first_failure_) {
-      first_failure_ = w.rank;
+      first_failure_ = static_cast<int>(i);
       exit_code_ = code;
       BeginStop("rank " + std::to_string(w.rank) + " on host " + w.host + " " +
                 DescribeStatus(status));
@@ -236,8 +269,8 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
 }
 
 void Job::CheckStartTimeout() {
-  if (start_checked_ || stopping_ || !options_.joined_ranks ||
-      options_.join_timeout.count() == 0) {
+  if (driver_ != nullptr || start_checked_ || stopping_ ||
+      !options_.joined_ranks || options_.join_timeout.count() == 0) {
     return;
   }
   if (Clock::now() < start_deadline_) return;
@@ -246,11 +279,11 @@ void Job::CheckStartTimeout() {
   std::set<int> joined_set(joined.begin(), joined.end());
   std::string missing;
   int count = 0;
-  for (const Worker& w : workers_) {
-    if (!w.running || joined_set.count(w.rank)) continue;
+  for (const auto& w : workers_) {
+    if (!w->running || joined_set.count(w->rank)) continue;
     if (count < 16) {
       missing +=
-          (count ? ", " : "") + std::to_string(w.rank) + " (" + w.host + ")";
+          (count ? ", " : "") + std::to_string(w->rank) + " (" + w->host + ")";
     }
     ++count;
   }
@@ -267,15 +300,26 @@ void Job::CheckStartTimeout() {
 
 bool Job::AnyRunning() const {
   return std::any_of(workers_.begin(), workers_.end(),
-                     [](const Worker& w) { return w.running; });
+                     [](const auto& w) { return w->running; });
 }
 
 int Job::PollTimeoutMs() const {
   auto now = Clock::now();
   std::optional<Clock::time_point> next;
-  if (stopping_ && !killed_) next = kill_at_;
-  if (!start_checked_ && !stopping_ && options_.joined_ranks) {
-    next = next ? std::min(*next, start_deadline_) : start_deadline_;
+  auto consider = [&](Clock::time_point t) {
+    next = next ? std::min(*next, t) : t;
+  };
+  if (stopping_ && !killed_) consider(kill_at_);
+  if (!start_checked_ && !stopping_ && options_.joined_ranks &&
+      driver_ == nullptr) {
+    consider(start_deadline_);
+  }
+  if (driver_ != nullptr && !stopping_) {
+    // The driver polls discovery once a second.
+    consider(now + std::chrono::seconds(1));
+    for (const auto& w : workers_) {
+      if (w->running && w->stop_requested) consider(w->kill_at);
+    }
   }
   if (!next) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now)
@@ -283,65 +327,161 @@ int Job::PollTimeoutMs() const {
   return static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
 }
 
+bool Job::StartWatchdog() {
+  if (options_.watchdog.empty()) return true;
+  ProcessSpec spec;
+  spec.argv = {options_.watchdog, "--watchdog"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.die_with_launcher = false;
+  spec.stdin_pipe = true;
+  auto w = spawner_.Spawn(spec);
+  if (!w.ok()) {
+    Say("cannot start the watchdog " + options_.watchdog + ": " +
+        w.status().message());
+    return false;
+  }
+  watchdog_ = *w;
+  close(watchdog_.stdout_fd);
+  close(watchdog_.stderr_fd);
+  if (!options_.job_id.empty()) {
+    WriteAll(watchdog_.stdin_fd, "JOB " + options_.job_id + "\n");
+  }
+  return true;
+}
+
+bool Job::StartWorker(Worker& w, const ProcessSpec& spec) {
+  auto proc = spawner_.Spawn(spec);
+  if (!proc.ok()) {
+    Say("rank " + std::to_string(w.rank) + " on host " + w.host + ": " +
+        proc.status().message());
+    return false;
+  }
+  w.proc = *proc;
+  w.running = true;
+  if (watchdog_.stdin_fd >= 0) {
+    WriteAll(watchdog_.stdin_fd, "PG " + std::to_string(w.proc.pid) + "\n");
+  }
+  if (options_.verbose) {
+    Say("started rank " + std::to_string(w.rank) + " (pid " +
+        std::to_string(w.proc.pid) + ") on " + w.host);
+  }
+  return true;
+}
+
+bool Job::DriveElastic() {
+  if (stopping_) return AnyRunning();
+  WorkerDriver::Step step = driver_->Tick();
+  if (step.failure) {
+    exit_code_ = 1;
+    BeginStop(*step.failure);
+    return true;
+  }
+  for (const auto& [host, slot] : step.stop) {
+    for (auto& w : workers_) {
+      if (!w->running || w->stop_requested || w->host != host ||
+          w->slot != slot) {
+        continue;
+      }
+      w->stop_requested = true;
+      w->kill_at = Clock::now() + options_.grace;
+      kill(-w->proc.pid, SIGTERM);
+    }
+  }
+  for (WorkerDriver::Start& s : step.start) {
+    auto w = std::make_unique<Worker>();
+    w->rank = s.label;
+    w->host = s.host;
+    w->slot = s.slot;
+    if (!options_.output_dir.empty()) {
+      Status st = OpenOutputFiles(*w, w->rank + 1, /*append=*/true);
+      if (!st.ok()) {
+        exit_code_ = 1;
+        BeginStop(st.message());
+        return true;
+      }
+    }
+    Worker& ref = *w;
+    workers_.push_back(std::move(w));
+    if (!StartWorker(ref, s.spec)) {
+      // As a worker that failed at once: its host leaves the job.
+      driver_->Exited(ref.host, ref.slot, 127);
+    }
+  }
+  for (auto& w : workers_) {
+    if (w->running && w->stop_requested && Clock::now() >= w->kill_at) {
+      kill(-w->proc.pid, SIGKILL);
+    }
+  }
+  if (step.done && !AnyRunning()) done_ = true;
+  return !done_;
+}
+
+void Job::Drain() {
+  // Every worker is gone; end whatever they left in their groups, then drain
+  // the pipes (their writers are dead now, so EOF comes promptly).
+  KillAll(SIGKILL, false);
+  auto drain_until = Clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, Stream>> owners;
+    CollectOutputFds(fds, owners);
+    if (fds.empty()) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    drain_until - Clock::now())
+                    .count();
+    if (left <= 0) break;
+    int n = poll(fds.data(), fds.size(), static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents)
+        ReadOutput(*owners[i].first, fds[i].fd, owners[i].second);
+    }
+  }
+  for (auto& w : workers_) {
+    for (int fd :
+         {w->proc.stdout_fd, w->proc.stderr_fd, w->out_file, w->err_file}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+}
+
 int Job::Run(const std::vector<ProcessSpec>& specs,
-             const std::vector<std::string>& hosts, Spawner& spawner) {
-  workers_.resize(specs.size());
-  if (!options_.output_dir.empty()) {
-    Status s = OpenOutputFiles();
-    if (!s.ok()) {
-      Say(s.message());
-      return 1;
-    }
-  }
-  SpawnedProcess watchdog;
-  if (!options_.watchdog.empty()) {
-    ProcessSpec spec;
-    spec.argv = {options_.watchdog, "--watchdog"};
-    spec.env = {"PATH=/usr/bin:/bin"};
-    spec.die_with_launcher = false;
-    spec.stdin_pipe = true;
-    auto w = spawner.Spawn(spec);
-    if (!w.ok()) {
-      Say("cannot start the watchdog " + options_.watchdog + ": " +
-          w.status().message());
-      return 1;
-    }
-    watchdog = *w;
-    close(watchdog.stdout_fd);
-    close(watchdog.stderr_fd);
-    if (!options_.job_id.empty()) {
-      WriteAll(watchdog.stdin_fd, "JOB " + options_.job_id + "\n");
-    }
-  }
+             const std::vector<std::string>& hosts) {
   for (size_t r = 0; r < specs.size(); ++r) {
-    Worker& w = workers_[r];
-    w.rank = static_cast<int>(r);
-    w.host = hosts[r];
-    auto proc = spawner.Spawn(specs[r]);
-    if (!proc.ok()) {
-      Say("rank " + std::to_string(r) + " on host " + w.host + ": " +
-          proc.status().message());
+    auto w = std::make_unique<Worker>();
+    w->rank = static_cast<int>(r);
+    w->host = hosts[r];
+    if (!options_.output_dir.empty()) {
+      Status s = OpenOutputFiles(*w, static_cast<int>(specs.size()), false);
+      if (!s.ok()) {
+        Say(s.message());
+        return 1;
+      }
+    }
+    workers_.push_back(std::move(w));
+  }
+  if (!StartWatchdog()) return 1;
+  for (size_t r = 0; r < specs.size(); ++r) {
+    if (!StartWorker(*workers_[r], specs[r])) {
       exit_code_ = 127;
       first_failure_ = static_cast<int>(r);
       BeginStop("could not start every worker");
       break;
     }
-    w.proc = *proc;
-    w.running = true;
-    if (watchdog.stdin_fd >= 0) {
-      WriteAll(watchdog.stdin_fd, "PG " + std::to_string(w.proc.pid) + "\n");
-    }
-    if (options_.verbose) {
-      Say("started rank " + std::to_string(r) + " (pid " +
-          std::to_string(w.proc.pid) + ") on " + w.host);
-    }
   }
   start_deadline_ = Clock::now() + options_.join_timeout;
 
-  // Until every worker is reaped. Output of exited workers keeps flowing.
+  // Until every worker is reaped (an elastic job: until the driver ends
+  // it). Output of exited workers keeps flowing.
   for (;;) {
     Reap();
-    if (!AnyRunning()) break;
+    if (driver_ != nullptr) {
+      if (!DriveElastic()) break;
+      if (stopping_ && !AnyRunning()) break;
+    } else if (!AnyRunning()) {
+      break;
+    }
     CheckStartTimeout();
     if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
       KillAll(SIGKILL, true);
@@ -364,45 +504,18 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     }
   }
 
-  // Every worker is gone; end whatever they left in their groups, then drain
-  // the pipes (their writers are dead now, so EOF comes promptly).
-  KillAll(SIGKILL, false);
-  auto drain_until = Clock::now() + std::chrono::seconds(2);
-  for (;;) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Worker*, Stream>> owners;
-    CollectOutputFds(fds, owners);
-    if (fds.empty()) break;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    drain_until - Clock::now())
-                    .count();
-    if (left <= 0) break;
-    int n = poll(fds.data(), fds.size(), static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents)
-        ReadOutput(*owners[i].first, fds[i].fd, owners[i].second);
-    }
-  }
-  for (Worker& w : workers_) {
-    for (int fd :
-         {w.proc.stdout_fd, w.proc.stderr_fd, w.out_file, w.err_file}) {
-      if (fd >= 0) close(fd);
-    }
-  }
-
-  if (watchdog.pid > 0) {
+  Drain();
+  if (watchdog_.pid > 0) {
     // Everything is reaped and killed; the watchdog only sweeps what a
     // worker that died early left in /dev/shm.
-    WriteAll(watchdog.stdin_fd, "DONE\n");
-    close(watchdog.stdin_fd);
+    WriteAll(watchdog_.stdin_fd, "DONE\n");
+    close(watchdog_.stdin_fd);
     int status;
-    waitpid(watchdog.pid, &status, 0);
+    waitpid(watchdog_.pid, &status, 0);
   }
 
   if (first_failure_ && *first_failure_ >= 0) {
-    const Worker& w = workers_[*first_failure_];
+    const Worker& w = *workers_[*first_failure_];
     Say("one or more processes exited with non-zero status; the first was "
         "rank " +
         std::to_string(w.rank) + " on host " + w.host +
@@ -434,8 +547,13 @@ void InstallLauncherSignalHandlers() {
 
 int Supervisor::Run(const std::vector<ProcessSpec>& specs,
                     const std::vector<std::string>& hosts, Spawner& spawner) {
-  Job job(options_);
-  return job.Run(specs, hosts, spawner);
+  Job job(options_, spawner, nullptr);
+  return job.Run(specs, hosts);
+}
+
+int Supervisor::RunElastic(WorkerDriver& driver, Spawner& spawner) {
+  Job job(options_, spawner, &driver);
+  return job.Run({}, {});
 }
 
 }  // namespace hvd::launcher

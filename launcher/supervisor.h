@@ -16,7 +16,9 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/plan.h"
@@ -47,6 +49,31 @@ struct SupervisorOptions {
   std::string job_id;
 };
 
+// An elastic job's driver as the supervisor sees it: told of the exit of
+// every worker it did not ask to stop, and asked on every wake-up (at
+// least once a second) which workers to stop and start.
+class WorkerDriver {
+ public:
+  struct Start {
+    std::string host;
+    int slot = 0;
+    int label = 0;  // the rank its output lines carry (its first rank)
+    ProcessSpec spec;
+  };
+  struct Step {
+    // (host, slot): SIGTERM to the worker's group, SIGKILL after the grace.
+    std::vector<std::pair<std::string, int>> stop;
+    std::vector<Start> start;  // after the stops
+    // End the job: with this line and status 1 (every worker stopped), or
+    // (done) with status 0 once no worker runs.
+    std::optional<std::string> failure;
+    bool done = false;
+  };
+  virtual ~WorkerDriver() = default;
+  virtual Step Tick() = 0;
+  virtual void Exited(const std::string& host, int slot, int exit_code) = 0;
+};
+
 class Supervisor {
  public:
   explicit Supervisor(SupervisorOptions options)
@@ -57,6 +84,11 @@ class Supervisor {
   // the launcher's exit status.
   int Run(const std::vector<ProcessSpec>& specs,
           const std::vector<std::string>& hosts, Spawner& spawner);
+
+  // An elastic job: the driver decides which workers run; a worker's
+  // failure is its to handle, and the job ends when it says so (or on a
+  // signal). Returns the launcher's exit status.
+  int RunElastic(WorkerDriver& driver, Spawner& spawner);
 
  private:
   SupervisorOptions options_;

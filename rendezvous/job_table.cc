@@ -35,12 +35,16 @@ void JobTable::LayOut(Job& job, std::vector<HostSlots> hosts) {
 
 StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
                                          bool elastic) {
-  HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
+  // An elastic job may start with no members (epoch 0): its launcher
+  // learns its hosts later, and joins wait for the first membership.
+  const bool no_members_yet = elastic && hosts.empty() && size == 0;
+  if (!no_members_yet) HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
   HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
   Job job;
   LayOut(job, std::move(hosts));
   job.token = token;
   job.elastic = elastic;
+  if (no_members_yet) job.epoch = 0;
 
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.size() >= limits_.max_jobs) {
@@ -204,30 +208,43 @@ JobTable::WaitId JobTable::JoinWait(const std::string& job_id,
                                     Clock::time_point deadline,
                                     JoinCallback done) {
   StatusOr<Assignment> answer = Status::Internal("unset");
+  std::vector<Completion> completions;
+  WaitId id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto job = FindLocked(job_id);
     if (!job.ok()) {
       answer = job.status();
+    } else if (auto now = JoinLocked(**job, host, slot, previous_generation)) {
+      answer = *now;
     } else {
-      auto now = JoinLocked(**job, host, slot, previous_generation);
-      if (now) {
-        answer = *now;
-      } else {
-        Waiter w;
-        w.job_id = job_id;
-        w.deadline = deadline;
-        w.on_join = std::move(done);
-        w.host = host;
-        w.slot = slot;
-        WaitId id = AddWaiterLocked(**job, std::move(w));
-        (*job)->joiners.push_back(id);
-        return id;
+      Waiter w;
+      w.job_id = job_id;
+      w.deadline = deadline;
+      w.on_join = std::move(done);
+      w.host = host;
+      w.slot = slot;
+      id = AddWaiterLocked(**job, std::move(w));
+      (*job)->joiners.push_back(id);
+      if (EveryMemberWaitsLocked(**job)) {
+        // Every member left this epoch (a collective failed everywhere and
+        // no process died): the same hosts make the next one, as a new
+        // membership from the launcher would, so nobody waits for it.
+        std::vector<HostSlots> same = (*job)->hosts;
+        auto epoch =
+            NewEpochLocked(**job, job_id, std::move(same), completions);
+        if (!epoch.ok()) {
+          completions.push_back(FinishJoinLocked(id, epoch.status()));
+        }
       }
     }
   }
-  done(std::move(answer));
-  return 0;
+  if (id == 0) {
+    done(std::move(answer));
+    return 0;
+  }
+  RunAll(completions);
+  return id;
 }
 
 StatusOr<int> JobTable::SetMembership(const std::string& job_id,
@@ -243,35 +260,55 @@ StatusOr<int> JobTable::SetMembership(const std::string& job_id,
           "job '" + job_id + "'",
           "is not elastic: its hosts are fixed when it is created");
     }
-    // Published for workers (Context::MembershipChanged) as any key is, so
-    // waits on it complete; first, so a refusal changes nothing.
-    HVD_RETURN_IF_ERROR(SetLocked(*job, job_id, kMembershipEpochKey,
-                                  std::to_string(job->epoch + 1), completions));
-    LayOut(*job, std::move(hosts));
-    epoch = ++job->epoch;
-    job->joined.clear();
-    // Rounds of the old membership cannot complete: their ranks are gone.
-    std::vector<WaitId> in_rounds;
-    for (auto& [name, round] : job->barriers) {
-      in_rounds.insert(in_rounds.end(), round.waiters.begin(),
-                       round.waiters.end());
-    }
-    const Status moved = Status::Aborted(
-        "job '" + job_id + "'",
-        "its membership changed (epoch " + std::to_string(epoch) + ")");
-    for (WaitId id : in_rounds) completions.push_back(FinishLocked(id, moved));
-    // Joins waiting for this epoch get their place in it.
-    std::vector<WaitId> joiners;
-    joiners.swap(job->joiners);
-    for (WaitId id : joiners) {
-      auto it = waiters_.find(id);
-      if (it == waiters_.end()) continue;
-      auto a = JoinLocked(*job, it->second.host, it->second.slot, epoch - 1);
-      completions.push_back(FinishJoinLocked(id, *a));
-    }
+    HVD_ASSIGN_OR_RETURN(
+        epoch, NewEpochLocked(*job, job_id, std::move(hosts), completions));
   }
   RunAll(completions);
   return epoch;
+}
+
+StatusOr<int> JobTable::NewEpochLocked(Job& job, const std::string& job_id,
+                                       std::vector<HostSlots> hosts,
+                                       std::vector<Completion>& completions) {
+  // Published for workers (Context::MembershipChanged) as any key is, so
+  // waits on it complete; first, so a refusal changes nothing.
+  HVD_RETURN_IF_ERROR(SetLocked(job, job_id, kMembershipEpochKey,
+                                std::to_string(job.epoch + 1), completions));
+  LayOut(job, std::move(hosts));
+  const int epoch = ++job.epoch;
+  job.joined.clear();
+  // Rounds of the old membership cannot complete: their ranks are gone.
+  std::vector<WaitId> in_rounds;
+  for (auto& [name, round] : job.barriers) {
+    in_rounds.insert(in_rounds.end(), round.waiters.begin(),
+                     round.waiters.end());
+  }
+  const Status moved =
+      Status::Aborted("job '" + job_id + "'", "its membership changed (epoch " +
+                                                  std::to_string(epoch) + ")");
+  for (WaitId id : in_rounds) completions.push_back(FinishLocked(id, moved));
+  // Joins waiting for this epoch get their place in it.
+  std::vector<WaitId> joiners;
+  joiners.swap(job.joiners);
+  for (WaitId id : joiners) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) continue;
+    auto a = JoinLocked(job, it->second.host, it->second.slot, epoch - 1);
+    completions.push_back(FinishJoinLocked(id, *a));
+  }
+  return epoch;
+}
+
+bool JobTable::EveryMemberWaitsLocked(const Job& job) const {
+  if (job.assignments.empty()) return false;
+  std::set<int> ranks;
+  for (WaitId id : job.joiners) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) continue;
+    auto a = SlotLocked(job, it->second.host, it->second.slot);
+    if (a.ok()) ranks.insert(a->rank);
+  }
+  return ranks.size() == job.assignments.size();
 }
 
 JobTable::Waiter JobTable::TakeWaiterLocked(

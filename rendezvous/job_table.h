@@ -74,6 +74,8 @@ class JobTable {
   // (ValidateHosts); their order fixes the ranks.
   // `elastic`: the job's hosts may change (SetMembership), and a join's
   // generation is the job's membership epoch instead of the slot's count.
+  // An elastic job may be created with no hosts and size 0 (epoch 0): joins
+  // wait for its first membership.
   StatusOr<CreatedJob> CreateJob(std::vector<HostSlots> hosts, int size,
                                  bool elastic = false);
 
@@ -89,6 +91,9 @@ class JobTable {
   // Join, waiting when it cannot answer yet: in an elastic job, a process
   // that already joined the current epoch (previous_generation == epoch)
   // waits for the next one; `done` gets DeadlineExceeded at `deadline`.
+  // Once every member of the epoch waits so, the next epoch starts with the
+  // same hosts (all reset, nobody left: there is no new membership to
+  // wait for).
   // Everything else answers at once, as Join. Returns an id for
   // CancelWait; 0 when it completed at once.
   WaitId JoinWait(const std::string& job_id, const std::string& host, int slot,
@@ -190,6 +195,13 @@ class JobTable {
   };
   using Completion = std::function<void()>;
 
+  // The next epoch of an elastic job, with `hosts`; `mu_` held.
+  StatusOr<int> NewEpochLocked(Job& job, const std::string& job_id,
+                               std::vector<HostSlots> hosts,
+                               std::vector<Completion>& completions);
+  // Whether every slot of the current membership has a join waiting for
+  // the next epoch; `mu_` held.
+  bool EveryMemberWaitsLocked(const Job& job) const;
   // The assignment of (host, slot) in the job's current hosts; `mu_` held.
   StatusOr<Assignment> SlotLocked(const Job& job, const std::string& host,
                                   int slot) const;

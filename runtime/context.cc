@@ -178,8 +178,15 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
       config.rendezvous_addr, config.job_id, config.job_token,
       rendezvous::ClientTls{config.tls_ca_pem, config.tls_cert_pem,
                             config.tls_key_pem});
-  auto joined = ctx->client_->Join(config.host, config.slot,
-                                   config.start_timeout, previous_generation);
+  // A re-join of an elastic job waits for the launcher's next membership,
+  // which may take until --elastic-timeout; in a fixed job it answers at
+  // once either way.
+  const auto join_timeout =
+      previous_generation > 0
+          ? std::max(config.start_timeout, config.elastic_timeout)
+          : config.start_timeout;
+  auto joined = ctx->client_->Join(config.host, config.slot, join_timeout,
+                                   previous_generation);
   if (!joined.ok()) {
     return joined.status().WithContext("host " + config.host + " slot " +
                                        std::to_string(config.slot));

@@ -36,6 +36,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   c.start_timeout = std::chrono::seconds(start);
   HVD_ASSIGN_OR_RETURN(int64_t join, read.Int("join_timeout"));
   c.join_timeout = std::chrono::seconds(join);
+  HVD_ASSIGN_OR_RETURN(int64_t elastic, read.Int("elastic_timeout"));
+  c.elastic_timeout = std::chrono::seconds(elastic);
   HVD_ASSIGN_OR_RETURN(int64_t gloo, read.Int("gloo_timeout_seconds"));
   c.gloo_timeout = std::chrono::seconds(gloo);
   c.gloo_iface = read.String("network_interface");
@@ -143,7 +145,10 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   }
   if (auto key = Lookup(env, "HVD_RENDEZVOUS_TLS_KEY")) c.tls_key_pem = *key;
 
-  if (Lookup(env, "HOROVOD_RANK")) {
+  // In an elastic job HOROVOD_RANK is only the rank a worker started with:
+  // the membership may change before it joins, and at every reset.
+  HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Bool("elastic"));
+  if (!elastic_job && Lookup(env, "HOROVOD_RANK")) {
     rendezvous::Assignment a;
     struct Field {
       const char* name;

@@ -41,6 +41,10 @@ struct WorkerConfig {
   // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: no limit
   // (a peer that exits ends the job through the launcher).
   std::chrono::milliseconds join_timeout{0};
+  // HOROVOD_ELASTIC_TIMEOUT: how long a re-join waits for an elastic job's
+  // next membership.
+  std::chrono::milliseconds elastic_timeout{
+      std::chrono::seconds(settings::DefaultInt("elastic_timeout"))};
   std::chrono::milliseconds gloo_timeout{
       std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
   size_t fusion_threshold_bytes =

@@ -48,7 +48,9 @@ void ElasticPlanner::WorkerExited(const Slot& slot, int status,
     }
     return;
   }
-  hosts_->Blacklist(slot.host, now);
+  // Workers of one host often fail together (the host went away): one
+  // failure of the host, not one per worker, for its cooldown.
+  if (!hosts_->Blacklisted(slot.host, now)) hosts_->Blacklist(slot.host, now);
 }
 
 std::vector<HostSpec> ElasticPlanner::Desired(Clock::time_point now) const {
@@ -80,13 +82,16 @@ Actions ElasticPlanner::Tick(Clock::time_point now) {
   }
   std::vector<HostSpec> desired = Desired(now);
   const int slots = SlotCount(desired);
-  if (slots < std::max(options_.min_np, 1)) {
+  const int needed =
+      started_ ? options_.min_np : std::max(options_.min_np, options_.start_np);
+  if (slots < std::max(needed, 1)) {
     if (!short_since_) short_since_ = now;
     if (now - *short_since_ >= options_.elastic_timeout) {
       a.failure = "waited " + std::to_string(options_.elastic_timeout.count()) +
                   " s (--elastic-timeout) for at least " +
-                  std::to_string(options_.min_np) +
-                  " slots (--min-np); the hosts offer " + std::to_string(slots);
+                  std::to_string(needed) +
+                  (started_ ? " slots (--min-np)" : " slots (-np)") +
+                  "; the hosts offer " + std::to_string(slots);
       stop_all();
     }
     return a;

@@ -29,6 +29,9 @@ namespace hvd::launcher::elastic {
 struct ElasticOptions {
   int min_np = 1;
   int max_np = 0;  // 0: no maximum
+  // The first membership waits for this many slots (-np; Horovod starts
+  // with -np and may shrink to --min-np later). 0: min_np.
+  int start_np = 0;
   std::chrono::seconds elastic_timeout{600};
   int reset_limit = 0;  // 0: no limit
 };

@@ -17,9 +17,19 @@
 //                        failed peer would) and every rank resets to the
 //                        commit of step 10; prints "ELASTIC rank=R steps=S
 //                        weight=W resets=N"
+//   --elastic-job N      N steps under hvd::elastic::run in an elastic job
+//                        (no failure of its own), committing every
+//                        --commit-every K (5) and sleeping --step-ms M (50)
+//                        per step; prints "START rank=R size=S step=T" at
+//                        each (re)start, rank 0 "STEP step=T size=S ms=W"
+//                        (W: wall clock) per step, and "ELASTIC ..." at the
+//                        end; --pid-dir D writes D/HOST-SLOT.pid;
+//                        --fail-host H: a worker on host H exits 3 at its
+//                        third step after each start
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,12 +64,79 @@ std::string ReadFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+// --elastic-job: see the top of the file.
+int ElasticJob(int steps, int commit_every, int step_ms,
+               const std::string& pid_dir, const std::string& fail_host) {
+  const char* env_host = std::getenv("HVD_HOST");
+  const char* env_slot = std::getenv("HVD_SLOT");
+  const std::string host = env_host ? env_host : "";
+  if (!pid_dir.empty()) {
+    WritePid(pid_dir + "/" + host + "-" + (env_slot ? env_slot : "0") + ".pid",
+             getpid());
+  }
+  std::vector<float> weights(1000, 0.0f);
+  int64_t step = 0;
+  int resets = 0, steps_run = 0;
+  hvd::elastic::TensorState state;
+  state.add("weights", &weights);
+  state.add_counter("step", &step);
+  state.register_reset_callback([&] { ++resets; });
+  hvd::Status s = hvd::elastic::run(state, [&](hvd::elastic::State& st) {
+    std::printf("START rank=%d size=%d step=%lld\n", hvd::rank(), hvd::size(),
+                static_cast<long long>(step));
+    std::fflush(stdout);
+    int since_start = 0;
+    for (; step < steps; ++step) {
+      if (host == fail_host && ++since_start == 3) {
+        std::fflush(stdout);
+        _exit(3);
+      }
+      std::vector<float> avg = weights;
+      hvd::Status r = hvd::allreduce(
+          "step", hvd::Tensor{avg.data(),
+                              hvd::DataType::kFloat32,
+                              {static_cast<int64_t>(avg.size())}});
+      if (!r.ok()) return r;
+      for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
+      ++steps_run;
+      if (hvd::rank() == 0) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+        std::printf("STEP step=%lld size=%d ms=%lld\n",
+                    static_cast<long long>(step + 1), hvd::size(),
+                    static_cast<long long>(ms));
+        std::fflush(stdout);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+      if ((step + 1) % commit_every == 0) {
+        ++step;  // the commit holds the next step to run
+        hvd::Status c = st.commit();
+        // Hosts changed at the commit: the state is the commit's, so the
+        // next start runs the next step.
+        if (!c.ok()) return c;
+        --step;
+      }
+    }
+    return hvd::Status::Ok();
+  });
+  if (!s.ok()) {
+    std::fprintf(stderr, "test_worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("ELASTIC rank=%d size=%d steps=%d weight=%g resets=%d\n",
+              hvd::rank(), hvd::size(), steps_run, weights[0], resets);
+  std::fflush(stdout);
+  return hvd::shutdown().ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool gradients = false, exact = false, print_cpus = false, elastic = false;
-  int stream = 0;
+  int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
+  std::string fail_host;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
   for (int i = 1; i < argc; ++i) {
@@ -91,6 +168,14 @@ int main(int argc, char** argv) {
       stream = std::stoi(next());
     else if (a == "--elastic")
       elastic = true;
+    else if (a == "--elastic-job")
+      elastic_steps = std::stoi(next());
+    else if (a == "--commit-every")
+      commit_every = std::stoi(next());
+    else if (a == "--step-ms")
+      step_ms = std::stoi(next());
+    else if (a == "--fail-host")
+      fail_host = next();
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -104,6 +189,8 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
+  if (elastic_steps > 0)
+    return ElasticJob(elastic_steps, commit_every, step_ms, pid_dir, fail_host);
   if (elastic) {
     std::vector<float> weights(1000, 0.0f);
     int64_t step = 0;

@@ -80,10 +80,40 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "1", "-H", "a:-1", "p"}, "-H slots"},
       {{"-np", "1", "--mpi", "p"}, "--mpi"},
       {{"-np", "2", "--min-np", "1", "p"},
-       "--min-np: is one of Horovod's elastic"},
-      {{"-np", "2", "--host-discovery-script=d.sh", "p"},
-       "--host-discovery-script: is one of Horovod's elastic-mode flags, and "
-       "hvd runs fixed-size jobs only; give -np N"},
+       "--min-np/--max-np: an elastic job needs its hosts: give "
+       "--host-discovery-script, or -H or --hostfile"},
+      {{"--host-discovery-script=d.sh", "p"},
+       "-np: is required: the number of processes to start with (or give "
+       "--min-np)"},
+      {{"-np", "2", "--min-np", "3", "-H", "a:4", "p"},
+       "--min-np 3: is more than -np 2"},
+      {{"-np", "2", "--max-np", "1", "-H", "a:4", "p"},
+       "--max-np 1: is less than -np 2"},
+      {{"-np", "2", "--reset-limit", "3", "p"},
+       "--reset-limit: is for elastic jobs; give --host-discovery-script or "
+       "--min-np/--max-np too, or drop it"},
+      {{"-np", "2", "--elastic-timeout", "3", "p"},
+       "--elastic-timeout: is for elastic jobs"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--slots-per-host", "2", "p"},
+       "--slots-per-host: is the slots of hosts the discovery script prints"},
+      {{"-np", "2", "--host-discovery-script", "d.sh", "-H", "a:2", "p"},
+       "--host-discovery-script: gives the hosts; drop -H"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
+        "9", "5", "p"},
+       "--blacklist-cooldown-range: MIN 9 is more than MAX 5"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
+        "9", "x", "p"},
+       "--blacklist-cooldown-range MAX"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2",
+        "--blacklist-cooldown-range=9", "p"},
+       "takes two numbers of seconds, MIN MAX (got '9')"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
+        "9"},
+       "--blacklist-cooldown-range: needs 2 values (MIN MAX)"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--rendezvous-addr", "h:1",
+        "--rendezvous-token-file", "t", "p"},
+       "--rendezvous-addr: an elastic job's membership is kept by "
+       "horovodrun's own rendezvous"},
   };
   for (const Case& c : cases) {
     auto o = Parse(c.args);
@@ -320,6 +350,66 @@ logging:
   EXPECT_EQ(env.at("HOROVOD_LOG_HIDE_TIME"), "1");
 }
 
+// Horovod's elastic flags and their config keys, with its defaults: -np
+// is what the job starts with and --min-np defaults to it.
+TEST(CliElasticTest, FlagsAndConfigKeys) {
+  auto o =
+      Parse({"-np", "4", "--min-np", "2", "--max-np", "8",
+             "--host-discovery-script", "./discover.sh", "--slots-per-host",
+             "2", "--elastic-timeout", "60", "--reset-limit", "3",
+             "--blacklist-cooldown-range", "10", "100", "train"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const ElasticLaunchOptions& e = o->elastic;
+  EXPECT_TRUE(e.enabled);
+  EXPECT_EQ(o->num_proc, 4);
+  EXPECT_EQ(e.min_np, 2);
+  EXPECT_EQ(e.max_np, 8);
+  EXPECT_EQ(e.discovery_script, "./discover.sh");
+  EXPECT_EQ(e.slots_per_host, 2);
+  EXPECT_EQ(e.timeout_s, 60);
+  EXPECT_EQ(e.reset_limit, 3);
+  EXPECT_EQ(e.cooldown_lo_s, 10);
+  EXPECT_EQ(e.cooldown_hi_s, 100);
+  EXPECT_TRUE(o->hosts.empty());
+  // The workers wait as long to re-join.
+  EXPECT_EQ(o->worker_env.at("HOROVOD_ELASTIC_TIMEOUT"), "60");
+  EXPECT_EQ(o->command, std::vector<std::string>{"train"});
+
+  // --min-np alone: -np follows it, the hosts are fixed; defaults.
+  o = Parse({"--min-num-proc", "2", "-H", "a:2,b:2", "train"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->elastic.enabled);
+  EXPECT_EQ(o->num_proc, 2);
+  EXPECT_EQ(o->elastic.max_np, 0);
+  EXPECT_EQ(o->elastic.timeout_s, 600);
+  EXPECT_EQ(o->elastic.reset_limit, 0);
+  EXPECT_EQ(o->elastic.cooldown_hi_s, 0);
+  EXPECT_EQ(o->hosts.size(), 2u);
+
+  // -np alone stays a fixed job.
+  o = Parse({"-np", "2", "train"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->elastic.enabled);
+
+  // The config file's elastic section, a list for the cooldown range; a
+  // flag wins over it.
+  o = Parse(
+      {"-np", "3", "--config-file", "/c.yaml", "--reset-limit", "5", "train"},
+      {},
+      {{"/c.yaml",
+        "elastic:\n  min_np: 2\n  max_np: 6\n  "
+        "host_discovery_script: /d.sh\n  reset_limit: 1\n  "
+        "elastic_timeout: 30\n  blacklist_cooldown_range: [5, 50]\n"}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->elastic.min_np, 2);
+  EXPECT_EQ(o->elastic.max_np, 6);
+  EXPECT_EQ(o->elastic.discovery_script, "/d.sh");
+  EXPECT_EQ(o->elastic.reset_limit, 5);
+  EXPECT_EQ(o->elastic.timeout_s, 30);
+  EXPECT_EQ(o->elastic.cooldown_lo_s, 5);
+  EXPECT_EQ(o->elastic.cooldown_hi_s, 50);
+}
+
 TEST(CliHostsTest, HostfileAndSlurmAndUsers) {
   auto o = Parse(
       {"-np", "3", "--hostfile", "/h", "p"}, {},
@@ -423,7 +513,11 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
       {{"-np", "1", "--min", "2", "p"},
        {},
        {},
-       "--min-np: is one of Horovod's elastic-mode flags"},
+       "--min-np 2: is more than -np 1"},
+      {{"-np", "1", "--config-file", "/c.yaml", "p"},
+       {},
+       {{"/c.yaml", "elastic:\n  min_np: 1\n  reset_limit: -1\n"}},
+       "/c.yaml: elastic.reset_limit: must be between 0"},
       {{"-np", "1", "--stall-check-warning-time-seconds", "60",
         "--stall-check-shutdown-time-seconds", "30", "p"},
        {},

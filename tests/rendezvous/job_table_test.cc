@@ -430,13 +430,63 @@ TEST_F(ElasticJobTest, OldBarrierRoundsEndAndWaitingJoinsTimeOut) {
       table_.Barrier(id_, "step", 0, In(1000), [&](Status s) { again = s; }),
       0u);
   EXPECT_TRUE(again.ok());
-  // Ending the job ends a waiting join too.
+  // Ending the job ends a waiting join too (b has not re-joined, so the
+  // epoch stays).
   StatusOr<Assignment> ended = Status::Internal("none");
-  ASSERT_TRUE(JoinNow("a", 0, 1).ok());
-  table_.JoinWait(id_, "a", 0, 2, In(1000),
+  ASSERT_TRUE(table_.SetMembership(id_, {{"a", 1}, {"b", 1}}, 2).ok());
+  ASSERT_TRUE(JoinNow("a", 0, 2).ok());
+  table_.JoinWait(id_, "a", 0, 3, In(1000),
                   [&](StatusOr<Assignment> a) { ended = a; });
+  EXPECT_EQ(ended.status().code(), StatusCode::kInternal);  // still waiting
   ASSERT_TRUE(table_.EndJob(id_, "done").ok());
   EXPECT_EQ(ended.status().code(), StatusCode::kAborted);
+}
+
+// Every member re-joins (a collective failed everywhere, nobody died): the
+// last one's join starts the next epoch with the same hosts, and all of
+// them get their places in it.
+TEST_F(ElasticJobTest, EveryMemberWaitingStartsTheNextEpochWithTheSameHosts) {
+  for (const char* h : {"a", "b"}) {
+    for (int slot = 0; slot < 2; ++slot) ASSERT_TRUE(JoinNow(h, slot, 0).ok());
+  }
+  std::vector<StatusOr<Assignment>> got(4, Status::Internal("none"));
+  int i = 0;
+  for (const char* h : {"a", "b"}) {
+    for (int slot = 0; slot < 2; ++slot, ++i) {
+      table_.JoinWait(id_, h, slot, 1, In(1000),
+                      [&got, i](StatusOr<Assignment> a) { got[i] = a; });
+      // Until the last member asks, everyone waits.
+      if (i < 3) EXPECT_EQ(got[0].status().code(), StatusCode::kInternal);
+    }
+  }
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(got[r].ok()) << got[r].status().ToString();
+    EXPECT_EQ(got[r]->generation, 2);
+    EXPECT_EQ(got[r]->rank, r);
+    EXPECT_EQ(got[r]->size, 4);
+  }
+  EXPECT_EQ(*table_.Get(id_, kMembershipEpochKey), "2");
+}
+
+// An elastic job made before its launcher knows any host: joins wait for
+// the first membership, which is epoch 1.
+TEST(ElasticJobNoHostsTest, JoinsWaitForTheFirstMembership) {
+  JobTable table;
+  auto job = table.CreateJob({}, 0, /*elastic=*/true);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  // A fixed job still needs hosts.
+  EXPECT_EQ(table.CreateJob({}, 0).status().code(),
+            StatusCode::kInvalidArgument);
+  StatusOr<Assignment> got = Status::Internal("none");
+  EXPECT_NE(table.JoinWait(job->job_id, "a", 0, 0,
+                           Clock::now() + std::chrono::seconds(5),
+                           [&](StatusOr<Assignment> a) { got = a; }),
+            0u);
+  EXPECT_EQ(got.status().code(), StatusCode::kInternal);
+  ASSERT_EQ(*table.SetMembership(job->job_id, {{"a", 1}}, 1), 1);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->generation, 1);
+  EXPECT_EQ(got->size, 1);
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+// The driver of an elastic job: the supervisor's WorkerDriver. It polls
+// host discovery on a thread of its own (once a second, so a slow script
+// never holds up the workers' output), feeds the answers and the workers'
+// exits to the HostManager and the ElasticPlanner, and carries out their
+// decisions: a new membership goes to the rendezvous before the workers
+// it adds are started, so a survivor that re-joins finds it there.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher/elastic/discovery.h"
+#include "launcher/elastic/host_manager.h"
+#include "launcher/elastic/planner.h"
+#include "launcher/supervisor.h"
+#include "rendezvous/assignment.h"
+
+namespace hvd::launcher::elastic {
+
+// Where the hosts come from: the discovery script (polled) or a fixed list
+// (-H, --hostfile).
+class HostSource {
+ public:
+  virtual ~HostSource() = default;
+  // The newest answer not yet taken; nullopt when there is none.
+  virtual std::optional<std::vector<HostSpec>> Take() = 0;
+};
+
+// A fixed list, answered once.
+std::unique_ptr<HostSource> FixedHosts(std::vector<HostSpec> hosts);
+
+// Runs `discovery` every `period` on a thread until destroyed. A host that
+// `usable` refuses (a remote host SSH cannot reach) is left out of that
+// answer. Failures are logged once each, and the last good answer stands.
+std::unique_ptr<HostSource> PolledHosts(
+    HostDiscovery discovery, std::chrono::milliseconds period,
+    std::function<Status(const HostSpec&)> usable);
+
+struct ElasticDriverHooks {
+  // The job's next membership, set in the rendezvous.
+  std::function<Status(std::vector<rendezvous::HostSlots> hosts, int size)>
+      set_membership;
+  // GPUs of a host, for its assignment (0 for remote hosts).
+  std::function<int(const HostSpec& host)> gpus;
+  // The process that runs the worker of `slot` on `host`.
+  std::function<StatusOr<ProcessSpec>(const HostSpec& host, int slot,
+                                      const rendezvous::Assignment& a)>
+      make_spec;
+};
+
+class ElasticDriver final : public WorkerDriver {
+ public:
+  ElasticDriver(ElasticOptions options, HostManagerOptions host_options,
+                std::unique_ptr<HostSource> source, ElasticDriverHooks hooks,
+                bool verbose);
+
+  Step Tick() override;
+  void Exited(const std::string& host, int slot, int exit_code) override;
+
+  int resets() const { return planner_.resets(); }
+
+ private:
+  HostManager hosts_;
+  ElasticPlanner planner_;
+  std::unique_ptr<HostSource> source_;
+  ElasticDriverHooks hooks_;
+  bool verbose_;
+  int memberships_ = 0;
+};
+
+}  // namespace hvd::launcher::elastic
