@@ -154,12 +154,7 @@ int RunElasticJob(const LaunchOptions& options,
   const JobAccess access = job->access();
   const int port = RendezvousPort(access);
 
-  LaunchPlan base;
-  base.command = options.command;
-  base.start_timeout_s = options.start_timeout_s;
-  base.join_timeout_s = options.join_timeout_s;
-  base.verbose = options.verbose;
-  base.tuning_env = options.worker_env;
+  LaunchPlan base = PlanWithoutWorkers(options);
   base.tuning_env["HOROVOD_ELASTIC"] = "1";
   base.all_local = loopback;
   char cwd[4096];

@@ -2,6 +2,16 @@
 
 namespace hvd::launcher {
 
+LaunchPlan PlanWithoutWorkers(const LaunchOptions& options) {
+  LaunchPlan plan;
+  plan.command = options.command;
+  plan.start_timeout_s = options.start_timeout_s;
+  plan.join_timeout_s = options.join_timeout_s;
+  plan.verbose = options.verbose;
+  plan.tuning_env = options.worker_env;
+  return plan;
+}
+
 StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
                               const HostFacts& facts) {
   long long total = 0;
@@ -16,12 +26,7 @@ StatusOr<LaunchPlan> MakePlan(const LaunchOptions& options,
                        std::to_string(total)) +
             "; add hosts or slots");
   }
-  LaunchPlan plan;
-  plan.command = options.command;
-  plan.start_timeout_s = options.start_timeout_s;
-  plan.join_timeout_s = options.join_timeout_s;
-  plan.verbose = options.verbose;
-  plan.tuning_env = options.worker_env;
+  LaunchPlan plan = PlanWithoutWorkers(options);
   int left = options.num_proc;
   std::vector<std::pair<bool, std::string>> locality;  // per used host
   for (const HostSpec& h : options.hosts) {

@@ -45,6 +45,10 @@ struct HostFacts {
   int local_gpus = 0;
 };
 
+// The job-wide part of a plan (command, timeouts, tuning variables): an
+// elastic job's workers are planned one at a time from it.
+LaunchPlan PlanWithoutWorkers(const LaunchOptions& options);
+
 // Fills hosts in order up to -np. InvalidArgument when the hosts have too
 // few slots (saying how many there are). A host is local when it names this
 // machine and has no "user@"; every other host is reached over SSH.

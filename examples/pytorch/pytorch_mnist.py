@@ -123,6 +123,14 @@ def metric_average(value: float, name: str) -> float:
     return hvd.allreduce(torch.tensor(value), name=name).item()
 
 
+def ranks_agree(model: nn.Module) -> bool:
+    """Whether every rank holds rank 0's weights, bit for bit."""
+    flat = torch.cat([p.detach().reshape(-1).cpu()
+                      for p in model.parameters()])
+    gathered = hvd.allgather(flat.unsqueeze(0), name="final_weights")
+    return bool((gathered == gathered[0]).all())
+
+
 def warmup_lr(args: argparse.Namespace, epoch: int, batch: int,
               batches: int) -> float:
     """From lr up to lr * size over the warm-up epochs, then lr * size."""
@@ -242,11 +250,7 @@ def main() -> int:
                             "optimizer": optimizer.state_dict()},
                            os.path.join(args.checkpoint_dir,
                                         f"checkpoint-{epoch + 1}.pt"))
-    # Every rank ends with rank 0's weights.
-    flat = torch.cat([p.detach().reshape(-1).cpu()
-                      for p in model.parameters()])
-    gathered = hvd.allgather(flat.unsqueeze(0), name="final_weights")
-    if not bool((gathered == gathered[0]).all()):
+    if not ranks_agree(model):
         print("pytorch_mnist.py: the ranks' weights differ", file=sys.stderr)
         return 1
     if hvd.rank() == 0:

@@ -51,6 +51,12 @@ std::vector<Finish> Finishes(const std::string& out) {
   return all;
 }
 
+// Debian's interpreter with torch, and the hvd package built.
+bool PythonReady() {
+  return std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") == 0 &&
+         std::filesystem::exists(HVD_PYTHON_PACKAGE "/hvd/__init__.py");
+}
+
 class ElasticNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -286,8 +292,7 @@ TEST_F(ElasticNetnsTest, FailingHostIsBlacklistedAndTheResetLimitEndsTheJob) {
 // (f) The same as (a) in Python: hvd.elastic.run with a TorchState (model,
 // optimizer, counters) goes back to the last commit on the survivors.
 TEST_F(ElasticNetnsTest, PythonTorchStateSurvivesAKilledHost) {
-  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0 ||
-      !std::filesystem::exists(HVD_PYTHON_PACKAGE "/hvd/__init__.py")) {
+  if (!PythonReady()) {
     GTEST_SKIP() << "no python3-torch or no hvd Python package built";
   }
   Discover({Host(0, 2), Host(1, 2)});
@@ -332,8 +337,7 @@ std::vector<pid_t> WorkersOfHost(const std::string& host) {
 // (two epochs on 6000 digits: over 85 %), every rank holding the same
 // weights.
 TEST_F(ElasticNetnsTest, PythonExampleLosesAHostAndStillLearns) {
-  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0 ||
-      !std::filesystem::exists(HVD_PYTHON_PACKAGE "/hvd/__init__.py")) {
+  if (!PythonReady()) {
     GTEST_SKIP() << "no python3-torch or no hvd Python package built";
   }
   Discover({Host(0, 2), Host(1, 2)});

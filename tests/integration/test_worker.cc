@@ -64,6 +64,17 @@ std::string ReadFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+// One training step of the elastic modes: the ranks' average, plus one.
+hvd::Status AverageAndAddOne(std::vector<float>& weights) {
+  std::vector<float> avg = weights;
+  HVD_RETURN_IF_ERROR(
+      hvd::allreduce("step", hvd::Tensor{avg.data(),
+                                         hvd::DataType::kFloat32,
+                                         {static_cast<int64_t>(avg.size())}}));
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
+  return hvd::Status::Ok();
+}
+
 // --elastic-job: see the top of the file.
 int ElasticJob(int steps, int commit_every, int step_ms,
                const std::string& pid_dir, const std::string& fail_host) {
@@ -91,13 +102,7 @@ int ElasticJob(int steps, int commit_every, int step_ms,
         std::fflush(stdout);
         _exit(3);
       }
-      std::vector<float> avg = weights;
-      hvd::Status r = hvd::allreduce(
-          "step", hvd::Tensor{avg.data(),
-                              hvd::DataType::kFloat32,
-                              {static_cast<int64_t>(avg.size())}});
-      if (!r.ok()) return r;
-      for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
+      if (hvd::Status r = AverageAndAddOne(weights); !r.ok()) return r;
       ++steps_run;
       if (hvd::rank() == 0) {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -207,13 +212,7 @@ int main(int argc, char** argv) {
           (void)hvd::shutdown();
           return hvd::Status::Aborted("test_worker", "rank 1 left at step 12");
         }
-        std::vector<float> avg = weights;
-        hvd::Status r = hvd::allreduce(
-            "step", hvd::Tensor{avg.data(),
-                                hvd::DataType::kFloat32,
-                                {static_cast<int64_t>(avg.size())}});
-        if (!r.ok()) return r;
-        for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
+        if (hvd::Status r = AverageAndAddOne(weights); !r.ok()) return r;
         ++steps_run;
         if ((step + 1) % 5 == 0) {
           ++step;  // the commit holds the next step to run
