@@ -29,6 +29,19 @@ class ReduceLrOnPlateau {
         cooldown_(cooldown),
         min_lr_(min_lr) {}
 
+  // What it has learnt so far, for an elastic job to keep alike on every
+  // rank (a worker that joins later starts from rank 0's).
+  struct Progress {
+    double best;
+    int wait, cooldown_left;
+  };
+  Progress progress() const { return {best_, wait_, cooldown_left_}; }
+  void set_progress(const Progress& p) {
+    best_ = p.best;
+    wait_ = p.wait;
+    cooldown_left_ = p.cooldown_left;
+  }
+
   // The lr for the next epoch, given this epoch's monitored value.
   double Update(double value, double lr) {
     if (cooldown_left_ > 0) {

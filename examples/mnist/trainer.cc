@@ -9,10 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <thread>
 
+#include "hvd/elastic.h"
 #include "hvd/hvd.h"
 #include "mnist/adadelta.h"
 #include "mnist/augment.h"
@@ -255,6 +258,7 @@ class Trainer {
         model_(*model_ptr_),
         opt_(model_.params()),
         gen_(static_cast<uint32_t>(o.seed * 1000 + rank_)),
+        grads_(std::make_unique<hvd::DistributedGradients>()),
         x_(static_cast<size_t>(o.batch_size) * kPixels),
         y_(o.batch_size) {}
 
@@ -280,25 +284,12 @@ class Trainer {
     Apply(scaling_, train_);
     Apply(scaling_, test_);
     // Basic: the initial state is broadcast before training; advanced:
-    // after the first batch (Horovod's callback). A resumed run starts
-    // from the same file everywhere, and broadcasts anyway.
+    // after the first batch (Horovod's callback); elastic: by run(). A
+    // resumed run starts from the same file everywhere, and broadcasts
+    // anyway.
     if (basic_) HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
-    broadcast_done_ = basic_;
-
-    // Advanced: each rank its shard of the training set, Keras'
-    // steps_per_epoch and validation_steps.
-    pool_.resize(train_.count);
-    std::iota(pool_.begin(), pool_.end(), 0);
-    if (!basic_) {
-      std::vector<int> shard;
-      for (int i = rank_; i < train_.count; i += size_) shard.push_back(i);
-      pool_ = std::move(shard);
-    }
-    const int train_batches = train_.count / o_.batch_size;
-    steps_ = basic_ ? (train_.count + o_.batch_size - 1) / o_.batch_size
-                    : std::max(1, train_batches / size_);
-    const int test_batches = test_.count / o_.batch_size;
-    val_steps_ = std::max(1, 3 * test_batches / size_);
+    broadcast_done_ = basic_ || o_.elastic;
+    Reshard();
     if (rank_ == 0) {
       char inputs[64] = "x / 255";
       if (scaling_.mean != 0 || scaling_.std != 1) {
@@ -315,18 +306,17 @@ class Trainer {
     }
     if (rank_ == 0 && !basic_) HVD_RETURN_IF_ERROR(OpenLogs(start_epoch > 0));
 
-    // Advanced: the shard is one stream, reshuffled at each pass, across
-    // epochs (Keras' generator); basic reshuffles per epoch.
-    order_ = pool_;
-    cursor_ = 0;
-    if (!basic_) std::shuffle(order_.begin(), order_.end(), gen_);
-    for (int epoch = start_epoch; epoch < epochs; ++epoch) {
-      if (rank_ == 0) std::printf("Epoch %d/%d\n", epoch + 1, epochs);
-      Progress progress(steps_, rank_ == 0);
-      HVD_ASSIGN_OR_RETURN(Metrics m, TrainEpoch(epoch, progress));
-      HVD_RETURN_IF_ERROR(CheckRanksAgree(epoch));
-      HVD_RETURN_IF_ERROR(basic_ ? EndEpochBasic(epoch, m, progress)
-                                 : EndEpochAdvanced(epoch, m, progress));
+    if (o_.elastic) {
+      HVD_RETURN_IF_ERROR(TrainElastic(start_epoch, epochs));
+    } else {
+      for (int epoch = start_epoch; epoch < epochs; ++epoch) {
+        if (rank_ == 0) std::printf("Epoch %d/%d\n", epoch + 1, epochs);
+        Progress progress(steps_, rank_ == 0);
+        HVD_ASSIGN_OR_RETURN(Metrics m, TrainEpoch(epoch, 0, progress));
+        HVD_RETURN_IF_ERROR(CheckRanksAgree(epoch));
+        HVD_RETURN_IF_ERROR(basic_ ? EndEpochBasic(epoch, m, progress)
+                                   : EndEpochAdvanced(epoch, m, progress));
+      }
     }
     csv_.reset();
     HVD_ASSIGN_OR_RETURN(
@@ -382,9 +372,125 @@ class Trainer {
     }
   }
 
-  // One epoch's steps; returns the training loss and accuracy of this
-  // rank's batches.
-  StatusOr<Metrics> TrainEpoch(int epoch, Progress& progress) {
+  // This rank's share of the data and the schedule that follows from the
+  // number of ranks: advanced, each rank its shard of the training set
+  // (one stream reshuffled at each pass, across epochs: Keras' generator),
+  // Keras' steps_per_epoch and validation_steps; basic reshuffles the
+  // whole set per epoch. Again after each reset of an elastic job.
+  void Reshard() {
+    scaled_lr_ = o_.lr * size_;
+    pool_.resize(train_.count);
+    std::iota(pool_.begin(), pool_.end(), 0);
+    if (!basic_) {
+      std::vector<int> shard;
+      for (int i = rank_; i < train_.count; i += size_) shard.push_back(i);
+      pool_ = std::move(shard);
+    }
+    const int train_batches = train_.count / o_.batch_size;
+    steps_ = basic_ ? (train_.count + o_.batch_size - 1) / o_.batch_size
+                    : std::max(1, train_batches / size_);
+    const int test_batches = test_.count / o_.batch_size;
+    val_steps_ = std::max(1, 3 * test_batches / size_);
+    order_ = pool_;
+    cursor_ = 0;
+    if (!basic_) std::shuffle(order_.begin(), order_.end(), gen_);
+  }
+
+  // Horovod's elastic Keras example in C++: the epochs under
+  // hvd::elastic::run. The state (weights, optimizer slots, epoch, batch,
+  // the learning rate and the plateau's progress, the best accuracy) is
+  // committed every --batches-per-commit batches and after each epoch; a
+  // reset goes back to the last commit, reshards for the new ranks and
+  // takes rank 0's state.
+  Status TrainElastic(int start_epoch, int epochs) {
+    int64_t epoch = start_epoch, batch = 0;
+    // Doubles travel as their bits: every rank ends with rank 0's exactly.
+    int64_t lr_bits = 0, best_bits = 0, best_acc_bits = 0, wait = 0,
+            cooldown = 0;
+    auto to_bits = [](double d) {
+      int64_t b;
+      std::memcpy(&b, &d, sizeof(b));
+      return b;
+    };
+    auto from_bits = [](int64_t b) {
+      double d;
+      std::memcpy(&d, &b, sizeof(d));
+      return d;
+    };
+    auto pack = [&] {
+      const auto p = plateau_.progress();
+      lr_bits = to_bits(lr_);
+      best_bits = to_bits(p.best);
+      wait = p.wait;
+      cooldown = p.cooldown_left;
+      best_acc_bits = to_bits(best_val_accuracy_);
+    };
+    auto unpack = [&] {
+      lr_ = from_bits(lr_bits);
+      plateau_.set_progress({from_bits(best_bits), static_cast<int>(wait),
+                             static_cast<int>(cooldown)});
+      best_val_accuracy_ = from_bits(best_acc_bits);
+    };
+    hvd::elastic::TensorState state;
+    for (auto& [name, buf] : StateBuffers(model_, opt_)) state.add(name, buf);
+    for (auto [name, counter] :
+         {std::pair{"epoch", &epoch}, std::pair{"batch", &batch},
+          std::pair{"lr", &lr_bits}, std::pair{"plateau_best", &best_bits},
+          std::pair{"plateau_wait", &wait},
+          std::pair{"plateau_cooldown", &cooldown},
+          std::pair{"best_val_accuracy", &best_acc_bits}}) {
+      state.add_counter(name, counter);
+    }
+    state.register_reset_callback([&] {
+      rank_ = hvd::rank();
+      size_ = hvd::size();
+      // The old pass's gradients died with the old membership.
+      grads_ = std::make_unique<hvd::DistributedGradients>();
+      Reshard();
+      if (rank_ == 0) {
+        std::printf("Reset: now %d ranks, from epoch %lld batch %lld\n", size_,
+                    static_cast<long long>(epoch + 1),
+                    static_cast<long long>(batch));
+        if (!csv_) (void)OpenLogs(/*append=*/true);  // rank 0 is new
+      }
+    });
+    pack();
+    return hvd::elastic::run(state, [&](hvd::elastic::State& st) -> Status {
+      unpack();  // rank 0's, after the sync
+      for (; epoch < epochs; ++epoch, batch = 0) {
+        const int e = static_cast<int>(epoch);
+        if (rank_ == 0) std::printf("Epoch %d/%d\n", e + 1, epochs);
+        Progress progress(steps_, rank_ == 0);
+        auto commit_every = [&](int done) -> Status {
+          batch = done;
+          if (done % o_.batches_per_commit != 0) return Status::Ok();
+          pack();
+          return st.commit();
+        };
+        HVD_ASSIGN_OR_RETURN(Metrics m, TrainEpoch(e, static_cast<int>(batch),
+                                                   progress, commit_every));
+        HVD_RETURN_IF_ERROR(CheckRanksAgree(e));
+        HVD_RETURN_IF_ERROR(EndEpochAdvanced(e, m, progress));
+        ++epoch;
+        batch = 0;
+        pack();
+        Status c = st.commit();
+        --epoch;
+        if (!c.ok()) {
+          ++epoch;  // the commit holds the next epoch
+          return c;
+        }
+      }
+      return Status::Ok();
+    });
+  }
+
+  // One epoch's steps from `first_step`; returns the training loss and
+  // accuracy of this rank's batches. `after_step` (elastic) runs after each
+  // step with the steps done; its error ends the epoch.
+  StatusOr<Metrics> TrainEpoch(
+      int epoch, int first_step, Progress& progress,
+      const std::function<Status(int)>& after_step = nullptr) {
     if (basic_) {
       order_ = pool_;
       std::shuffle(order_.begin(), order_.end(), gen_);
@@ -392,7 +498,7 @@ class Trainer {
     }
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
-    for (int step = 0; step < steps_; ++step) {
+    for (int step = first_step; step < steps_; ++step) {
       if (!basic_ && epoch < o_.warmup_epochs) {
         lr_ =
             WarmupLr(scaled_lr_, size_, o_.warmup_epochs, epoch, step, steps_);
@@ -408,10 +514,10 @@ class Trainer {
       Status added;
       HVD_RETURN_IF_ERROR(model_.Backward([&](int k) {
         Param& p = model_.params()[k];
-        added.Update(grads_.add(p.name, p.grad.data(), p.grad.size()));
+        added.Update(grads_->add(p.name, p.grad.data(), p.grad.size()));
       }));
       HVD_RETURN_IF_ERROR(added);
-      HVD_ASSIGN_OR_RETURN(bool stepped, grads_.end_pass());
+      HVD_ASSIGN_OR_RETURN(bool stepped, grads_->end_pass());
       if (stepped) opt_.Apply(model_.params(), static_cast<float>(lr_));
       if (!broadcast_done_) {
         HVD_RETURN_IF_ERROR(BroadcastState(model_, opt_));
@@ -422,7 +528,9 @@ class Trainer {
       seen += n;
       progress.Update(step + 1, loss_sum / seen,
                       static_cast<double>(correct) / seen);
+      if (after_step) HVD_RETURN_IF_ERROR(after_step(step + 1));
     }
+    if (seen == 0) seen = 1;  // resumed at the epoch's end
     Metrics m;
     m.loss = loss_sum / seen;
     m.accuracy = static_cast<double>(correct) / seen;
@@ -523,14 +631,14 @@ class Trainer {
 
   const TrainOptions o_;
   const bool basic_;
-  const int rank_, size_;
+  int rank_, size_;  // an elastic job's change at a reset
   Images train_, test_;
   std::unique_ptr<Model> model_ptr_;
   Model& model_;
   Adadelta opt_;
   std::mt19937 gen_;
   InputScaling scaling_;
-  hvd::DistributedGradients grads_;
+  std::unique_ptr<hvd::DistributedGradients> grads_;
   std::vector<float> x_;    // the batch's images
   std::vector<uint8_t> y_;  // and labels
 
@@ -558,11 +666,15 @@ std::string TrainUsage() {
          "  [--threads N] [--log-dir DIR] [--checkpoint-dir DIR]\n"
          "  [--resume FILE] [--seed N] [--train-limit N] [--test-limit N]\n"
          "  [--device auto|cpu|gpu] [--no-augment] [--no-normalize]\n"
+         "  [--elastic [--batches-per-commit N]]\n"
          "Horovod's Keras MNIST examples (basic: keras_mnist.py; advanced,\n"
          "the default: keras_mnist_advanced.py). Run under horovodrun.\n"
          "Inputs are standardised with the training set's pixel mean and\n"
          "standard deviation; --no-normalize feeds the examples' plain\n"
-         "x / 255. --resume keeps the checkpoint's input scaling.\n";
+         "x / 255. --resume keeps the checkpoint's input scaling.\n"
+         "--elastic trains under hvd::elastic::run for an elastic job\n"
+         "(horovodrun --min-np/--host-discovery-script): a lost or added\n"
+         "host resets to the last commit (every N batches, 10) and goes on.\n";
 }
 
 StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
@@ -628,12 +740,20 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
       o.augment = false;
     } else if (a == "--no-normalize") {
       o.normalize = false;
+    } else if (a == "--elastic") {
+      o.elastic = true;
+    } else if (a == "--batches-per-commit") {
+      HVD_RETURN_IF_ERROR(int_flag(&o.batches_per_commit, 1, 1 << 20));
     } else {
       return Status::InvalidArgument(
           a, "is not a flag of train_mnist (see --help)");
     }
   }
   if (o.data_dir.empty()) o.data_dir = HVD_MNIST_DATA_DIR;
+  if (o.elastic && o.mode == "basic") {
+    return Status::InvalidArgument("--elastic",
+                                   "runs the advanced mode; drop --mode basic");
+  }
   return o;
 }
 

@@ -5,6 +5,8 @@
 //                    checkpoint per epoch (rank 0), test metrics at the end.
 //   --mode advanced  keras_mnist_advanced.py (the default): per-rank shards,
 //                    augmentation, and the callbacks in Horovod's order.
+//   --elastic        the advanced mode as an elastic job's worker: ranks
+//                    may come and go (see TrainOptions::elastic).
 #pragma once
 
 #include <string>
@@ -36,6 +38,11 @@ struct TrainOptions {
   bool normalize = true;
   // auto: the rank's GPU (cuDNN) when one is visible, else the CPU.
   std::string device = "auto";
+  // Elastic training (advanced mode): under hvd::elastic::run, committing
+  // the weights, optimizer state, epoch, batch and schedule every
+  // `batches_per_commit` batches and at each epoch's end.
+  bool elastic = false;
+  int batches_per_commit = 10;
 };
 
 // Strict: unknown flags and bad values are errors naming the flag. `help`

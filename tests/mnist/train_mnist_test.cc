@@ -285,6 +285,15 @@ TEST(TrainMnistTest, BadFlagsAndDataAreOneLineErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("--mode"), std::string::npos);
+  r = RunCommand({HVD_TRAIN_MNIST, "--elastic", "--mode", "basic"},
+                 seconds(30));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--elastic: runs the advanced mode"), std::string::npos)
+      << r.err;
+  r = RunCommand({HVD_TRAIN_MNIST, "--elastic", "--batches-per-commit", "0"},
+                 seconds(30));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--batches-per-commit"), std::string::npos) << r.err;
   TempDir dir;
   r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", HVD_TRAIN_MNIST, "--data-dir", dir.path()},

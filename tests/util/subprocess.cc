@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -116,18 +117,38 @@ std::string Subprocess::StderrSoFar() {
   return err_;
 }
 
-std::string Subprocess::WaitForStderr(const std::string& pattern,
-                                      std::chrono::milliseconds timeout) {
+std::string Subprocess::StdoutSoFar() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return out_;
+}
+
+namespace {
+
+std::string WaitFor(const std::function<std::string()>& so_far,
+                    const std::string& pattern,
+                    std::chrono::milliseconds timeout) {
   const std::regex re(pattern);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    std::string err = StderrSoFar();
+    std::string text = so_far();
     std::smatch m;
-    if (std::regex_search(err, m, re))
+    if (std::regex_search(text, m, re))
       return m.size() > 1 ? m[1].str() : m[0].str();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return "";
+}
+
+}  // namespace
+
+std::string Subprocess::WaitForStderr(const std::string& pattern,
+                                      std::chrono::milliseconds timeout) {
+  return WaitFor([this] { return StderrSoFar(); }, pattern, timeout);
+}
+
+std::string Subprocess::WaitForStdout(const std::string& pattern,
+                                      std::chrono::milliseconds timeout) {
+  return WaitFor([this] { return StdoutSoFar(); }, pattern, timeout);
 }
 
 Result RunCommand(const std::vector<std::string>& argv,

@@ -35,6 +35,10 @@ class Subprocess {
   // the first capture group ("" when none or when it timed out).
   std::string WaitForStderr(const std::string& pattern,
                             std::chrono::milliseconds timeout);
+  // The same for stdout.
+  std::string StdoutSoFar();
+  std::string WaitForStdout(const std::string& pattern,
+                            std::chrono::milliseconds timeout);
 
  private:
   pid_t pid_ = -1;
