@@ -472,3 +472,52 @@ TEST(HorovodrunTest, ElasticRunResetsToTheLastCommitAndFinishes) {
 }
 
 }  // namespace hvd::testing
+
+namespace hvd::testing {
+namespace {
+
+// An elastic job on this machine's loopback "hosts" (127.0.0.0/8 is local,
+// so no SSH): a discovery script that answers once, then fails and then
+// hangs, is logged once per kind of failure, and the job goes on with its
+// last good answer to the end.
+TEST(HorovodrunElasticTest, FailingDiscoveryKeepsTheLastGoodHosts) {
+  TempDir dir;
+  const std::string count = dir.path() + "/count";
+  const std::string script = dir.Write(
+      "discover.sh",
+      "n=$(cat " + count + " 2>/dev/null || echo 0); echo $((n + 1)) > " +
+          count +
+          "\n"
+          "if [ $n -eq 0 ]; then echo 127.0.0.1:1; echo 127.0.0.2:1; exit 0; "
+          "fi\n"
+          "if [ $n -lt 3 ]; then exit 3; fi\n"
+          "sleep 30\n",
+      0700);
+  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1",
+                         "--host-discovery-script", script, HVD_TEST_WORKER,
+                         "--elastic-job", "120", "--step-ms", "40"},
+                        kTimeout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(
+      R"(\[\d+\]<stdout>:ELASTIC rank=\d+ size=2 steps=120 weight=120 resets=0)");
+  int done = 0;
+  for (const std::string& l : Lines(r.out)) done += std::regex_match(l, line);
+  EXPECT_EQ(done, 2) << r.out;
+  auto said = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = r.err.find(what); at != std::string::npos;
+         at = r.err.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(said("exited with status 3; keeping the last hosts it gave"), 1u)
+      << r.err;
+  EXPECT_EQ(said("did not finish within 1000 ms; it was stopped; keeping the "
+                 "last hosts it gave"),
+            1u)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace hvd::testing
