@@ -400,10 +400,14 @@ StatusOr<LaunchOptions> ParseCommandLine(
     HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostFile(text, *hostfile));
     o.hosts_from = "--hostfile " + *hostfile;
   } else if (auto nodes = env.find("SLURM_JOB_NODELIST"); nodes != env.end()) {
+    // Tasks per node as the allocation asked (-n), else its CPUs.
     auto tasks = env.find("SLURM_TASKS_PER_NODE");
+    if (tasks == env.end()) tasks = env.find("SLURM_JOB_CPUS_PER_NODE");
     if (tasks == env.end()) {
-      return Status::InvalidArgument("SLURM_JOB_NODELIST",
-                                     "is set but SLURM_TASKS_PER_NODE is not");
+      return Status::InvalidArgument(
+          "SLURM_JOB_NODELIST",
+          "is set but neither SLURM_TASKS_PER_NODE nor "
+          "SLURM_JOB_CPUS_PER_NODE is");
     }
     HVD_ASSIGN_OR_RETURN(o.hosts,
                          ParseSlurmHosts(nodes->second, tasks->second));
@@ -420,6 +424,28 @@ StatusOr<LaunchOptions> ParseCommandLine(
     o.hosts_from = "--host-discovery-script " + o.elastic.discovery_script;
   }
 
+  if (auto l = Get(s, "launcher")) {
+    o.launcher = *l == "SRUN" ? Launcher::kSrun : Launcher::kSsh;
+    o.launcher_given = true;
+  } else if (o.hosts_from == "the Slurm allocation") {
+    o.launcher = Launcher::kSrun;
+  }
+  if (o.launcher == Launcher::kSrun && o.launcher_given &&
+      !env.count("SLURM_JOB_ID")) {
+    return Status::InvalidArgument(
+        "--launcher srun",
+        "starts workers in a Slurm allocation, and SLURM_JOB_ID is not set: "
+        "run horovodrun under salloc or sbatch, or use --launcher ssh");
+  }
+  if (o.launcher == Launcher::kSrun && o.elastic.enabled) {
+    if (o.launcher_given) {
+      return Status::InvalidArgument(
+          "--launcher srun",
+          "an elastic job starts and stops workers one by one, over SSH; "
+          "use --launcher ssh");
+    }
+    o.launcher = Launcher::kSsh;
+  }
   if (auto p = Get(s, "ssh_port")) o.ssh_port = std::stoi(*p);
   if (auto k = Get(s, "ssh_identity_file")) o.ssh_identity_file = *k;
   if (auto c = Get(s, "ssh_host_key_check")) {

@@ -15,6 +15,9 @@ namespace hvd::launcher {
 
 enum class HostKeyCheck { kStrict, kAcceptNew, kOff };
 
+// How workers on other hosts start (--launcher).
+enum class Launcher { kSsh, kSrun };
+
 // An elastic job: on when a discovery script, --min-np or --max-np is
 // given. Its hosts come from the script, else from -H or --hostfile.
 struct ElasticLaunchOptions {
@@ -43,6 +46,8 @@ struct LaunchOptions {
   int join_timeout_s = 0;
   bool verbose = false;
 
+  Launcher launcher = Launcher::kSsh;
+  bool launcher_given = false;    // else srun was picked for a Slurm allocation
   int ssh_port = 22;              // -p
   std::string ssh_identity_file;  // -i
   HostKeyCheck host_key_check = HostKeyCheck::kAcceptNew;

@@ -66,6 +66,9 @@ std::vector<FlagSpec> Build() {
           "localhost:NP)"),
       Str({"-hostfile", "--hostfile"}, "hostfile", "FILE", kHosts,
           "host file: lines 'host slots=N' (max_slots= accepted, # comments)"),
+      Str({"--launcher"}, "launcher", "ssh|srun", kHosts,
+          "how remote workers start: srun (one step; the default inside a "
+          "Slurm allocation given no -H or --hostfile) or ssh"),
       Int({"-p", "--ssh-port"}, "ssh_port", 1, 65535, kSsh,
           "SSH port of the remote hosts (22)"),
       Str({"-i", "--ssh-identity-file"}, "ssh_identity_file", "FILE", kSsh,
@@ -114,6 +117,10 @@ std::vector<FlagSpec> Build() {
     if (f.key == "ssh_host_key_check") {
       f.kind = FlagKind::kChoice;
       f.choices = {"STRICT", "ACCEPT-NEW", "OFF"};
+    }
+    if (f.key == "launcher") {
+      f.kind = FlagKind::kChoice;
+      f.choices = {"SSH", "SRUN"};
     }
   }
   // The workers' settings, each with the flag that sets it, and the forms

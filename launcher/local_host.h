@@ -14,6 +14,14 @@ bool IsLocalHost(const std::string& host);
 // The first IPv4 (else IPv6) address of interface `name`, or NotFound.
 StatusOr<std::string> InterfaceAddress(const std::string& name);
 
+// The first address `name` resolves to (IPv4 first); NotFound naming it.
+StatusOr<std::string> ResolveAddress(const std::string& name);
+
+// The address of this machine that packets to `peer` (an IP address)
+// leave from, as the routing table says (no packet is sent); NotFound when
+// no route leads there.
+StatusOr<std::string> LocalAddressToward(const std::string& peer);
+
 // GPUs visible on this machine (/dev/nvidiaN), 0 when none.
 int CountLocalGpus();
 

@@ -2,12 +2,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,7 @@
 #include "launcher/plan.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/spawner.h"
+#include "launcher/srun.h"
 #include "launcher/supervisor.h"
 
 extern char** environ;
@@ -221,6 +226,128 @@ int RunElasticJob(const LaunchOptions& options,
   return code;
 }
 
+// The address of a Slurm node, as slurmctld knows it (NodeAddr), else as
+// its name resolves; "" when neither tells.
+std::string SlurmNodeAddress(const std::string& node) {
+  if (node.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                             "VWXYZ0123456789-_.") == std::string::npos) {
+    auto out = elastic::RunScript("scontrol show node -o '" + node + "'",
+                                  std::chrono::seconds(10));
+    if (out.ok()) {
+      std::smatch m;
+      if (std::regex_search(*out, m, std::regex(R"(NodeAddr=(\S+))"))) {
+        std::string addr = m[1];
+        if (auto ip = ResolveAddress(addr); ip.ok()) return *ip;
+      }
+    }
+  }
+  auto ip = ResolveAddress(node);
+  return ip.ok() ? *ip : "";
+}
+
+// Every worker in one srun step of the job's Slurm allocation.
+int RunSrunJob(const LaunchOptions& options, LaunchPlan& plan,
+               const std::map<std::string, std::string>& env,
+               const std::string& here, const std::string& srun) {
+  std::string us;  // where the nodes reach this machine
+  if (!options.network_interfaces.empty()) {
+    auto a = InterfaceAddress(options.network_interfaces.front());
+    if (!a.ok()) return Fail(a.status(), kUsageError);
+    us = *a;
+  } else if (!plan.all_local) {
+    const std::string node = plan.hosts.front().host;
+    const std::string addr = SlurmNodeAddress(node);
+    auto a = addr.empty() ? StatusOr<std::string>(Status::NotFound(node, ""))
+                          : LocalAddressToward(addr);
+    if (!a.ok()) {
+      return Fail(
+          Status::NotFound("--launcher srun", "cannot tell how node " + node +
+                                                  " reaches this machine; give "
+                                                  "--network-interface"),
+          kUsageError);
+    }
+    us = *a;
+  }
+  // srun places task i on the plan's host of rank i.
+  std::vector<HostSpec> hosts;
+  for (const rendezvous::HostSlots& h : plan.hosts) {
+    hosts.push_back({h.host, h.slots, ""});
+  }
+  std::string hostfile = "/tmp/hvd-srun-XXXXXX";
+  if (const char* t = std::getenv("TMPDIR"); t && *t) {
+    hostfile = std::string(t) + "/hvd-srun-XXXXXX";
+  }
+  int fd = mkstemp(hostfile.data());
+  if (fd < 0) {
+    return Fail(Status::PermissionDenied(hostfile, std::strerror(errno)), 1);
+  }
+  const std::string text = SrunHostfile(hosts);
+  const bool written =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  struct RemoveFile {
+    std::string path;
+    ~RemoveFile() { unlink(path.c_str()); }
+  } remove_hostfile{hostfile};
+  if (!written) {
+    return Fail(Status::Internal(hostfile, "cannot be written"), 1);
+  }
+
+  InstallLauncherSignalHandlers();
+  auto rendezvous = StartEmbeddedRendezvous(plan);
+  if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
+  JobRendezvous* job = rendezvous->get();
+  const JobAccess& access = job->access();
+  // The job-wide variables; the task wrapper adds each worker's own.
+  std::vector<std::string> worker_env =
+      WorkerEnvironment(env, plan, plan.workers.front(), access);
+  static const std::set<std::string> kPerWorker = {
+      "HVD_HOST",           "HVD_SLOT",           "HOROVOD_HOSTNAME",
+      "HOROVOD_RANK",       "HOROVOD_SIZE",       "HOROVOD_LOCAL_RANK",
+      "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+      "HVD_GLOO_ADDR",      "HVD_RENDEZVOUS_ADDR"};
+  std::vector<std::string> step_env;
+  for (const std::string& kv : worker_env) {
+    if (!kPerWorker.count(kv.substr(0, kv.find('=')))) step_env.push_back(kv);
+  }
+  const int port = RendezvousPort(access);
+  step_env.push_back(
+      "HVD_RENDEZVOUS_ADDR=" +
+      (us.empty() ? access.rendezvous_addr
+                  : (us.find(':') != std::string::npos ? "[" + us + "]" : us) +
+                        ":" + std::to_string(port)));
+  if (plan.all_local) step_env.push_back("HVD_GLOO_ADDR=127.0.0.1");
+  step_env.push_back(std::string(kSrunHostsVar) + "=" + FormatHostList(hosts));
+  step_env.push_back("SLURM_HOSTFILE=" + hostfile);
+  const std::string wrapper = env.count("HVD_REMOTE_EXEC")
+                                  ? env.at("HVD_REMOTE_EXEC")
+                                  : here + "/hvd-remote-exec";
+  char cwd[4096];
+  ProcessSpec spec{SrunArgv(srun, hosts, wrapper, plan.command), step_env,
+                   getcwd(cwd, sizeof(cwd)) ? cwd : ""};
+  if (plan.verbose) {
+    std::fprintf(stderr,
+                 "horovodrun: rendezvous on %s, job %s, %zu workers in one "
+                 "srun step\n",
+                 access.rendezvous_addr.c_str(), access.job_id.c_str(),
+                 plan.workers.size());
+  }
+
+  SupervisorOptions sup;
+  sup.join_timeout = std::chrono::seconds(plan.join_timeout_s);
+  sup.verbose = plan.verbose;
+  sup.timestamps = options.prefix_output_with_timestamp;
+  sup.output_dir = options.output_filename;
+  sup.watchdog = here + "/hvd-remote-exec";
+  sup.job_id = access.job_id;
+  sup.joined_ranks = [job] { return job->JoinedRanks(); };
+  for (const WorkerPlan& w : plan.workers) sup.step_hosts.push_back(w.host);
+  auto spawner = MakeLocalSpawner();
+  int code = Supervisor(sup).Run({spec}, {"srun"}, *spawner);
+  job->End("the job finished with exit status " + std::to_string(code));
+  return code;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::map<std::string, std::string> env = Environment();
@@ -258,6 +385,23 @@ int Main(int argc, char** argv) {
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);
+  if (options->launcher == Launcher::kSrun) {
+    auto env_path = env.find("PATH");
+    auto srun =
+        ResolveProgram("srun", env_path == env.end() ? "" : env_path->second);
+    if (srun.ok()) return RunSrunJob(*options, *plan, env, here, *srun);
+    if (options->launcher_given) {
+      return Fail(Status::NotFound("--launcher srun",
+                                   "srun is not on PATH (install Slurm's "
+                                   "client, or use --launcher ssh)"),
+                  kUsageError);
+    }
+    if (options->verbose) {
+      std::fprintf(stderr,
+                   "horovodrun: in a Slurm allocation but srun is not on "
+                   "PATH; starting workers over SSH\n");
+    }
+  }
   // A local command that cannot run is a usage error caught before
   // anything starts; remote hosts check their own PATH.
   bool any_local = false;

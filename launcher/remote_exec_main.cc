@@ -18,12 +18,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "common/host_port.h"
 #include "common/shm_names.h"
+#include "launcher/local_host.h"
 #include "launcher/remote_protocol.h"
 #include "launcher/spawner.h"
+#include "launcher/srun.h"
+
+extern char** environ;
 
 namespace {
 
@@ -94,8 +100,95 @@ int Watchdog() {
   return 0;
 }
 
+// --srun -- COMMAND...: one task of horovodrun's srun step. Maps the step's
+// environment to the worker's place (launcher/srun.h), runs the worker in
+// a process group of its own, passes on the signals slurmstepd sends, and
+// exits with the worker's status; a failure is also said with the marker
+// the launcher looks for, so it can name the first failing rank.
+volatile sig_atomic_t g_worker_group = 0;
+
+void ForwardSignal(int sig) {
+  if (g_worker_group > 0) kill(-g_worker_group, sig);
+}
+
+int SrunTask(int argc, char** args) {
+  int first = 2;
+  if (first < argc && std::string(args[first]) == "--") ++first;
+  if (first >= argc) return Fail("--srun: give the command after --");
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto fail = [](const std::string& what) {
+    std::fprintf(stderr, "hvd-remote-exec: %s\n%s\n", what.c_str(),
+                 hvd::launcher::SrunExitMarker(127).c_str());
+    return 127;
+  };
+  auto placed = hvd::launcher::PlaceSrunTask(env);
+  if (!placed.ok()) return fail(placed.status().ToString());
+  for (const std::string& kv : hvd::launcher::SrunWorkerEnv(*placed)) {
+    size_t eq = kv.find('=');
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!env.count("HVD_GLOO_ADDR") && env.count("HVD_RENDEZVOUS_ADDR")) {
+    // Gloo listens where this node reaches the launcher: an address the
+    // other nodes reach too.
+    auto rdv = hvd::ParseHostPort(env["HVD_RENDEZVOUS_ADDR"], "rendezvous");
+    if (rdv.ok()) {
+      auto here = hvd::launcher::LocalAddressToward(rdv->host);
+      if (here.ok()) env["HVD_GLOO_ADDR"] = *here;
+    }
+  }
+  auto program = hvd::launcher::ResolveProgram(
+      args[first], env.count("PATH") ? env["PATH"] : "/usr/bin:/bin");
+  if (!program.ok()) return fail(program.status().message());
+  std::vector<std::string> env_list;
+  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_list) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    // In its own group, out of slurmstepd's reach: if this wrapper is
+    // killed, the worker must not outlive it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(129);
+    execve(program->c_str(), args + first, envp.data());
+    std::fprintf(stderr, "hvd-remote-exec: cannot run %s: %s\n",
+                 program->c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  g_worker_group = pid;
+  struct sigaction sa {};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCONT, SIGUSR1, SIGUSR2}) {
+    sigaction(sig, &sa, nullptr);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                         : 1;
+  kill(-pid, SIGKILL);  // what the worker left in its group
+  SweepSegments(env.count("HVD_JOB_ID") ? env["HVD_JOB_ID"] : "", {pid});
+  if (code != 0) {
+    std::fprintf(stderr, "%s\n", hvd::launcher::SrunExitMarker(code).c_str());
+    std::fflush(stderr);
+  }
+  return code;
+}
+
 int main(int argc, char** args) {
   if (argc > 1 && std::string(args[1]) == "--watchdog") return Watchdog();
+  if (argc > 1 && std::string(args[1]) == "--srun") return SrunTask(argc, args);
   using hvd::launcher::RemoteLaunch;
   // If sshd's session process dies, stdin closes too; the signal covers a
   // stdin kept open by another process. Either way the worker's group is

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "launcher/output.h"
+#include "launcher/srun.h"
 
 namespace hvd::launcher {
 namespace {
@@ -76,6 +77,11 @@ struct Worker {
   // kill_at, and its exit is nobody's failure.
   bool stop_requested = false;
   Clock::time_point kill_at;
+  // An srun step (SupervisorOptions::step_hosts): its tasks' output files,
+  // by rank, and the task whose line a stream is in the middle of (-1: at
+  // the start of a line).
+  std::vector<int> task_out_files, task_err_files;
+  int out_task = -1, err_task = -1;
 };
 
 class Job {
@@ -88,6 +94,11 @@ class Job {
 
  private:
   Status OpenOutputFiles(Worker& w, int size, bool append);
+  Status OpenStepOrWorkerFiles(Worker& w, int size);
+  // A line piece of an srun step's output, under its task's rank.
+  template <typename WriteOut>
+  void EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
+                     const WriteOut& write_out);
   // Appends the open output pipes of every worker, with who owns each.
   void CollectOutputFds(std::vector<pollfd>& fds,
                         std::vector<std::pair<Worker*, Stream>>& owners);
@@ -106,6 +117,8 @@ class Job {
   bool AnyRunning() const;
   int PollTimeoutMs() const;
   void Drain();
+  // Reads one worker's output to its end (at most 2 s).
+  void DrainWorker(Worker& w);
 
   const SupervisorOptions& options_;
   Spawner& spawner_;
@@ -120,6 +133,10 @@ class Job {
   bool start_checked_ = false;
   std::optional<int> first_failure_;  // index into workers_
   int exit_code_ = 0;
+  // An srun step: the first task that failed (its marker), and what srun
+  // itself last said about a task ("node2: task 3: Killed").
+  std::optional<int> failed_task_;
+  std::string srun_said_;
 };
 
 void Job::CollectOutputFds(std::vector<pollfd>& fds,
@@ -161,6 +178,20 @@ Status Job::OpenOutputFiles(Worker& w, int size, bool append) {
   return Status::Ok();
 }
 
+Status Job::OpenStepOrWorkerFiles(Worker& w, int size) {
+  if (options_.step_hosts.empty()) return OpenOutputFiles(w, size, false);
+  // A step: each task its rank's files, as if it were a worker of its own.
+  const int tasks = static_cast<int>(options_.step_hosts.size());
+  for (int t = 0; t < tasks; ++t) {
+    Worker task;
+    task.rank = t;
+    HVD_RETURN_IF_ERROR(OpenOutputFiles(task, tasks, false));
+    w.task_out_files.push_back(task.out_file);
+    w.task_err_files.push_back(task.err_file);
+  }
+  return Status::Ok();
+}
+
 void Job::KillAll(int sig, bool only_running) {
   for (auto& w : workers_) {
     if (w->proc.pid <= 0) continue;
@@ -175,7 +206,9 @@ void Job::BeginStop(std::string why) {
   stopping_ = true;
   int running = 0;
   for (const auto& w : workers_) running += w->running;
-  if (running > 0) {
+  if (running > 0 && !options_.step_hosts.empty()) {
+    Say(why + "; stopping the srun step");
+  } else if (running > 0) {
     Say(why + "; stopping " + std::to_string(running) + " worker" +
         (running == 1 ? "" : "s"));
   } else if (driver_ != nullptr) {
@@ -194,6 +227,9 @@ void Job::Reap() {
     if (r != w.proc.pid) continue;
     w.running = false;
     w.wait_status = status;
+    // A step's tasks say which of them failed in its output: read all of
+    // it (srun is gone, so its pipes end promptly) before judging the exit.
+    if (!options_.step_hosts.empty()) DrainWorker(w);
     if (options_.verbose) {
       Say("rank " + std::to_string(w.rank) + " " + DescribeStatus(status));
     }
@@ -209,11 +245,14 @@ void Job::Reap() {
       driver_->Exited(w.host, w.slot, code);
       continue;
     }
-    if (code != 0 && !stopping_ && !first_failure_) {
+    if (code != 0 && !stopping_ && !first_failure_ && !failed_task_) {
       first_failure_ = static_cast<int>(i);
       exit_code_ = code;
-      BeginStop("rank " + std::to_string(w.rank) + " on host " + w.host + " " +
-                DescribeStatus(status));
+      BeginStop(options_.step_hosts.empty()
+                    ? "rank " + std::to_string(w.rank) + " on host " + w.host +
+                          " " + DescribeStatus(status)
+                    : "the srun step " + DescribeStatus(status) +
+                          (srun_said_.empty() ? "" : " (" + srun_said_ + ")"));
     }
   }
 }
@@ -244,13 +283,17 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
   LineSplitter& lines = stream == Stream::kStdout ? w.out_lines : w.err_lines;
   int out_fd = stream == Stream::kStdout ? STDOUT_FILENO : STDERR_FILENO;
   int file = stream == Stream::kStdout ? w.out_file : w.err_file;
-  auto emit = [&](const Piece& piece) {
+  auto write_out = [&](int rank, const Piece& piece, int to_file) {
     // One write per piece: lines of different ranks never mix. The
     // --output-filename files hold what the terminal gets, as Horovod's.
-    const std::string text = PrefixLine(w.rank, stream, piece,
-                                        options_.timestamps ? Timestamp() : "");
+    const std::string text =
+        PrefixLine(rank, stream, piece, options_.timestamps ? Timestamp() : "");
     WriteAll(out_fd, text);
-    if (file >= 0) WriteAll(file, text);
+    if (to_file >= 0) WriteAll(to_file, text);
+  };
+  auto emit = [&](const Piece& piece) {
+    if (options_.step_hosts.empty()) return write_out(w.rank, piece, file);
+    EmitStepPiece(w, stream, piece, write_out);
   };
   for (;;) {
     ssize_t n = read(fd, buf, sizeof(buf));
@@ -268,6 +311,55 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
   }
 }
 
+template <typename WriteOut>
+void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
+                        const WriteOut& write_out) {
+  int& task = stream == Stream::kStdout ? w.out_task : w.err_task;
+  const int tasks = static_cast<int>(options_.step_hosts.size());
+  std::string_view text = piece.text;
+  if (task < 0 && !piece.continues) {
+    int label = 0;
+    size_t at = 0;
+    if (SplitSrunLabel(text, &label, &at) && label < tasks) {
+      task = label;
+      text.remove_prefix(at);
+    }
+  }
+  const bool line_ends = !piece.end.empty();
+  const int t = task;
+  if (line_ends) task = -1;
+  if (t < 0) {
+    // srun's own line: passed on as it is; one about a task is kept to
+    // name the node if no task says why it failed.
+    std::string line(piece.text);
+    std::string node, what;
+    if (ParseSrunTaskError(line, &node, &what)) {
+      srun_said_ = "srun: " + node + ": " + what;
+    }
+    WriteAll(STDERR_FILENO, line + std::string(piece.end));
+    return;
+  }
+  int code = 0;
+  if (stream == Stream::kStderr && ParseSrunExitMarker(text, &code)) {
+    if (!failed_task_ && !stopping_) {
+      failed_task_ = t;
+      exit_code_ = code;
+      BeginStop("rank " + std::to_string(t) + " on host " +
+                options_.step_hosts[t] +
+                (code > 128 ? " was killed by signal " +
+                                  std::to_string(code - 128) + ", exit code "
+                            : " exited with code ") +
+                std::to_string(code));
+    }
+    return;
+  }
+  Piece rest = piece;
+  rest.text = text;
+  const std::vector<int>& files =
+      stream == Stream::kStdout ? w.task_out_files : w.task_err_files;
+  write_out(t, rest, files.empty() ? -1 : files[t]);
+}
+
 void Job::CheckStartTimeout() {
   if (driver_ != nullptr || start_checked_ || stopping_ ||
       !options_.joined_ranks || options_.join_timeout.count() == 0) {
@@ -279,13 +371,22 @@ void Job::CheckStartTimeout() {
   std::set<int> joined_set(joined.begin(), joined.end());
   std::string missing;
   int count = 0;
-  for (const auto& w : workers_) {
-    if (!w->running || joined_set.count(w->rank)) continue;
+  auto check = [&](int rank, const std::string& host) {
+    if (joined_set.count(rank)) return;
     if (count < 16) {
-      missing +=
-          (count ? ", " : "") + std::to_string(w->rank) + " (" + w->host + ")";
+      missing += (count ? ", " : "") + std::to_string(rank) + " (" + host + ")";
     }
     ++count;
+  };
+  for (const auto& w : workers_) {
+    if (!w->running) continue;
+    if (options_.step_hosts.empty()) {
+      check(w->rank, w->host);
+      continue;
+    }
+    for (size_t t = 0; t < options_.step_hosts.size(); ++t) {
+      check(static_cast<int>(t), options_.step_hosts[t]);
+    }
   }
   if (count == 0) return;
   if (count > 16) missing += " and " + std::to_string(count - 16) + " more";
@@ -416,6 +517,32 @@ bool Job::DriveElastic() {
   return !done_;
 }
 
+void Job::DrainWorker(Worker& w) {
+  auto until = Clock::now() + std::chrono::seconds(2);
+  while (w.proc.stdout_fd >= 0 || w.proc.stderr_fd >= 0) {
+    std::vector<pollfd> fds;
+    std::vector<Stream> streams;
+    if (w.proc.stdout_fd >= 0) {
+      fds.push_back({w.proc.stdout_fd, POLLIN, 0});
+      streams.push_back(Stream::kStdout);
+    }
+    if (w.proc.stderr_fd >= 0) {
+      fds.push_back({w.proc.stderr_fd, POLLIN, 0});
+      streams.push_back(Stream::kStderr);
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    until - Clock::now())
+                    .count();
+    if (left <= 0) return;
+    int n = poll(fds.data(), fds.size(), static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents) ReadOutput(w, fds[i].fd, streams[i]);
+    }
+  }
+}
+
 void Job::Drain() {
   // Every worker is gone; end whatever they left in their groups, then drain
   // the pipes (their writers are dead now, so EOF comes promptly).
@@ -443,6 +570,8 @@ void Job::Drain() {
          {w->proc.stdout_fd, w->proc.stderr_fd, w->out_file, w->err_file}) {
       if (fd >= 0) close(fd);
     }
+    for (int fd : w->task_out_files) close(fd);
+    for (int fd : w->task_err_files) close(fd);
   }
 }
 
@@ -453,7 +582,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     w->rank = static_cast<int>(r);
     w->host = hosts[r];
     if (!options_.output_dir.empty()) {
-      Status s = OpenOutputFiles(*w, static_cast<int>(specs.size()), false);
+      Status s = OpenStepOrWorkerFiles(*w, static_cast<int>(specs.size()));
       if (!s.ok()) {
         Say(s.message());
         return 1;
@@ -514,12 +643,19 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     waitpid(watchdog_.pid, &status, 0);
   }
 
-  if (first_failure_ && *first_failure_ >= 0) {
+  std::optional<std::pair<int, std::string>> first;  // rank, host
+  if (failed_task_) {
+    first = {*failed_task_, options_.step_hosts[*failed_task_]};
+  } else if (first_failure_ && *first_failure_ >= 0 &&
+             options_.step_hosts.empty()) {
     const Worker& w = *workers_[*first_failure_];
+    first = {w.rank, w.host};
+  }
+  if (first) {
     Say("one or more processes exited with non-zero status; the first was "
         "rank " +
-        std::to_string(w.rank) + " on host " + w.host +
-        " (Process name: " + std::to_string(w.rank) +
+        std::to_string(first->first) + " on host " + first->second +
+        " (Process name: " + std::to_string(first->first) +
         ", Exit code: " + std::to_string(exit_code_) + ")");
   }
   return exit_code_;

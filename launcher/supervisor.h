@@ -47,6 +47,11 @@ struct SupervisorOptions {
   // The job whose shared-memory names the watchdog removes once the
   // workers are gone (common/shm_names.h). Empty: none.
   std::string job_id;
+  // Non-empty: Run gets one process, an srun step whose task i is rank i,
+  // on step_hosts[i]. Its output lines carry srun's labels ("3: "), which
+  // become rank prefixes, and a task's failure marker (launcher/srun.h)
+  // names the first failing rank.
+  std::vector<std::string> step_hosts;
 };
 
 // An elastic job's driver as the supervisor sees it: told of the exit of

@@ -423,10 +423,51 @@ TEST(CliHostsTest, HostfileAndSlurmAndUsers) {
   EXPECT_EQ(o->hosts,
             (std::vector<HostSpec>{
                 {"gpu01", 2, ""}, {"gpu02", 2, ""}, {"cpu7", 1, ""}}));
+  EXPECT_EQ(o->launcher, Launcher::kSrun);  // the allocation's default
+  EXPECT_FALSE(o->launcher_given);
   o = Parse({"-np", "1", "-H", "alice@node1:1", "p"});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->hosts[0].user, "alice");
   EXPECT_EQ(o->hosts[0].host, "node1");
+  EXPECT_EQ(o->launcher, Launcher::kSsh);
+}
+
+// --launcher: srun is the default in an allocation given no -H; ssh keeps
+// SSH there; srun outside an allocation, or for an elastic job, is refused.
+TEST(CliHostsTest, LauncherFlag) {
+  const std::map<std::string, std::string> slurm = {
+      {"SLURM_JOB_ID", "7"},
+      {"SLURM_JOB_NODELIST", "n[1-2]"},
+      {"SLURM_JOB_CPUS_PER_NODE", "4(x2)"}};
+  auto o = Parse({"-np", "8", "--launcher", "ssh", "p"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->launcher, Launcher::kSsh);
+  // Without SLURM_TASKS_PER_NODE, the CPUs per node.
+  EXPECT_EQ(o->hosts, (std::vector<HostSpec>{{"n1", 4, ""}, {"n2", 4, ""}}));
+  o = Parse({"-np", "2", "--launcher", "srun", "-H", "n1:2", "p"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->launcher, Launcher::kSrun);
+  EXPECT_TRUE(o->launcher_given);
+  o = Parse({"-np", "2", "--launcher", "srun", "p"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find(
+                "--launcher srun: starts workers in a Slurm allocation, and "
+                "SLURM_JOB_ID is not set"),
+            std::string::npos)
+      << o.status().message();
+  o = Parse({"-np", "2", "--launcher", "rsh", "p"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("must be one of SSH, SRUN"),
+            std::string::npos)
+      << o.status().message();
+  o = Parse({"-np", "2", "--min-np", "1", "--launcher", "srun", "p"}, slurm);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("use --launcher ssh"), std::string::npos)
+      << o.status().message();
+  // An elastic job in an allocation starts its workers over SSH.
+  o = Parse({"-np", "2", "--min-np", "1", "p"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->launcher, Launcher::kSsh);
 }
 
 TEST(CliSshTest, PortIdentityAndPolicy) {
@@ -551,7 +592,7 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
       {{"-np", "1", "p"},
        {{"SLURM_JOB_NODELIST", "n[1-2]"}},
        {},
-       "SLURM_TASKS_PER_NODE is not"},
+       "neither SLURM_TASKS_PER_NODE nor SLURM_JOB_CPUS_PER_NODE is"},
       {{"-np", "1", "p"},
        {{"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "1"}},
        {},

@@ -55,8 +55,6 @@ bool ShellCapture(const std::string& cmd, std::string* output) {
   return pclose(p) == 0;
 }
 
-namespace {
-
 int FreePort(const std::string& addr) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};
@@ -71,6 +69,8 @@ int FreePort(const std::string& addr) {
   close(fd);
   return ntohs(sa.sin_port);
 }
+
+namespace {
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);

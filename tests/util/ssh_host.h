@@ -14,6 +14,9 @@
 
 namespace hvd::testing {
 
+// A TCP port of `addr` free right now (0 when none).
+int FreePort(const std::string& addr);
+
 class SshHost {
  public:
   // Keys live in `dir`. `netns` empty: sshd on 127.0.0.1 on a free port.

@@ -1,0 +1,152 @@
+#include "launcher/srun.h"
+
+#include <regex>
+
+#include "common/parse.h"
+
+namespace hvd::launcher {
+namespace {
+
+StatusOr<std::string> Need(const std::map<std::string, std::string>& env,
+                           const std::string& key) {
+  auto it = env.find(key);
+  if (it == env.end() || it->second.empty()) {
+    return Status::FailedPrecondition(
+        key,
+        "is not set: hvd-remote-exec --srun runs as a task of the srun "
+        "step horovodrun starts");
+  }
+  return it->second;
+}
+
+constexpr char kMarker[] = "[hvd-exit] ";
+
+}  // namespace
+
+StatusOr<SrunPlacement> PlaceSrunTask(
+    const std::map<std::string, std::string>& env) {
+  HVD_ASSIGN_OR_RETURN(std::string hosts_text, Need(env, kSrunHostsVar));
+  HVD_ASSIGN_OR_RETURN(std::vector<HostSpec> hosts, ParseHostList(hosts_text));
+  HVD_ASSIGN_OR_RETURN(std::string procid, Need(env, "SLURM_PROCID"));
+  HVD_ASSIGN_OR_RETURN(int64_t task,
+                       ParseInt64(procid, "SLURM_PROCID", 0, 1 << 24));
+  HVD_ASSIGN_OR_RETURN(std::string node, Need(env, "SLURMD_NODENAME"));
+  std::vector<rendezvous::HostSlots> slots;
+  int total = 0;
+  for (const HostSpec& h : hosts) {
+    slots.push_back({h.host, h.slots, 0});
+    total += h.slots;
+  }
+  HVD_RETURN_IF_ERROR(rendezvous::ValidateHosts(slots, total));
+  const std::vector<rendezvous::Assignment> ranks =
+      rendezvous::ComputeAssignments(slots);
+  if (task >= static_cast<int64_t>(ranks.size())) {
+    return Status::FailedPrecondition(
+        "SLURM_PROCID " + procid,
+        "is past the job's " + std::to_string(ranks.size()) + " workers");
+  }
+  SrunPlacement p;
+  int first = 0;
+  for (const HostSpec& h : hosts) {
+    if (task < first + h.slots) {
+      p.host = h.host;
+      p.slot = static_cast<int>(task) - first;
+      break;
+    }
+    first += h.slots;
+  }
+  if (p.host != node) {
+    return Status::FailedPrecondition(
+        "srun", "ran task " + procid + " on " + node +
+                    " but the job has it on " + p.host +
+                    " (a SLURM_HOSTFILE or --distribution of the "
+                    "environment overrode horovodrun's?)");
+  }
+  p.assignment = ranks[task];
+  return p;
+}
+
+std::vector<std::string> SrunWorkerEnv(const SrunPlacement& p) {
+  const rendezvous::Assignment& a = p.assignment;
+  return {"HVD_HOST=" + p.host,
+          "HVD_SLOT=" + std::to_string(p.slot),
+          "HOROVOD_HOSTNAME=" + p.host,
+          "HOROVOD_RANK=" + std::to_string(a.rank),
+          "HOROVOD_SIZE=" + std::to_string(a.size),
+          "HOROVOD_LOCAL_RANK=" + std::to_string(a.local_rank),
+          "HOROVOD_LOCAL_SIZE=" + std::to_string(a.local_size),
+          "HOROVOD_CROSS_RANK=" + std::to_string(a.cross_rank),
+          "HOROVOD_CROSS_SIZE=" + std::to_string(a.cross_size)};
+}
+
+std::vector<std::string> SrunArgv(const std::string& srun,
+                                  const std::vector<HostSpec>& hosts,
+                                  const std::string& wrapper,
+                                  const std::vector<std::string>& command) {
+  int tasks = 0;
+  for (const HostSpec& h : hosts) tasks += h.slots;
+  std::vector<std::string> argv = {
+      srun, "--label", "--kill-on-bad-exit=1", "--input=none",
+      // Task by task, the nodes of SLURM_HOSTFILE (srun refuses a node
+      // list shorter than the tasks with this distribution).
+      "--distribution=arbitrary", "--ntasks=" + std::to_string(tasks), wrapper,
+      "--srun", "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+std::string SrunHostfile(const std::vector<HostSpec>& hosts) {
+  std::string out;
+  for (const HostSpec& h : hosts) {
+    for (int s = 0; s < h.slots; ++s) out += h.host + "\n";
+  }
+  return out;
+}
+
+bool ParseSrunTaskError(const std::string& line, std::string* node,
+                        std::string* what) {
+  static const std::regex kLine(
+      R"(^srun: error: (\S+): tasks? ([0-9,\-]+): (.*)$)");
+  std::smatch m;
+  if (!std::regex_match(line, m, kLine)) return false;
+  *node = m[1];
+  *what =
+      "task" +
+      std::string(m[2].str().find_first_of(",-") == std::string::npos ? " "
+                                                                      : "s ") +
+      m[2].str() + ": " + m[3].str();
+  return true;
+}
+
+bool SplitSrunLabel(std::string_view line, int* task, size_t* text_at) {
+  size_t i = 0;
+  while (i < line.size() && line[i] == ' ') ++i;
+  size_t digits = i;
+  int n = 0;
+  while (i < line.size() && line[i] >= '0' && line[i] <= '9' &&
+         i - digits < 9) {
+    n = n * 10 + (line[i] - '0');
+    ++i;
+  }
+  if (i == digits || i >= line.size() || line[i] != ':') return false;
+  ++i;
+  if (i < line.size() && line[i] == ' ') ++i;
+  *task = n;
+  *text_at = i;
+  return true;
+}
+
+std::string SrunExitMarker(int code) {
+  return std::string(kMarker) + std::to_string(code);
+}
+
+bool ParseSrunExitMarker(std::string_view text, int* code) {
+  if (text.rfind(kMarker, 0) != 0) return false;
+  auto n = ParseInt64(std::string(text.substr(sizeof(kMarker) - 1)),
+                      "exit marker", 0, 1 << 16);
+  if (!n.ok()) return false;
+  *code = static_cast<int>(*n);
+  return true;
+}
+
+}  // namespace hvd::launcher
