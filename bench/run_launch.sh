@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Launch cost: median wall time (of 7 runs, after one warm-up) from start to
-# end of a job whose two workers complete one allreduce, for
+# end of a job whose workers complete one allreduce, for
 #   horovodrun -np 2 hvd_hello      and      mpirun -np 2 mpi_allreduce
+# and, in a Slurm allocation of 2 nodes x 2 CPUs ready (salloc granted),
+#   horovodrun -np 4 hvd_hello      (one srun step over both nodes)
+# on a throwaway Slurm on this machine (hvd_test_slurm: munged, slurmctld,
+# two slurmd on 127.0.0.1).
 #   BUILD_DIR=build bench/run_launch.sh
 # mpirun needs OpenMPI (packaging/install-deps.sh --bench) and a build
-# configured after it was installed.
+# configured after it was installed; the Slurm figure needs Slurm
+# (packaging/install-deps.sh).
 set -euo pipefail
 build=${BUILD_DIR:-build}
 hvd=("$build/launcher/horovodrun" -np 2 "$build/examples/hello/hvd_hello")
@@ -34,4 +39,23 @@ if command -v mpirun >/dev/null && [[ -x $mpi_prog ]]; then
   awk -v a="$t_hvd" -v b="$t_mpi" 'BEGIN { printf "hvd / mpirun = %.2f\n", a / b }'
 else
   echo "run_launch.sh: mpirun or $mpi_prog missing; run packaging/install-deps.sh --bench and reconfigure" >&2
+fi
+
+slurm="$build/tests/util/hvd_test_slurm"
+if [[ -x $slurm && -x /usr/bin/salloc ]]; then
+  coproc CLUSTER { "$slurm" 2 2; }
+  read -r -t 60 conf <&"${CLUSTER[0]}" || conf=
+  if [[ $conf == SLURM_CONF=* ]]; then
+    export "${conf?}"
+    inner=$(declare -f median_s)'; median_s "$@"'
+    t_srun=$(salloc -N2 -n4 bash -c "$inner" _ "$build/launcher/horovodrun" \
+      -np 4 "$build/examples/hello/hvd_hello" 2>/dev/null)
+    echo "BENCH launch.hvd_srun.np4 $t_srun s"
+  else
+    echo "run_launch.sh: the throwaway Slurm did not start" >&2
+  fi
+  kill "$CLUSTER_PID" 2>/dev/null || true
+  wait "$CLUSTER_PID" 2>/dev/null || true
+else
+  echo "run_launch.sh: $slurm or salloc missing; run packaging/install-deps.sh and build" >&2
 fi
