@@ -91,9 +91,8 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
     if (name == "controller" && section.second.IsScalar()) {
       std::string c = Upper(section.second.as<std::string>());
       if (c == "MPI") {
-        return Status::InvalidArgument(
-            path + ": controller",
-            "hvd runs on Gloo; set it to gloo or leave it out");
+        out["mpi"] = "1";  // mpirun starts the workers, as --mpi
+        continue;
       }
       if (c != "GLOO") {
         return Status::InvalidArgument(path + ": controller",
@@ -196,6 +195,50 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
         *d + " is shorter than the warning time " + *w);
   }
   return env;
+}
+
+// `text` split into words as a POSIX shell would, with '...', "..." and
+// backslashes, but no expansions.
+StatusOr<std::vector<std::string>> SplitWords(const std::string& text,
+                                              const std::string& what) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quote != 0) {
+      if (ch == quote) {
+        quote = 0;
+      } else if (ch == '\\' && quote == '"' && i + 1 < text.size() &&
+                 (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        word += text[++i];
+      } else {
+        word += ch;
+      }
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (ch == '\'' || ch == '"') {
+      quote = ch;
+    } else if (ch == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+    } else {
+      word += ch;
+    }
+  }
+  if (quote != 0) {
+    return Status::InvalidArgument(
+        what, std::string("has an unterminated ") + quote + " quote");
+  }
+  if (in_word) words.push_back(word);
+  return words;
 }
 
 // The elastic settings; an error for those given to a job that is not
@@ -429,6 +472,36 @@ StatusOr<LaunchOptions> ParseCommandLine(
     o.launcher_given = true;
   } else if (o.hosts_from == "the Slurm allocation") {
     o.launcher = Launcher::kSrun;
+  }
+  if (On(s, "mpi")) {
+    if (o.launcher_given) {
+      return Status::InvalidArgument("--mpi", "conflicts with --launcher");
+    }
+    if (On(s, "gloo")) {
+      return Status::InvalidArgument("--mpi", "conflicts with --gloo");
+    }
+    if (o.elastic.enabled) {
+      return Status::InvalidArgument(
+          "--mpi",
+          "an elastic job starts and stops workers one by one, "
+          "itself; drop --mpi");
+    }
+    o.launcher = Launcher::kMpirun;
+    o.launcher_given = true;
+    for (const HostSpec& h : o.hosts) {
+      if (!h.user.empty()) {
+        return Status::InvalidArgument(
+            "--mpi", "mpirun's -H takes no user (" + h.user + "@" + h.host +
+                         "); set it in ~/.ssh/config");
+      }
+    }
+  }
+  if (auto a = Get(s, "mpi_args")) {
+    if (o.launcher != Launcher::kMpirun) {
+      return Status::InvalidArgument("--mpi-args",
+                                     "is for mpirun; give --mpi too");
+    }
+    HVD_ASSIGN_OR_RETURN(o.mpi_args, SplitWords(*a, "--mpi-args"));
   }
   if (o.launcher == Launcher::kSrun && o.launcher_given &&
       !env.count("SLURM_JOB_ID")) {

@@ -15,8 +15,9 @@ namespace hvd::launcher {
 
 enum class HostKeyCheck { kStrict, kAcceptNew, kOff };
 
-// How workers on other hosts start (--launcher).
-enum class Launcher { kSsh, kSrun };
+// How workers on other hosts start: over SSH, in one srun step
+// (--launcher), or by OpenMPI's mpirun (--mpi).
+enum class Launcher { kSsh, kSrun, kMpirun };
 
 // An elastic job: on when a discovery script, --min-np or --max-np is
 // given. Its hosts come from the script, else from -H or --hostfile.
@@ -47,9 +48,10 @@ struct LaunchOptions {
   bool verbose = false;
 
   Launcher launcher = Launcher::kSsh;
-  bool launcher_given = false;    // else srun was picked for a Slurm allocation
-  int ssh_port = 22;              // -p
-  std::string ssh_identity_file;  // -i
+  bool launcher_given = false;  // else srun was picked for a Slurm allocation
+  std::vector<std::string> mpi_args;  // --mpi-args, split as a shell would
+  int ssh_port = 22;                  // -p
+  std::string ssh_identity_file;      // -i
   HostKeyCheck host_key_check = HostKeyCheck::kAcceptNew;
   std::vector<std::string> network_interfaces;
 

@@ -59,7 +59,14 @@ std::vector<FlagSpec> Build() {
           "YAML file of settings (sections params, autotune, timeline, "
           "stall_check, library_options, logging); a flag on the command "
           "line wins"),
-      Switch({"--gloo"}, "gloo", kGeneral, "run on Gloo (the default)"),
+      Switch({"--gloo"}, "gloo", kGeneral,
+             "start the workers with horovodrun itself (the default); "
+             "collectives run on Gloo either way"),
+      Switch({"--mpi"}, "mpi", kGeneral,
+             "start the workers with OpenMPI's mpirun (-H and --hostfile "
+             "become its -H; collectives stay on Gloo)"),
+      Str({"--mpi-args"}, "mpi_args", "ARGS", kGeneral,
+          "more arguments for mpirun, as one string (with --mpi)"),
       Switch({"--verbose"}, "verbose", kGeneral, "say what the launcher does"),
       Str({"-H", "--hosts"}, "hosts", "H:S,...", kHosts,
           "hosts and slots, e.g. a:2,b:4, [::1]:2, user@c:1 (default "
@@ -173,7 +180,7 @@ std::vector<FlagSpec> Build() {
     f.hidden = true;
     t.push_back(std::move(f));
   };
-  const std::string kMpi = "hvd runs on Gloo, not MPI";
+  const std::string kMpi = "hvd's collectives run on Gloo, not MPI";
   ignored(Switch({"--disable-cache"}, "disable_cache", kGeneral, ""),
           "hvd keeps no cache of host checks: it checks every host at every "
           "launch (the response cache is --cache-capacity 0)");
@@ -181,9 +188,9 @@ std::vector<FlagSpec> Build() {
           kMpi);
   ignored(Switch({"--no-mpi-threads-disable"}, "mpi_threads_disable", kLib, ""),
           kMpi);
-  ignored(Str({"--mpi-args"}, "mpi_args", "ARGS", kLib, ""), kMpi);
   ignored(Str({"--binding-args"}, "binding_args", "ARGS", kLib, ""),
-          "it configures mpirun's binding; hvd binds with --bind-to");
+          "hvd binds with --bind-to (with --mpi, mpirun's binding goes in "
+          "--mpi-args)");
   ignored(Switch({"--torus-allreduce"}, "torus_allreduce", kLib, ""),
           "hvd has no torus allreduce; its hierarchical allreduce is the "
           "two-level one");
@@ -195,8 +202,6 @@ std::vector<FlagSpec> Build() {
     f.hidden = true;
     t.push_back(std::move(f));
   };
-  refused(Switch({"--mpi"}, "mpi", kGeneral, ""),
-          "hvd runs on Gloo (the default); drop --mpi");
   refused(Switch({"--jsrun"}, "jsrun", kGeneral, ""),
           "hvd starts workers itself (locally or over SSH), not through "
           "jsrun; drop --jsrun");

@@ -116,36 +116,6 @@ StatusOr<std::string> ResolveAddress(const std::string& name) {
   return v4.empty() ? v6 : v4;
 }
 
-StatusOr<std::string> LocalAddressToward(const std::string& peer) {
-  addrinfo hints{};
-  hints.ai_flags = AI_NUMERICHOST;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(peer.c_str(), "9", &hints, &res) != 0 || res == nullptr) {
-    return Status::InvalidArgument(peer, "is not an IP address");
-  }
-  int fd = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  Status err = Status::Ok();
-  std::string out;
-  // A UDP connect only picks the route and the source address.
-  if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-    err = Status::NotFound(peer,
-                           std::string("no route: ") + std::strerror(errno));
-  } else {
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-      err = Status::Internal("getsockname", std::strerror(errno));
-    } else {
-      out = AddressString(reinterpret_cast<sockaddr*>(&local));
-    }
-  }
-  if (fd >= 0) close(fd);
-  freeaddrinfo(res);
-  if (!err.ok()) return err;
-  return out;
-}
-
 int CountLocalGpus() {
   static const std::regex kGpu("nvidia[0-9]+");
   int n = 0;

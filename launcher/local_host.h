@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/local_address.h"
 #include "common/status.h"
 
 namespace hvd::launcher {
@@ -16,11 +17,6 @@ StatusOr<std::string> InterfaceAddress(const std::string& name);
 
 // The first address `name` resolves to (IPv4 first); NotFound naming it.
 StatusOr<std::string> ResolveAddress(const std::string& name);
-
-// The address of this machine that packets to `peer` (an IP address)
-// leave from, as the routing table says (no packet is sent); NotFound when
-// no route leads there.
-StatusOr<std::string> LocalAddressToward(const std::string& peer);
 
 // GPUs visible on this machine (/dev/nvidiaN), 0 when none.
 int CountLocalGpus();

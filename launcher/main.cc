@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -20,6 +21,7 @@
 #include "launcher/elastic/driver.h"
 #include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
+#include "launcher/mpirun.h"
 #include "launcher/plan.h"
 #include "launcher/remote_hosts.h"
 #include "launcher/spawner.h"
@@ -245,52 +247,71 @@ std::string SlurmNodeAddress(const std::string& node) {
   return ip.ok() ? *ip : "";
 }
 
-// Every worker in one srun step of the job's Slurm allocation.
-int RunSrunJob(const LaunchOptions& options, LaunchPlan& plan,
+// A file in TMPDIR (else /tmp) with `text`, removed when this goes.
+class TempFile {
+ public:
+  static StatusOr<std::unique_ptr<TempFile>> Create(const std::string& text) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/hvd-XXXXXX";
+    int fd = mkstemp(path.data());
+    if (fd < 0) return Status::PermissionDenied(path, std::strerror(errno));
+    std::unique_ptr<TempFile> file(new TempFile(path));
+    const bool ok = write(fd, text.data(), text.size()) ==
+                    static_cast<ssize_t>(text.size());
+    close(fd);
+    if (!ok) return Status::Internal(path, "cannot be written");
+    return file;
+  }
+  ~TempFile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Every worker in one process that starts them all: an srun step of the
+// job's Slurm allocation, or mpirun. Each worker finds its place in the
+// plan from its task index (rendezvous::kTaskHostsVar).
+int RunStepJob(const LaunchOptions& options, LaunchPlan& plan,
                const std::map<std::string, std::string>& env,
-               const std::string& here, const std::string& srun) {
-  std::string us;  // where the nodes reach this machine
+               const std::string& here, const std::string& program) {
+  const bool mpirun = options.launcher == Launcher::kMpirun;
+  std::string us;  // where the workers' hosts reach this machine
   if (!options.network_interfaces.empty()) {
     auto a = InterfaceAddress(options.network_interfaces.front());
     if (!a.ok()) return Fail(a.status(), kUsageError);
     us = *a;
   } else if (!plan.all_local) {
-    const std::string node = plan.hosts.front().host;
-    const std::string addr = SlurmNodeAddress(node);
-    auto a = addr.empty() ? StatusOr<std::string>(Status::NotFound(node, ""))
+    const std::string host = plan.hosts.front().host;
+    std::string addr;
+    if (mpirun) {
+      auto ip = ResolveAddress(host);
+      if (ip.ok()) addr = *ip;
+    } else {
+      addr = SlurmNodeAddress(host);
+    }
+    auto a = addr.empty() ? StatusOr<std::string>(Status::NotFound(host, ""))
                           : LocalAddressToward(addr);
     if (!a.ok()) {
-      return Fail(
-          Status::NotFound("--launcher srun", "cannot tell how node " + node +
-                                                  " reaches this machine; give "
-                                                  "--network-interface"),
-          kUsageError);
+      return Fail(Status::NotFound(mpirun ? "--mpi" : "--launcher srun",
+                                   "cannot tell how host " + host +
+                                       " reaches this machine; give "
+                                       "--network-interface"),
+                  kUsageError);
     }
     us = *a;
   }
-  // srun places task i on the plan's host of rank i.
-  std::vector<HostSpec> hosts;
+  std::vector<HostSpec> hosts;  // in rank order
   for (const rendezvous::HostSlots& h : plan.hosts) {
     hosts.push_back({h.host, h.slots, ""});
   }
-  std::string hostfile = "/tmp/hvd-srun-XXXXXX";
-  if (const char* t = std::getenv("TMPDIR"); t && *t) {
-    hostfile = std::string(t) + "/hvd-srun-XXXXXX";
-  }
-  int fd = mkstemp(hostfile.data());
-  if (fd < 0) {
-    return Fail(Status::PermissionDenied(hostfile, std::strerror(errno)), 1);
-  }
-  const std::string text = SrunHostfile(hosts);
-  const bool written =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  struct RemoveFile {
-    std::string path;
-    ~RemoveFile() { unlink(path.c_str()); }
-  } remove_hostfile{hostfile};
-  if (!written) {
-    return Fail(Status::Internal(hostfile, "cannot be written"), 1);
+  std::unique_ptr<TempFile> hostfile;
+  if (!mpirun) {
+    // srun places task i on the plan's host of rank i.
+    auto f = TempFile::Create(SrunHostfile(hosts));
+    if (!f.ok()) return Fail(f.status(), 1);
+    hostfile = std::move(*f);
   }
 
   InstallLauncherSignalHandlers();
@@ -298,7 +319,7 @@ int RunSrunJob(const LaunchOptions& options, LaunchPlan& plan,
   if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
   JobRendezvous* job = rendezvous->get();
   const JobAccess& access = job->access();
-  // The job-wide variables; the task wrapper adds each worker's own.
+  // The job-wide variables; each worker's own come from its task index.
   std::vector<std::string> worker_env =
       WorkerEnvironment(env, plan, plan.workers.front(), access);
   static const std::set<std::string> kPerWorker = {
@@ -317,20 +338,26 @@ int RunSrunJob(const LaunchOptions& options, LaunchPlan& plan,
                   : (us.find(':') != std::string::npos ? "[" + us + "]" : us) +
                         ":" + std::to_string(port)));
   if (plan.all_local) step_env.push_back("HVD_GLOO_ADDR=127.0.0.1");
-  step_env.push_back(std::string(kSrunHostsVar) + "=" + FormatHostList(hosts));
-  step_env.push_back("SLURM_HOSTFILE=" + hostfile);
-  const std::string wrapper = env.count("HVD_REMOTE_EXEC")
-                                  ? env.at("HVD_REMOTE_EXEC")
-                                  : here + "/hvd-remote-exec";
+  step_env.push_back(std::string(rendezvous::kTaskHostsVar) + "=" +
+                     FormatHostList(hosts));
+  std::vector<std::string> argv;
+  if (mpirun) {
+    argv = MpirunArgv(program, hosts, MpirunExports(step_env), options.mpi_args,
+                      plan.command, geteuid() == 0);
+  } else {
+    step_env.push_back("SLURM_HOSTFILE=" + hostfile->path());
+    const std::string wrapper = env.count("HVD_REMOTE_EXEC")
+                                    ? env.at("HVD_REMOTE_EXEC")
+                                    : here + "/hvd-remote-exec";
+    argv = SrunArgv(program, hosts, wrapper, plan.command);
+  }
   char cwd[4096];
-  ProcessSpec spec{SrunArgv(srun, hosts, wrapper, plan.command), step_env,
-                   getcwd(cwd, sizeof(cwd)) ? cwd : ""};
+  ProcessSpec spec{argv, step_env, getcwd(cwd, sizeof(cwd)) ? cwd : ""};
   if (plan.verbose) {
-    std::fprintf(stderr,
-                 "horovodrun: rendezvous on %s, job %s, %zu workers in one "
-                 "srun step\n",
-                 access.rendezvous_addr.c_str(), access.job_id.c_str(),
-                 plan.workers.size());
+    std::fprintf(
+        stderr, "horovodrun: rendezvous on %s, job %s, %zu workers %s\n",
+        access.rendezvous_addr.c_str(), access.job_id.c_str(),
+        plan.workers.size(), mpirun ? "started by mpirun" : "in one srun step");
   }
 
   SupervisorOptions sup;
@@ -342,8 +369,10 @@ int RunSrunJob(const LaunchOptions& options, LaunchPlan& plan,
   sup.job_id = access.job_id;
   sup.joined_ranks = [job] { return job->JoinedRanks(); };
   for (const WorkerPlan& w : plan.workers) sup.step_hosts.push_back(w.host);
+  sup.step_is_mpirun = mpirun;
   auto spawner = MakeLocalSpawner();
-  int code = Supervisor(sup).Run({spec}, {"srun"}, *spawner);
+  int code =
+      Supervisor(sup).Run({spec}, {mpirun ? "mpirun" : "srun"}, *spawner);
   job->End("the job finished with exit status " + std::to_string(code));
   return code;
 }
@@ -385,11 +414,23 @@ int Main(int argc, char** argv) {
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);
+  if (options->launcher == Launcher::kMpirun) {
+    auto env_path = env.find("PATH");
+    auto mpirun =
+        ResolveProgram("mpirun", env_path == env.end() ? "" : env_path->second);
+    if (!mpirun.ok()) {
+      return Fail(Status::NotFound("--mpi",
+                                   "mpirun is not on PATH (install OpenMPI: "
+                                   "openmpi-bin)"),
+                  kUsageError);
+    }
+    return RunStepJob(*options, *plan, env, here, *mpirun);
+  }
   if (options->launcher == Launcher::kSrun) {
     auto env_path = env.find("PATH");
     auto srun =
         ResolveProgram("srun", env_path == env.end() ? "" : env_path->second);
-    if (srun.ok()) return RunSrunJob(*options, *plan, env, here, *srun);
+    if (srun.ok()) return RunStepJob(*options, *plan, env, here, *srun);
     if (options->launcher_given) {
       return Fail(Status::NotFound("--launcher srun",
                                    "srun is not on PATH (install Slurm's "

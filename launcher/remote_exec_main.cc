@@ -137,7 +137,7 @@ int SrunTask(int argc, char** args) {
     // other nodes reach too.
     auto rdv = hvd::ParseHostPort(env["HVD_RENDEZVOUS_ADDR"], "rendezvous");
     if (rdv.ok()) {
-      auto here = hvd::launcher::LocalAddressToward(rdv->host);
+      auto here = hvd::LocalAddressToward(rdv->host);
       if (here.ok()) env["HVD_GLOO_ADDR"] = *here;
     }
   }

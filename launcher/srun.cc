@@ -25,36 +25,12 @@ constexpr char kMarker[] = "[hvd-exit] ";
 
 StatusOr<SrunPlacement> PlaceSrunTask(
     const std::map<std::string, std::string>& env) {
-  HVD_ASSIGN_OR_RETURN(std::string hosts_text, Need(env, kSrunHostsVar));
-  HVD_ASSIGN_OR_RETURN(std::vector<HostSpec> hosts, ParseHostList(hosts_text));
+  HVD_ASSIGN_OR_RETURN(std::string hosts, Need(env, rendezvous::kTaskHostsVar));
   HVD_ASSIGN_OR_RETURN(std::string procid, Need(env, "SLURM_PROCID"));
   HVD_ASSIGN_OR_RETURN(int64_t task,
                        ParseInt64(procid, "SLURM_PROCID", 0, 1 << 24));
   HVD_ASSIGN_OR_RETURN(std::string node, Need(env, "SLURMD_NODENAME"));
-  std::vector<rendezvous::HostSlots> slots;
-  int total = 0;
-  for (const HostSpec& h : hosts) {
-    slots.push_back({h.host, h.slots, 0});
-    total += h.slots;
-  }
-  HVD_RETURN_IF_ERROR(rendezvous::ValidateHosts(slots, total));
-  const std::vector<rendezvous::Assignment> ranks =
-      rendezvous::ComputeAssignments(slots);
-  if (task >= static_cast<int64_t>(ranks.size())) {
-    return Status::FailedPrecondition(
-        "SLURM_PROCID " + procid,
-        "is past the job's " + std::to_string(ranks.size()) + " workers");
-  }
-  SrunPlacement p;
-  int first = 0;
-  for (const HostSpec& h : hosts) {
-    if (task < first + h.slots) {
-      p.host = h.host;
-      p.slot = static_cast<int>(task) - first;
-      break;
-    }
-    first += h.slots;
-  }
+  HVD_ASSIGN_OR_RETURN(SrunPlacement p, rendezvous::PlaceTask(hosts, task));
   if (p.host != node) {
     return Status::FailedPrecondition(
         "srun", "ran task " + procid + " on " + node +
@@ -62,7 +38,6 @@ StatusOr<SrunPlacement> PlaceSrunTask(
                     " (a SLURM_HOSTFILE or --distribution of the "
                     "environment overrode horovodrun's?)");
   }
-  p.assignment = ranks[task];
   return p;
 }
 

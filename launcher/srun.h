@@ -3,7 +3,8 @@
 // worker's place in the job. Pure: environments are handed in.
 //
 // The mapping is checked, not trusted: task i is rank i of the launcher's
-// plan (HVD_SRUN_HOSTS lists its hosts and slots in rank order), and the
+// plan (rendezvous::kTaskHostsVar lists its hosts and slots in rank order),
+// and the
 // node srun ran it on (SLURMD_NODENAME) must be the plan's host for it.
 // The worker still takes its rank from the rendezvous, as every worker.
 #pragma once
@@ -18,14 +19,7 @@
 
 namespace hvd::launcher {
 
-// The variable that carries the plan's hosts to the tasks.
-inline constexpr const char* kSrunHostsVar = "HVD_SRUN_HOSTS";
-
-struct SrunPlacement {
-  std::string host;
-  int slot = 0;
-  rendezvous::Assignment assignment;
-};
+using SrunPlacement = rendezvous::TaskPlace;
 
 // Where task SLURM_PROCID belongs. Errors name the variable or the
 // mismatch.

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "launcher/mpirun.h"
 #include "launcher/output.h"
 #include "launcher/srun.h"
 
@@ -137,6 +138,7 @@ class Job {
   // itself last said about a task ("node2: task 3: Killed").
   std::optional<int> failed_task_;
   std::string srun_said_;
+  std::optional<int> mpirun_failed_rank_;  // from mpirun's report
 };
 
 void Job::CollectOutputFds(std::vector<pollfd>& fds,
@@ -245,6 +247,14 @@ void Job::Reap() {
       driver_->Exited(w.host, w.slot, code);
       continue;
     }
+    if (code != 0 && !stopping_ && !failed_task_ && mpirun_failed_rank_) {
+      // mpirun exits with the first failed process's status.
+      failed_task_ = *mpirun_failed_rank_;
+      exit_code_ = code;
+      Say("rank " + std::to_string(*failed_task_) + " on host " +
+          options_.step_hosts[*failed_task_] + " exited with code " +
+          std::to_string(code));
+    }
     if (code != 0 && !stopping_ && !first_failure_ && !failed_task_) {
       first_failure_ = static_cast<int>(i);
       exit_code_ = code;
@@ -320,7 +330,10 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
   if (task < 0 && !piece.continues) {
     int label = 0;
     size_t at = 0;
-    if (SplitSrunLabel(text, &label, &at) && label < tasks) {
+    const bool labelled = options_.step_is_mpirun
+                              ? SplitMpirunLabel(text, &label, &at)
+                              : SplitSrunLabel(text, &label, &at);
+    if (labelled && label < tasks) {
       task = label;
       text.remove_prefix(at);
     }
@@ -333,8 +346,12 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
     // name the node if no task says why it failed.
     std::string line(piece.text);
     std::string node, what;
+    int rank = 0;
     if (ParseSrunTaskError(line, &node, &what)) {
       srun_said_ = "srun: " + node + ": " + what;
+    } else if (ParseMpirunProcessName(line, &rank) && rank < tasks &&
+               !mpirun_failed_rank_) {
+      mpirun_failed_rank_ = rank;
     }
     WriteAll(STDERR_FILENO, line + std::string(piece.end));
     return;

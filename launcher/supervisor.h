@@ -47,11 +47,13 @@ struct SupervisorOptions {
   // The job whose shared-memory names the watchdog removes once the
   // workers are gone (common/shm_names.h). Empty: none.
   std::string job_id;
-  // Non-empty: Run gets one process, an srun step whose task i is rank i,
-  // on step_hosts[i]. Its output lines carry srun's labels ("3: "), which
-  // become rank prefixes, and a task's failure marker (launcher/srun.h)
+  // Non-empty: Run gets one process, an srun step or mpirun, whose task i
+  // is rank i, on step_hosts[i]. Its output lines carry srun's labels
+  // ("3: ") or mpirun's tags ("[1,3]<stdout>:"), which become rank
+  // prefixes; a task's failure marker (launcher/srun.h) or mpirun's report
   // names the first failing rank.
   std::vector<std::string> step_hosts;
+  bool step_is_mpirun = false;
 };
 
 // An elastic job's driver as the supervisor sees it: told of the exit of

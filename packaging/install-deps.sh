@@ -33,6 +33,7 @@ packages=(
   openssh-server openssh-client openssl iproute2 procps psmisc
   # A real Slurm for the launcher's tests (they start their own daemons).
   slurmctld slurmd slurm-client munge
+  openmpi-bin  # horovodrun --mpi starts workers with mpirun
   systemd
   hyperfine time
 )
@@ -41,7 +42,7 @@ if [[ $bench -eq 1 ]]; then
   # layers on the reference BLAS, at half its speed, and run_train.sh's
   # comparison would flatter hvd. The OpenMP build follows
   # torch::set_num_threads.
-  packages+=(openmpi-bin libopenmpi-dev libtorch-dev libopenblas0-openmp)
+  packages+=(libopenmpi-dev libtorch-dev libopenblas0-openmp)
 fi
 
 SUDO=""

@@ -1,5 +1,7 @@
 #include "rendezvous/assignment.h"
 
+#include "common/parse.h"
+
 #include <unordered_set>
 
 namespace hvd::rendezvous {
@@ -72,6 +74,53 @@ std::vector<Assignment> ComputeAssignments(
     }
   }
   return out;
+}
+
+StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task) {
+  std::vector<HostSlots> hosts;
+  int total = 0;
+  size_t start = 0;
+  while (start <= task_hosts.size()) {
+    size_t end = task_hosts.find(',', start);
+    if (end == std::string::npos) end = task_hosts.size();
+    const std::string item = task_hosts.substr(start, end - start);
+    start = end + 1;
+    const size_t colon = item.rfind(':');
+    int slots = 0;
+    if (colon != std::string::npos) {
+      auto n = ParseInt64(item.substr(colon + 1), kTaskHostsVar, 1, 1 << 20);
+      if (n.ok()) slots = static_cast<int>(*n);
+    }
+    std::string host = colon == std::string::npos ? "" : item.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (host.empty() || slots == 0) {
+      return Status::InvalidArgument(
+          kTaskHostsVar, "'" + item + "' is not HOST:SLOTS (got '" +
+                             task_hosts + "')");
+    }
+    hosts.push_back({host, slots, 0});
+    total += slots;
+  }
+  HVD_RETURN_IF_ERROR(ValidateHosts(hosts, total));
+  if (task < 0 || task >= total) {
+    return Status::FailedPrecondition(
+        "task " + std::to_string(task),
+        "is past the job's " + std::to_string(total) + " workers");
+  }
+  TaskPlace p;
+  int first = 0;
+  for (const HostSlots& h : hosts) {
+    if (task < first + h.slots) {
+      p.host = h.host;
+      p.slot = static_cast<int>(task) - first;
+      break;
+    }
+    first += h.slots;
+  }
+  p.assignment = ComputeAssignments(hosts)[task];
+  return p;
 }
 
 }  // namespace hvd::rendezvous

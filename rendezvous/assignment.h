@@ -44,4 +44,20 @@ Status ValidateHosts(const std::vector<HostSlots>& hosts, int size);
 // cross rank 0 of 1). `hosts` must pass ValidateHosts.
 std::vector<Assignment> ComputeAssignments(const std::vector<HostSlots>& hosts);
 
+// Workers a workload manager or mpirun started know only their task index
+// (SLURM_PROCID, OMPI_COMM_WORLD_RANK). The launcher hands them its plan's
+// hosts in rank order, in this variable, as "host:slots,..." ("[v6]:n" for
+// IPv6); task i is rank i of that plan.
+inline constexpr const char* kTaskHostsVar = "HVD_TASK_HOSTS";
+
+struct TaskPlace {
+  std::string host;
+  int slot = 0;
+  Assignment assignment;
+};
+
+// The place of task `task` in the hosts of `task_hosts` (kTaskHostsVar's
+// text). Errors name the variable or say the task is past the plan.
+StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task);
+
 }  // namespace hvd::rendezvous

@@ -3,7 +3,10 @@
 #include <optional>
 #include <string_view>
 
+#include "common/host_port.h"
+#include "common/local_address.h"
 #include "common/parse.h"
+#include "rendezvous/assignment.h"
 
 namespace hvd::runtime {
 
@@ -25,6 +28,53 @@ StatusOr<std::string> Require(const settings::EnvMap& env, const char* name,
     return Status::FailedPrecondition(name, "is not set; " + std::string(hint));
   }
   return *v;
+}
+
+}  // namespace
+
+namespace {
+
+// A worker mpirun started: OMPI_COMM_WORLD_RANK is its task, the plan's
+// hosts say where that task belongs, and mpirun's own view (size, local
+// rank) must agree with it.
+Status PlaceMpiTask(const std::map<std::string, std::string>& env,
+                    WorkerConfig& c) {
+  auto get = [&](const char* key) { return env.at(key); };
+  HVD_ASSIGN_OR_RETURN(int64_t task,
+                       ParseInt64(get("OMPI_COMM_WORLD_RANK"),
+                                  "OMPI_COMM_WORLD_RANK", 0, 1 << 24));
+  HVD_ASSIGN_OR_RETURN(
+      rendezvous::TaskPlace place,
+      rendezvous::PlaceTask(get(rendezvous::kTaskHostsVar), task));
+  const std::string where =
+      " but horovodrun planned rank " + std::to_string(task) + " as slot " +
+      std::to_string(place.slot) + " of " + place.host + " in a job of " +
+      std::to_string(place.assignment.size) +
+      " (do --mpi-args change mpirun's mapping?)";
+  for (auto [key, want] :
+       {std::pair{"OMPI_COMM_WORLD_SIZE", place.assignment.size},
+        std::pair{"OMPI_COMM_WORLD_LOCAL_RANK", place.slot}}) {
+    auto it = env.find(key);
+    if (it == env.end()) continue;
+    HVD_ASSIGN_OR_RETURN(int64_t got, ParseInt64(it->second, key, 0, 1 << 24));
+    if (got != want) {
+      return Status::FailedPrecondition(
+          "hvd::init",
+          std::string("mpirun gave ") + key + "=" + it->second + where);
+    }
+  }
+  c.host = place.host;
+  c.slot = place.slot;
+  if (!env.count("HVD_GLOO_ADDR")) {
+    // Gloo listens where this host reaches the launcher: an address the
+    // other hosts reach too (loopback when the job is all here).
+    auto rdv = ParseHostPort(c.rendezvous_addr, "HVD_RENDEZVOUS_ADDR");
+    if (rdv.ok()) {
+      auto here = LocalAddressToward(rdv->host);
+      if (here.ok()) c.gloo_addr = *here;
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -134,11 +184,17 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
   HVD_ASSIGN_OR_RETURN(c.job_id, Require(env, "HVD_JOB_ID", kHint));
   HVD_ASSIGN_OR_RETURN(c.job_token, Require(env, "HVD_JOB_TOKEN", kHint));
-  HVD_ASSIGN_OR_RETURN(c.host, Require(env, "HVD_HOST", kHint));
-  HVD_ASSIGN_OR_RETURN(std::string slot, Require(env, "HVD_SLOT", kHint));
-  HVD_ASSIGN_OR_RETURN(int64_t slot_n,
-                       ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
-  c.slot = static_cast<int>(slot_n);
+  if (!Lookup(env, "HVD_HOST") && Lookup(env, rendezvous::kTaskHostsVar) &&
+      Lookup(env, "OMPI_COMM_WORLD_RANK")) {
+    // Started by mpirun (horovodrun --mpi): the task's place in the plan.
+    HVD_RETURN_IF_ERROR(PlaceMpiTask(env, c));
+  } else {
+    HVD_ASSIGN_OR_RETURN(c.host, Require(env, "HVD_HOST", kHint));
+    HVD_ASSIGN_OR_RETURN(std::string slot, Require(env, "HVD_SLOT", kHint));
+    HVD_ASSIGN_OR_RETURN(int64_t slot_n,
+                         ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
+    c.slot = static_cast<int>(slot_n);
+  }
   if (auto ca = Lookup(env, "HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
   if (auto cert = Lookup(env, "HVD_RENDEZVOUS_TLS_CERT")) {
     c.tls_cert_pem = *cert;

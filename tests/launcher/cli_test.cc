@@ -78,7 +78,7 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "1", "--verbose=yes", "p"}, "takes no value"},
       {{"-np", "1", "--start-timeout", "0", "p"}, "--start-timeout"},
       {{"-np", "1", "-H", "a:-1", "p"}, "-H slots"},
-      {{"-np", "1", "--mpi", "p"}, "--mpi"},
+      {{"-np", "1", "--mpi", "--gloo", "p"}, "--mpi: conflicts with --gloo"},
       {{"-np", "2", "--min-np", "1", "p"},
        "--min-np/--max-np: an elastic job needs its hosts: give "
        "--host-discovery-script, or -H or --hostfile"},
@@ -244,7 +244,6 @@ TEST(CliHorovodCompatTest, HorovodsFlagsGiveHorovodsVariables) {
       // Meaningless for hvd: accepted, and nothing set.
       {{"--mpi-threads-disable"}, {}},
       {{"--no-mpi-threads-disable"}, {}},
-      {{"--mpi-args=--map-by ppr:6:node"}, {}},
       {{"--binding-args", "--rankfile f"}, {}},
       {{"--torus-allreduce"}, {}},
       {{"--no-torus-allreduce"}, {}},
@@ -260,12 +259,14 @@ TEST(CliHorovodCompatTest, HorovodsFlagsGiveHorovodsVariables) {
     EXPECT_EQ(o->command, std::vector<std::string>{"prog"}) << c.flags[0];
   }
   // What is ignored is said (with --verbose), once, with why.
-  auto o = Parse({"-np", "2", "--disable-cache", "--mpi-args", "x", "prog"});
+  auto o =
+      Parse({"-np", "2", "--disable-cache", "--mpi-threads-disable", "prog"});
   ASSERT_TRUE(o.ok());
   ASSERT_EQ(o->notes.size(), 2u);
   EXPECT_NE(o->notes[0].find("--disable-cache ignored: hvd keeps no cache"),
             std::string::npos);
-  EXPECT_NE(o->notes[1].find("--mpi-args ignored: hvd runs on Gloo"),
+  EXPECT_NE(o->notes[1].find(
+                "--mpi-threads-disable ignored: hvd's collectives run on Gloo"),
             std::string::npos);
   // Single-dash spellings.
   o = Parse({"-np", "2", "-hostfile", "/h", "-prefix-timestamp", "prog"}, {},
@@ -302,12 +303,40 @@ newer_section:
   EXPECT_NE(o->warnings[0].find("params.colour: unknown setting, ignored"),
             std::string::npos)
       << o->warnings[0];
+  // Horovod's MPI controller: mpirun starts the workers, as --mpi.
   auto mpi = Parse({"-np", "2", "--config-file", "/c", "prog"}, {},
                    {{"/c", "controller: mpi\n"}});
-  ASSERT_FALSE(mpi.ok());
-  EXPECT_NE(mpi.status().message().find("controller: hvd runs on Gloo"),
-            std::string::npos)
-      << mpi.status().ToString();
+  ASSERT_TRUE(mpi.ok()) << mpi.status().ToString();
+  EXPECT_EQ(mpi->launcher, Launcher::kMpirun);
+}
+
+// --mpi: mpirun starts the workers; --mpi-args are split as a shell would
+// and go to mpirun; what mpirun cannot take is refused.
+TEST(CliHorovodCompatTest, MpiAndItsArgs) {
+  auto o = Parse({"-np", "2", "--mpi", "--mpi-args",
+                  "-x 'A=two words' --mca btl \"tcp,self\" -x B=\\$x", "p"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->launcher, Launcher::kMpirun);
+  EXPECT_EQ(o->mpi_args,
+            (std::vector<std::string>{"-x", "A=two words", "--mca", "btl",
+                                      "tcp,self", "-x", "B=$x"}));
+  for (auto [args, says] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"-np", "2", "--mpi-args", "-x A", "p"},
+            "--mpi-args: is for mpirun; give --mpi too"},
+           {{"-np", "2", "--mpi", "--mpi-args", "-x 'A", "p"},
+            "--mpi-args: has an unterminated ' quote"},
+           {{"-np", "2", "--mpi", "-H", "bob@a:2", "p"},
+            "--mpi: mpirun's -H takes no user (bob@a)"},
+           {{"-np", "2", "--mpi", "--launcher", "ssh", "p"},
+            "--mpi: conflicts with --launcher"},
+           {{"-np", "2", "--mpi", "--min-np", "1", "-H", "a:2", "p"},
+            "--mpi: an elastic job starts and stops workers"}}) {
+    auto bad = Parse(args);
+    ASSERT_FALSE(bad.ok()) << says;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos)
+        << bad.status().message();
+  }
 }
 
 TEST(CliConfigTest, YamlSectionsAndFlagsWin) {
@@ -501,7 +530,7 @@ TEST(CliBadInputTest, EveryBadValueIsNamed) {
       {{"-np", "1", "-H", "::1:2", "p"}, {}, {}, "[ADDR]:SLOTS"},
       {{"-np", "1", "-H", "a:1,a:2", "p"}, {}, {}, "listed twice"},
       {{"-np", "1", "-H", "@a:1", "p"}, {}, {}, "empty user"},
-      {{"-np", "1", "--mpi", "p"}, {}, {}, "--mpi"},
+      {{"-np", "1", "--mpi", "--gloo", "p"}, {}, {}, "--mpi"},
       {{"-np", "1", "--fusion-threshold-mb", "-1", "p"},
        {},
        {},

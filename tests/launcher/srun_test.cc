@@ -7,7 +7,7 @@ namespace {
 
 std::map<std::string, std::string> Task(const std::string& procid,
                                         const std::string& node) {
-  return {{kSrunHostsVar, "a:2,b:1"},
+  return {{rendezvous::kTaskHostsVar, "a:2,b:1"},
           {"SLURM_PROCID", procid},
           {"SLURMD_NODENAME", node}};
 }
@@ -41,13 +41,13 @@ TEST(SrunTest, MisplacedOrMissingIsRefused) {
       << p.status().message();
   p = PlaceSrunTask(Task("3", "b"));
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("past the job's 3 workers"),
+  EXPECT_NE(p.status().message().find("is past the job's 3 workers"),
             std::string::npos);
   auto env = Task("0", "a");
-  env.erase(kSrunHostsVar);
+  env.erase(rendezvous::kTaskHostsVar);
   p = PlaceSrunTask(env);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("HVD_SRUN_HOSTS: is not set"),
+  EXPECT_NE(p.status().message().find("HVD_TASK_HOSTS: is not set"),
             std::string::npos)
       << p.status().message();
 }

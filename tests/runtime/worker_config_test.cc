@@ -49,6 +49,44 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   EXPECT_FALSE(c->expected.has_value());
 }
 
+// Started by mpirun (horovodrun --mpi): the worker's place comes from
+// OMPI_COMM_WORLD_RANK and the plan's hosts, checked against mpirun's own
+// size and local rank; Gloo listens where the host reaches the launcher.
+TEST(WorkerConfigTest, MpirunTaskIsPlacedByItsRank) {
+  Env env;
+  env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
+  env["HVD_JOB_ID"] = "j";
+  env["HVD_JOB_TOKEN"] = "t";
+  env["HVD_TASK_HOSTS"] = "a:2,b:2";
+  env["OMPI_COMM_WORLD_RANK"] = "3";
+  env["OMPI_COMM_WORLD_SIZE"] = "4";
+  env["OMPI_COMM_WORLD_LOCAL_RANK"] = "1";
+  auto c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->host, "b");
+  EXPECT_EQ(c->slot, 1);
+  EXPECT_EQ(c->gloo_addr, "127.0.0.1");
+  env["HVD_GLOO_ADDR"] = "10.9.9.9";  // given: kept
+  c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->gloo_addr, "10.9.9.9");
+  env["OMPI_COMM_WORLD_LOCAL_RANK"] = "0";
+  c = WorkerConfig::FromEnv(env);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "mpirun gave OMPI_COMM_WORLD_LOCAL_RANK=0 but horovodrun "
+                "planned rank 3 as slot 1 of b"),
+            std::string::npos)
+      << c.status().message();
+  env["OMPI_COMM_WORLD_LOCAL_RANK"] = "1";
+  env["OMPI_COMM_WORLD_RANK"] = "4";
+  c = WorkerConfig::FromEnv(env);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("is past the job's 4 workers"),
+            std::string::npos)
+      << c.status().message();
+}
+
 TEST(WorkerConfigTest, MissingOrBadVariablesAreNamed) {
   Env env;
   env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
