@@ -101,4 +101,46 @@ StatusOr<std::string> RequireEnv(const char* name, std::string_view hint) {
   return *value;
 }
 
+StatusOr<std::vector<std::string>> SplitWords(const std::string& text,
+                                              const std::string& what) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quote != 0) {
+      if (ch == quote) {
+        quote = 0;
+      } else if (ch == '\\' && quote == '"' && i + 1 < text.size() &&
+                 (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        word += text[++i];
+      } else {
+        word += ch;
+      }
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (ch == '\'' || ch == '"') {
+      quote = ch;
+    } else if (ch == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+    } else {
+      word += ch;
+    }
+  }
+  if (quote != 0) {
+    return Status::InvalidArgument(
+        what, std::string("has an unterminated ") + quote + " quote");
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
 }  // namespace hvd

@@ -27,6 +27,12 @@ StatusOr<std::vector<int64_t>> ParseIntList(std::string_view text,
 // Accepts 1/0, true/false, yes/no, on/off (any case).
 StatusOr<bool> ParseBool(std::string_view text, std::string_view what);
 
+// `text` split into words as a POSIX shell would, with '...', "..." and
+// backslashes, but no expansions (--mpi-args, --launcher-cmd). `what`
+// names the setting in the error about an unterminated quote.
+StatusOr<std::vector<std::string>> SplitWords(const std::string& text,
+                                              const std::string& what);
+
 // The variable's value, or nullopt when it is unset. An empty value counts
 // as set.
 std::optional<std::string> GetEnv(const char* name);

@@ -197,50 +197,6 @@ StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
   return env;
 }
 
-// `text` split into words as a POSIX shell would, with '...', "..." and
-// backslashes, but no expansions.
-StatusOr<std::vector<std::string>> SplitWords(const std::string& text,
-                                              const std::string& what) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quote != 0) {
-      if (ch == quote) {
-        quote = 0;
-      } else if (ch == '\\' && quote == '"' && i + 1 < text.size() &&
-                 (text[i + 1] == '"' || text[i + 1] == '\\')) {
-        word += text[++i];
-      } else {
-        word += ch;
-      }
-      continue;
-    }
-    if (ch == ' ' || ch == '\t' || ch == '\n') {
-      if (in_word) words.push_back(word);
-      word.clear();
-      in_word = false;
-      continue;
-    }
-    in_word = true;
-    if (ch == '\'' || ch == '"') {
-      quote = ch;
-    } else if (ch == '\\' && i + 1 < text.size()) {
-      word += text[++i];
-    } else {
-      word += ch;
-    }
-  }
-  if (quote != 0) {
-    return Status::InvalidArgument(
-        what, std::string("has an unterminated ") + quote + " quote");
-  }
-  if (in_word) words.push_back(word);
-  return words;
-}
-
 // The elastic settings; an error for those given to a job that is not
 // elastic, since they would change nothing.
 Status ParseElastic(const Settings& s, ElasticLaunchOptions& e) {
@@ -502,6 +458,25 @@ StatusOr<LaunchOptions> ParseCommandLine(
                                      "is for mpirun; give --mpi too");
     }
     HVD_ASSIGN_OR_RETURN(o.mpi_args, SplitWords(*a, "--mpi-args"));
+  }
+  if (auto t = Get(s, "launcher_cmd")) {
+    HVD_ASSIGN_OR_RETURN(auto words, SplitWords(*t, "--launcher-cmd"));
+    if (t->find("{host}") == std::string::npos || words.empty()) {
+      return Status::InvalidArgument(
+          "--launcher-cmd",
+          "must name the host as {host}, e.g. 'kubectl exec -i {host} --' "
+          "(got '" +
+              *t + "')");
+    }
+    if (o.launcher != Launcher::kSsh) {
+      return Status::InvalidArgument(
+          "--launcher-cmd", std::string("conflicts with ") +
+                                (o.launcher == Launcher::kMpirun
+                                     ? "--mpi"
+                                     : "--launcher srun (give --launcher "
+                                       "ssh inside a Slurm allocation)"));
+    }
+    o.launcher_cmd = *t;
   }
   if (o.launcher == Launcher::kSrun && o.launcher_given &&
       !env.count("SLURM_JOB_ID")) {

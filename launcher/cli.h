@@ -50,8 +50,10 @@ struct LaunchOptions {
   Launcher launcher = Launcher::kSsh;
   bool launcher_given = false;  // else srun was picked for a Slurm allocation
   std::vector<std::string> mpi_args;  // --mpi-args, split as a shell would
-  int ssh_port = 22;                  // -p
-  std::string ssh_identity_file;      // -i
+  // --launcher-cmd: remote workers start through it instead of SSH.
+  std::string launcher_cmd;
+  int ssh_port = 22;              // -p
+  std::string ssh_identity_file;  // -i
   HostKeyCheck host_key_check = HostKeyCheck::kAcceptNew;
   std::vector<std::string> network_interfaces;
 

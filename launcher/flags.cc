@@ -76,6 +76,10 @@ std::vector<FlagSpec> Build() {
       Str({"--launcher"}, "launcher", "ssh|srun", kHosts,
           "how remote workers start: srun (one step; the default inside a "
           "Slurm allocation given no -H or --hostfile) or ssh"),
+      Str({"--launcher-cmd"}, "launcher_cmd", "TEMPLATE", kHosts,
+          "start remote workers through this command instead of SSH, "
+          "{host} standing for the host, stdin passed through (e.g. "
+          "'kubectl exec -i {host} --', 'docker exec -i {host}')"),
       Int({"-p", "--ssh-port"}, "ssh_port", 1, 65535, kSsh,
           "SSH port of the remote hosts (22)"),
       Str({"-i", "--ssh-identity-file"}, "ssh_identity_file", "FILE", kSsh,

@@ -469,19 +469,9 @@ int Main(int argc, char** argv) {
     for (const std::string& h : remote) names += (names.empty() ? "" : " ") + h;
     std::printf("Filtering local host names.\nRemote host found: %s\n",
                 names.c_str());
-    if (!remote.empty()) std::printf("Checking ssh on all remote hosts.\n");
-    std::fflush(stdout);
-  }
-  std::vector<std::string> host_errors;
-  auto routes = CheckRemoteHosts(*plan, *options, &host_errors);
-  if (!routes.ok()) {
-    for (const std::string& e : host_errors) {
-      std::fprintf(stderr, "horovodrun: %s\n", e.c_str());
+    if (!remote.empty() && options->launcher_cmd.empty()) {
+      std::printf("Checking ssh on all remote hosts.\n");
     }
-    return 1;
-  }
-  if (plan->verbose && !remote.empty()) {
-    std::printf("SSH was successful into all the remote hosts.\n");
     std::fflush(stdout);
   }
   std::string iface_address;
@@ -489,6 +479,40 @@ int Main(int argc, char** argv) {
     auto a = InterfaceAddress(options->network_interfaces.front());
     if (!a.ok()) return Fail(a.status(), kUsageError);
     iface_address = *a;
+  }
+  std::map<std::string, HostRoute> routes;
+  if (options->launcher_cmd.empty()) {
+    std::vector<std::string> host_errors;
+    auto checked = CheckRemoteHosts(*plan, *options, &host_errors);
+    if (!checked.ok()) {
+      for (const std::string& e : host_errors) {
+        std::fprintf(stderr, "horovodrun: %s\n", e.c_str());
+      }
+      return 1;
+    }
+    routes = std::move(*checked);
+    if (plan->verbose && !remote.empty()) {
+      std::printf("SSH was successful into all the remote hosts.\n");
+      std::fflush(stdout);
+    }
+  } else {
+    // No SSH to learn the routes from: the hosts' addresses as they
+    // resolve (else each worker finds its own: "auto"), and ours toward
+    // them (else --network-interface's).
+    for (const std::string& host : remote) {
+      auto peer = ResolveAddress(host);
+      auto us = !iface_address.empty() ? StatusOr<std::string>(iface_address)
+                : peer.ok()            ? LocalAddressToward(*peer)
+                                       : StatusOr<std::string>(peer.status());
+      if (!us.ok()) {
+        return Fail(Status::NotFound("--launcher-cmd",
+                                     "cannot tell how host " + host +
+                                         " reaches this machine; give "
+                                         "--network-interface"),
+                    kUsageError);
+      }
+      routes[host] = HostRoute{*us, peer.ok() ? *peer : "auto"};
+    }
   }
 
   InstallLauncherSignalHandlers();
@@ -499,7 +523,7 @@ int Main(int argc, char** argv) {
   if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
   const JobAccess& access = (*rendezvous)->access();
   AssignAddresses(
-      *plan, *routes, iface_address,
+      *plan, routes, iface_address,
       options->rendezvous_addr.empty() ? RendezvousPort(access) : 0);
   if (plan->verbose) {
     std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",

@@ -103,6 +103,10 @@ std::vector<std::string> RemoteArgv(const WorkerPlan& w, const LaunchOptions& o,
       std::to_string(o.start_timeout_s),
       "--wrapper",
       remote_exec};
+  if (!o.launcher_cmd.empty()) {
+    argv.push_back("--command");
+    argv.push_back(o.launcher_cmd);
+  }
   if (!w.user.empty()) {
     argv.push_back("--user");
     argv.push_back(w.user);

@@ -11,9 +11,16 @@
 //   hvd-ssh-exec --host H [--port P] [--user U] [--identity F]
 //                [--policy strict|accept-new|off] [--timeout S]
 //                --wrapper PATH -- command [args...]
+//
+// With --command TEMPLATE (horovodrun --launcher-cmd) it reaches the host
+// through that command instead of SSH ({host} replaced, the wrapper's path
+// appended), writing the same launch to the command's stdin; its output
+// passes straight through.
 #include <fcntl.h>
 #include <libssh/libssh.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,11 +93,64 @@ bool Relay(ssh_channel ch, int is_stderr, bool* eof) {
   }
 }
 
+// --command: the wrapper started through the user's command, which must
+// pass stdin through; EOF of that stdin (this process died) ends the
+// worker, as a closed SSH channel does.
+int RunThroughCommand(const std::string& templ, const std::string& host,
+                      const std::string& wrapper,
+                      const hvd::launcher::RemoteLaunch& launch) {
+  auto words = hvd::SplitWords(templ, "--launcher-cmd");
+  if (!words.ok()) return Fail(words.status().message());
+  std::vector<std::string> argv;
+  for (std::string w : *words) {
+    for (size_t at; (at = w.find("{host}")) != std::string::npos;) {
+      w.replace(at, 6, host);
+    }
+    argv.push_back(w);
+  }
+  argv.push_back(wrapper);
+  int in[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return Fail("pipe");
+  pid_t pid = fork();
+  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "hvd-ssh-exec: cannot run %s: %s\n", args[0],
+                 std::strerror(errno));
+    _exit(127);
+  }
+  close(in[0]);
+  const std::string header = hvd::launcher::EncodeRemoteLaunch(launch);
+  if (!WriteAll(in[1], header.data(), header.size())) {
+    return Fail("host " + host + ": '" + templ +
+                "' did not take the worker's launch on its stdin");
+  }
+  int status = 0;
+  for (;;) {
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    char sig[16];
+    if (read(g_signal_pipe[0], sig, sizeof(sig)) > 0) {
+      (void)WriteAll(in[1], "TERM\n", 5);
+    }
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    poll(&p, 1, 100);
+  }
+  close(in[1]);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   hvd::launcher::SshTarget target;
-  std::string wrapper;
+  std::string wrapper, via;
   std::vector<std::string> command;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -120,6 +180,8 @@ int main(int argc, char** argv) {
       target.timeout = std::chrono::seconds(*t);
     } else if (a == "--wrapper") {
       wrapper = v;
+    } else if (a == "--command") {
+      via = v;
     } else {
       return Fail("unknown option " + a);
     }
@@ -134,6 +196,13 @@ int main(int argc, char** argv) {
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  hvd::launcher::RemoteLaunch launch;
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) launch.cwd = cwd;
+  for (char** e = environ; *e != nullptr; ++e) launch.env.emplace_back(*e);
+  launch.argv = command;
+  if (!via.empty()) return RunThroughCommand(via, target.host, wrapper, launch);
 
   auto session = hvd::launcher::SshSession::Connect(target);
   if (!session.ok()) return Fail(session.status().message());
@@ -150,11 +219,6 @@ int main(int argc, char** argv) {
   if (ssh_channel_request_exec(ch, remote.c_str()) != SSH_OK) {
     return Fail(who + ": cannot start " + wrapper + ": " + ssh_get_error(s));
   }
-  hvd::launcher::RemoteLaunch launch;
-  char cwd[4096];
-  if (getcwd(cwd, sizeof(cwd)) != nullptr) launch.cwd = cwd;
-  for (char** e = environ; *e != nullptr; ++e) launch.env.emplace_back(*e);
-  launch.argv = command;
   if (!ChannelWriteAll(ch, hvd::launcher::EncodeRemoteLaunch(launch))) {
     return Fail(who + ": the connection broke while starting the worker");
   }

@@ -34,6 +34,13 @@ StatusOr<std::string> Require(const settings::EnvMap& env, const char* name,
 
 namespace {
 
+// This host's address that reaches the rendezvous (and so the launcher).
+StatusOr<std::string> AddressTowardRendezvous(const WorkerConfig& c) {
+  HVD_ASSIGN_OR_RETURN(HostPort rdv,
+                       ParseHostPort(c.rendezvous_addr, "HVD_RENDEZVOUS_ADDR"));
+  return LocalAddressToward(rdv.host);
+}
+
 // A worker mpirun started: OMPI_COMM_WORLD_RANK is its task, the plan's
 // hosts say where that task belongs, and mpirun's own view (size, local
 // rank) must agree with it.
@@ -68,11 +75,7 @@ Status PlaceMpiTask(const std::map<std::string, std::string>& env,
   if (!env.count("HVD_GLOO_ADDR")) {
     // Gloo listens where this host reaches the launcher: an address the
     // other hosts reach too (loopback when the job is all here).
-    auto rdv = ParseHostPort(c.rendezvous_addr, "HVD_RENDEZVOUS_ADDR");
-    if (rdv.ok()) {
-      auto here = LocalAddressToward(rdv->host);
-      if (here.ok()) c.gloo_addr = *here;
-    }
+    HVD_ASSIGN_OR_RETURN(c.gloo_addr, AddressTowardRendezvous(c));
   }
   return Status::Ok();
 }
@@ -189,6 +192,11 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
     // Started by mpirun (horovodrun --mpi): the task's place in the plan.
     HVD_RETURN_IF_ERROR(PlaceMpiTask(env, c));
   } else {
+    if (c.gloo_addr == "auto") {
+      // The launcher cannot tell this host's address (--launcher-cmd):
+      // the one that reaches the launcher.
+      HVD_ASSIGN_OR_RETURN(c.gloo_addr, AddressTowardRendezvous(c));
+    }
     HVD_ASSIGN_OR_RETURN(c.host, Require(env, "HVD_HOST", kHint));
     HVD_ASSIGN_OR_RETURN(std::string slot, Require(env, "HVD_SLOT", kHint));
     HVD_ASSIGN_OR_RETURN(int64_t slot_n,

@@ -320,6 +320,9 @@ TEST(CliHorovodCompatTest, MpiAndItsArgs) {
   EXPECT_EQ(o->mpi_args,
             (std::vector<std::string>{"-x", "A=two words", "--mca", "btl",
                                       "tcp,self", "-x", "B=$x"}));
+  o = Parse({"-np", "2", "--launcher-cmd", "kubectl exec -i {host} --", "p"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->launcher_cmd, "kubectl exec -i {host} --");
   for (auto [args, says] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"-np", "2", "--mpi-args", "-x A", "p"},
@@ -331,7 +334,12 @@ TEST(CliHorovodCompatTest, MpiAndItsArgs) {
            {{"-np", "2", "--mpi", "--launcher", "ssh", "p"},
             "--mpi: conflicts with --launcher"},
            {{"-np", "2", "--mpi", "--min-np", "1", "-H", "a:2", "p"},
-            "--mpi: an elastic job starts and stops workers"}}) {
+            "--mpi: an elastic job starts and stops workers"},
+           {{"-np", "2", "--launcher-cmd", "kubectl exec -i pod --", "p"},
+            "--launcher-cmd: must name the host as {host}"},
+           {{"-np", "2", "--mpi", "--launcher-cmd", "docker exec -i {host}",
+             "p"},
+            "--launcher-cmd: conflicts with --mpi"}}) {
     auto bad = Parse(args);
     ASSERT_FALSE(bad.ok()) << says;
     EXPECT_NE(bad.status().message().find(says), std::string::npos)

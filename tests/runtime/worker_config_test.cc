@@ -87,6 +87,21 @@ TEST(WorkerConfigTest, MpirunTaskIsPlacedByItsRank) {
       << c.status().message();
 }
 
+// HVD_GLOO_ADDR=auto (horovodrun --launcher-cmd, hosts it cannot
+// resolve): Gloo listens on the address that reaches the rendezvous.
+TEST(WorkerConfigTest, AutoGlooAddressReachesTheRendezvous) {
+  Env env;
+  env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
+  env["HVD_JOB_ID"] = "j";
+  env["HVD_JOB_TOKEN"] = "t";
+  env["HVD_HOST"] = "pod-1";
+  env["HVD_SLOT"] = "0";
+  env["HVD_GLOO_ADDR"] = "auto";
+  auto c = WorkerConfig::FromEnv(env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->gloo_addr, "127.0.0.1");
+}
+
 TEST(WorkerConfigTest, MissingOrBadVariablesAreNamed) {
   Env env;
   env["HVD_RENDEZVOUS_ADDR"] = "127.0.0.1:1";
