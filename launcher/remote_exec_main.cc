@@ -42,6 +42,17 @@ void OnChild(int) {
   errno = saved;
 }
 
+volatile sig_atomic_t g_terminate = 0;
+
+// SIGTERM to the wrapper itself (a launcher command that signals its
+// group): passed on to the worker, as a TERM line is.
+void OnTerminate(int) {
+  int saved = errno;
+  g_terminate = 1;
+  (void)!write(g_sigchld_pipe[1], "t", 1);
+  errno = saved;
+}
+
 void OnParentDeath(int) {
   int saved = errno;
   g_parent_died = 1;
@@ -197,6 +208,9 @@ int main(int argc, char** args) {
   struct sigaction hup {};
   hup.sa_handler = OnParentDeath;
   sigaction(SIGHUP, &hup, nullptr);
+  struct sigaction term {};
+  term.sa_handler = OnTerminate;
+  sigaction(SIGTERM, &term, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGHUP);
   std::string buffer;
   RemoteLaunch launch;
@@ -289,6 +303,10 @@ int main(int argc, char** args) {
       }
     }
     if (g_parent_died) return finish(129);
+    if (g_terminate) {
+      g_terminate = 0;
+      kill(-pid, SIGTERM);
+    }
     if (stdin_open && fds[1].revents) {
       ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
       if (n > 0) {

@@ -114,6 +114,10 @@ int RunThroughCommand(const std::string& templ, const std::string& host,
   pid_t pid = fork();
   if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // A group of its own: the launcher's signals to this process's group
+    // must not reach the wrapper directly (it hears TERM on its stdin and
+    // ends the worker itself).
+    setpgid(0, 0);
     dup2(in[0], STDIN_FILENO);
     std::vector<char*> args;
     for (std::string& a : argv) args.push_back(a.data());
@@ -123,6 +127,7 @@ int RunThroughCommand(const std::string& templ, const std::string& host,
                  std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid);
   close(in[0]);
   const std::string header = hvd::launcher::EncodeRemoteLaunch(launch);
   if (!WriteAll(in[1], header.data(), header.size())) {

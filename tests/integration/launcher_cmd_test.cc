@@ -3,7 +3,9 @@
 // reaches the test's network-namespace hosts the way `kubectl exec -i` or
 // `docker exec -i` reach pods and containers.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -57,15 +59,24 @@ TEST(LauncherCmdTest, WorkersStartThroughTheCommand) {
 TEST(LauncherCmdTest, FailuresKeepTheirStatus) {
   TestNetwork net(1);
   if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
-  // A worker's own failure.
+  // A worker's own failure; the other, sleeping, is stopped.
+  TempDir pids;
   Result r = Horovodrun({"--launcher-cmd", kViaNamespace, "-np", "2", "-H",
-                         net.address(0) + ":2", HVD_TEST_WORKER, "--fail-rank",
-                         "1", "--code", "5", "--sleep", "60"});
+                         net.address(0) + ":2", HVD_TEST_WORKER, "--pid-dir",
+                         pids.path(), "--fail-rank", "1", "--code", "5",
+                         "--sleep", "60"});
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("the first was rank 1 on host " + net.address(0)),
             std::string::npos)
       << r.err;
   EXPECT_LT(r.took, seconds(30));
+  for (const char* rank : {"0", "1"}) {
+    std::ifstream f(pids.path() + "/" + rank + ".pid");
+    pid_t pid = 0;
+    ASSERT_TRUE(f >> pid) << "rank " << rank << " wrote no pid";
+    EXPECT_FALSE(ProcessAlive(pid)) << "rank " << rank << " outlived the job";
+    if (ProcessAlive(pid)) kill(pid, SIGKILL);
+  }
   // A command that cannot reach the host.
   r = Horovodrun({"--launcher-cmd", "ip netns exec no-such-{host}", "-np", "1",
                   "-H", net.address(0) + ":1", HVD_HELLO});
