@@ -414,6 +414,16 @@ int Main(int argc, char** argv) {
   HostFacts facts{IsLocalHost, CountLocalGpus()};
   auto plan = MakePlan(*options, facts);
   if (!plan.ok()) return Fail(plan.status(), kUsageError);
+  // A local command that cannot run is a usage error caught before
+  // anything starts; remote hosts check their own PATH.
+  bool any_local = false;
+  for (const WorkerPlan& w : plan->workers) any_local |= w.local;
+  if (any_local && options->launcher != Launcher::kSrun) {
+    auto env_path = env.find("PATH");
+    auto program = ResolveProgram(
+        plan->command[0], env_path == env.end() ? "" : env_path->second);
+    if (!program.ok()) return Fail(program.status(), kUsageError);
+  }
   if (options->launcher == Launcher::kMpirun) {
     auto env_path = env.find("PATH");
     auto mpirun =
@@ -442,16 +452,6 @@ int Main(int argc, char** argv) {
                    "horovodrun: in a Slurm allocation but srun is not on "
                    "PATH; starting workers over SSH\n");
     }
-  }
-  // A local command that cannot run is a usage error caught before
-  // anything starts; remote hosts check their own PATH.
-  bool any_local = false;
-  for (const WorkerPlan& w : plan->workers) any_local |= w.local;
-  if (any_local) {
-    auto env_path = env.find("PATH");
-    auto program = ResolveProgram(
-        plan->command[0], env_path == env.end() ? "" : env_path->second);
-    if (!program.ok()) return Fail(program.status(), kUsageError);
   }
 
   // Every remote host is reached before anything starts; each failure is
