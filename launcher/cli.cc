@@ -531,6 +531,27 @@ StatusOr<LaunchOptions> ParseCommandLine(
         "--rendezvous-addr",
         "needs --rendezvous-token-file with the daemon's admin token");
   }
+  if (auto p = Get(s, "metrics_port")) {
+    o.metrics_port = std::stoi(*p);
+  } else if (auto e = env.find("HOROVOD_METRICS_PORT"); e != env.end()) {
+    HVD_ASSIGN_OR_RETURN(
+        int64_t port, ParseInt64(e->second, "HOROVOD_METRICS_PORT", 1, 65535));
+    o.metrics_port = static_cast<int>(port);
+  }
+  o.monitor = On(s, "monitor");
+  if (auto i = Get(s, "monitor_interval")) {
+    if (!o.monitor) {
+      return Status::InvalidArgument("--monitor-interval",
+                                     "is for --monitor; give it too");
+    }
+    o.monitor_interval_s = std::stoi(*i);
+  }
+  if ((o.metrics_port > 0 || o.monitor) && !o.rendezvous_addr.empty()) {
+    return Status::InvalidArgument(
+        o.monitor ? "--monitor" : "--metrics-port",
+        "the workers' metrics reach horovodrun through its own rendezvous; "
+        "drop --rendezvous-addr");
+  }
   if (o.elastic.enabled && !o.rendezvous_addr.empty()) {
     return Status::InvalidArgument(
         "--rendezvous-addr",

@@ -58,6 +58,9 @@ struct LaunchOptions {
   std::vector<std::string> network_interfaces;
 
   std::string output_filename;  // --output-filename DIR
+  int metrics_port = 0;         // --metrics-port, HOROVOD_METRICS_PORT; 0: off
+  bool monitor = false;         // --monitor
+  int monitor_interval_s = 10;  // --monitor-interval
   bool prefix_output_with_timestamp = false;
 
   // A running hvd-rendezvousd instead of the embedded server.

@@ -214,6 +214,15 @@ std::vector<FlagSpec> Build() {
                      "put a timestamp in front of every line of output"));
   t.push_back(Str({"--output-filename"}, "output_filename", "DIR", kLog,
                   "also write DIR/rank.N/stdout and stderr"));
+  t.push_back(Int({"--metrics-port"}, "metrics_port", 1, 65535, kLog,
+                  "serve every rank's metrics at http://THIS-HOST:PORT/metrics "
+                  "in Prometheus' format (HOROVOD_METRICS_PORT)"));
+  t.push_back(Switch({"--monitor"}, "monitor", kLog,
+                     "print each host's step time, allreduce share, bus "
+                     "bandwidth, CPU and memory as the job runs, and a "
+                     "summary with what to try at the end"));
+  t.push_back(Int({"--monitor-interval"}, "monitor_interval", 1, 86400, kLog,
+                  "seconds between --monitor's lines (10)"));
   return t;
 }
 

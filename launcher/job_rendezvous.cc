@@ -25,6 +25,14 @@ class EmbeddedRendezvous final : public JobRendezvous {
     return joined.ok() ? *joined : std::vector<int>{};
   }
   void End(const std::string& reason) override { server_->Shutdown(reason); }
+  std::vector<std::string> MetricsReports() override {
+    std::vector<std::string> out;
+    auto kv = server_->table().GetPrefix(access_.job_id,
+                                         rendezvous::kMetricsKeyPrefix);
+    if (!kv.ok()) return out;
+    for (auto& [key, value] : *kv) out.push_back(std::move(value));
+    return out;
+  }
   Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
                        int size) override {
     return server_->table()
@@ -64,6 +72,10 @@ class DaemonRendezvous final : public JobRendezvous {
     cv_.notify_all();
     if (keepalive_.joinable()) keepalive_.join();
     (void)client_->EndJob(reason);
+  }
+  std::vector<std::string> MetricsReports() override {
+    // The command line refuses --metrics-port with --rendezvous-addr.
+    return {};
   }
   Status SetMembership(std::vector<rendezvous::HostSlots>, int) override {
     // The command line refuses --rendezvous-addr for elastic jobs.

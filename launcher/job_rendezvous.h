@@ -21,6 +21,9 @@ class JobRendezvous {
   virtual std::vector<int> JoinedRanks() = 0;
   // Ends the job (frees it on a daemon; stops the embedded server).
   virtual void End(const std::string& reason) = 0;
+  // The workers' latest metrics reports (rendezvous::kMetricsKeyPrefix);
+  // empty when none reported or the rendezvous is a daemon's.
+  virtual std::vector<std::string> MetricsReports() = 0;
   // An elastic job's next membership (rendezvous::JobTable::SetMembership).
   virtual Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
                                int size) = 0;

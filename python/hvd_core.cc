@@ -196,6 +196,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("nccl_built") = false;
 #endif
 
+  m.def("mark_step", [] { hvd::mark_step(); });
   m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
     Check(hvd::start_timeline(path, mark_cycles), true);
   });

@@ -1,8 +1,8 @@
 #include "rendezvous/assignment.h"
 
-#include "common/parse.h"
-
 #include <unordered_set>
+
+#include "common/parse.h"
 
 namespace hvd::rendezvous {
 
@@ -97,8 +97,8 @@ StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task) {
     }
     if (host.empty() || slots == 0) {
       return Status::InvalidArgument(
-          kTaskHostsVar, "'" + item + "' is not HOST:SLOTS (got '" +
-                             task_hosts + "')");
+          kTaskHostsVar,
+          "'" + item + "' is not HOST:SLOTS (got '" + task_hosts + "')");
     }
     hosts.push_back({host, slots, 0});
     total += slots;

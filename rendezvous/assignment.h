@@ -44,6 +44,10 @@ Status ValidateHosts(const std::vector<HostSlots>& hosts, int size);
 // cross rank 0 of 1). `hosts` must pass ValidateHosts.
 std::vector<Assignment> ComputeAssignments(const std::vector<HostSlots>& hosts);
 
+// Each worker's latest metrics report (runtime/metrics.h) lives under
+// this prefix + HOST/SLOT, for the launcher to serve.
+inline constexpr const char* kMetricsKeyPrefix = "hvd/metrics/";
+
 // Workers a workload manager or mpirun started know only their task index
 // (SLURM_PROCID, OMPI_COMM_WORLD_RANK). The launcher hands them its plan's
 // hosts in rank order, in this variable, as "host:slots,..." ("[v6]:n" for

@@ -418,6 +418,17 @@ StatusOr<std::string> JobTable::Get(const std::string& job_id,
   return it->second;
 }
 
+StatusOr<std::map<std::string, std::string>> JobTable::GetPrefix(
+    const std::string& job_id, const std::string& prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  HVD_ASSIGN_OR_RETURN(const Job* job, FindLocked(job_id));
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : job->kv) {
+    if (key.rfind(prefix, 0) == 0) out.emplace(key, value);
+  }
+  return out;
+}
+
 JobTable::WaitId JobTable::AddWaiterLocked(Job& job, Waiter waiter) {
   WaitId id = next_id_++;
   deadlines_.insert({waiter.deadline, id});

@@ -129,6 +129,10 @@ class JobTable {
   StatusOr<std::string> Get(const std::string& job_id,
                             const std::string& key) const;
 
+  // Every key starting with `prefix`, with its value, by key.
+  StatusOr<std::map<std::string, std::string>> GetPrefix(
+      const std::string& job_id, const std::string& prefix) const;
+
   // Calls `done` with the values of `keys` (in order) once all are set, or
   // with DeadlineExceeded naming the missing keys at `deadline` (reported
   // by Expire). Returns an id for CancelWait; 0 when it completed at once.

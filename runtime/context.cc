@@ -1,13 +1,19 @@
 #include "runtime/context.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/logging.h"
 #include "common/parse.h"
 #include "rendezvous/client.h"
 #include "runtime/affinity.h"
+#include "runtime/metrics.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
 #include "runtime/transport/hierarchical/hierarchical_backend.h"
@@ -87,7 +93,57 @@ constexpr size_t kControlSlotBytes = 256u << 10;
 
 }  // namespace
 
+// Every interval, and once more at the end, this rank's report goes to the
+// rendezvous under metrics/HOST/SLOT (a job-wide key: the launcher reads
+// the latest of each worker, whatever generation it is in).
+class Context::MetricsPublisher {
+ public:
+  MetricsPublisher(std::shared_ptr<rendezvous::RendezvousClient> client,
+                   std::string key, metrics::Labels labels,
+                   std::chrono::milliseconds interval)
+      : client_(std::move(client)),
+        key_(std::move(key)),
+        labels_(std::move(labels)),
+        interval_(interval) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~MetricsPublisher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    Publish();
+  }
+
+ private:
+  void Loop() {
+    pthread_setname_np(pthread_self(), "hvd-metrics");
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
+      lock.unlock();
+      Publish();
+      lock.lock();
+    }
+  }
+  void Publish() {
+    // Best effort: a lost report is followed by the next.
+    (void)client_->Set(key_, Metrics::Process().Report(labels_));
+  }
+
+  std::shared_ptr<rendezvous::RendezvousClient> client_;
+  std::string key_;
+  metrics::Labels labels_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
 Context::~Context() {
+  publisher_.reset();
   if (engine_) engine_->Shutdown();
   engine_.reset();
   timeline_.reset();  // after the engine: it may still write events
@@ -195,6 +251,16 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   const rendezvous::Assignment& a = ctx->assignment_;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
   HVD_RETURN_IF_ERROR(ctx->Connect(config));
+  if (config.metrics_interval.count() > 0) {
+    ctx->publisher_ = std::make_unique<MetricsPublisher>(
+        ctx->client_,
+        std::string(rendezvous::kMetricsKeyPrefix) + config.host + "/" +
+            std::to_string(config.slot),
+        metrics::Labels{{"rank", std::to_string(a.rank)},
+                        {"host", config.host},
+                        {"job", config.job_id}},
+        config.metrics_interval);
+  }
   return ctx;
 }
 

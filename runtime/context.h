@@ -98,6 +98,10 @@ class Context {
   std::unique_ptr<Timeline> timeline_;  // rank 0, once the engine runs
   std::once_flag engine_once_;
   std::unique_ptr<Engine> engine_;  // destroyed before the backend
+  // Sends this rank's metrics to the launcher through the rendezvous
+  // (HVD_METRICS_INTERVAL_MS); destroyed first, after a last report.
+  class MetricsPublisher;
+  std::unique_ptr<MetricsPublisher> publisher_;
 };
 
 }  // namespace hvd::runtime

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "runtime/context.h"
 #include "runtime/gradients.h"
+#include "runtime/metrics.h"
 #include "runtime/timeline.h"
 
 namespace hvd {
@@ -538,8 +539,12 @@ StatusOr<bool> DistributedGradients::end_pass() {
     return Status::FailedPrecondition("hvd::DistributedGradients",
                                       "end_pass() before any add()");
   }
-  return impl_->reducer->EndPass();
+  HVD_ASSIGN_OR_RETURN(bool stepped, impl_->reducer->EndPass());
+  if (stepped) mark_step();
+  return stepped;
 }
+
+void mark_step() { runtime::Metrics::Process().Step(); }
 
 Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {

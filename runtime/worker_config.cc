@@ -203,6 +203,11 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
                          ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
     c.slot = static_cast<int>(slot_n);
   }
+  if (auto ms = Lookup(env, "HVD_METRICS_INTERVAL_MS")) {
+    HVD_ASSIGN_OR_RETURN(
+        int64_t n, ParseInt64(*ms, "HVD_METRICS_INTERVAL_MS", 0, 3600000));
+    c.metrics_interval = std::chrono::milliseconds(n);
+  }
   if (auto ca = Lookup(env, "HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
   if (auto cert = Lookup(env, "HVD_RENDEZVOUS_TLS_CERT")) {
     c.tls_cert_pem = *cert;

@@ -10,6 +10,7 @@
 #include "runtime/affinity.h"
 #include "runtime/engine/message.h"
 #include "runtime/engine/response_cache.h"
+#include "runtime/metrics.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
@@ -379,6 +380,7 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
          r.type == OpType::kReducescatter)) {
       id = cache_.Lookup(r);
     }
+    if (cache_enabled_) Metrics::Process().CacheLookup(id.has_value());
     if (id) {
       my_cached_.insert(*id);
     } else {
@@ -392,8 +394,17 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
     std::lock_guard<std::mutex> lock(mu_);
     urgent = !pending_.empty();
   }
+  const auto exchange_start = std::chrono::steady_clock::now();
   HVD_RETURN_IF_ERROR(
       control_->Exchange(BuildMessage(stop, uncached), &all, urgent));
+  if (urgent || !uncached.empty()) {
+    // A cycle with work in it: its wait for the other ranks (idle wake-ups
+    // would drown the figure).
+    Metrics::Process().Negotiation(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      exchange_start)
+            .count());
+  }
   std::vector<CycleMessage> msgs(n);
   for (size_t r = 0; r < n; ++r) {
     if (!ParseCycleMessage(all[r], &msgs[r]) || msgs[r].stop > 2) {

@@ -158,6 +158,8 @@ class Engine {
                  const std::shared_ptr<Completion>& done, Status& refuse,
                  Status& gone);
   void Loop();
+  // executor_.Run, with the group's bytes and time added to the metrics.
+  StatusOr<uint64_t> RunMeasured(const std::vector<Pending*>& group);
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
   // Rank 0: warns about stalled tensors; returns true when the stall has
   // lasted past the shutdown time.

@@ -8,6 +8,7 @@
 #include "runtime/engine/engine.h"
 #include "runtime/engine/fusion.h"
 #include "runtime/engine/response_cache.h"
+#include "runtime/metrics.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
@@ -112,7 +113,8 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
       HVD_ASSIGN_OR_RETURN(Backend * backend,
                            backends_->Device(device, options_.rank));
       if (backend->Defers()) {
-        HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
+        // Queued, not finished: the time recorded is the queueing.
+        HVD_ASSIGN_OR_RETURN(uint64_t bytes, RunMeasured(group));
         cycle_bytes_ += bytes;
         deferring = backend;
         queued.push_back(std::move(group));
@@ -136,9 +138,32 @@ bool Engine::TryEager(Pending* p) {
   for (std::string_view v : it->second) {
     if (v.data() == nullptr || v.size() != bytes) return false;
   }
+  const auto start = std::chrono::steady_clock::now();
   cycle_bytes_ += executor_.ReduceEager(p, it->second);
+  Metrics::Process().Collective(
+      OpMetricName(r.type), 1, bytes,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   Finish({p});
   return true;
+}
+
+StatusOr<uint64_t> Engine::RunMeasured(const std::vector<Pending*>& group) {
+  const auto start = std::chrono::steady_clock::now();
+  HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  uint64_t tensor_bytes = 0;
+  for (const Pending* p : group) {
+    tensor_bytes += static_cast<uint64_t>(p->request.count) *
+                    DataTypeSize(p->request.dtype);
+  }
+  Metrics& m = Metrics::Process();
+  m.Collective(OpMetricName(group.front()->request.type),
+               static_cast<int>(group.size()), tensor_bytes, seconds);
+  if (group.size() > 1) m.FusedGroup(tensor_bytes);
+  return bytes;
 }
 
 void Engine::Finish(const std::vector<Pending*>& group) {
@@ -165,7 +190,7 @@ void Engine::Finish(const std::vector<Pending*>& group) {
 
 Status Engine::ExecuteFused(const std::vector<Pending*>& group) {
   // A failure is returned as it is: FailAll completes everyone.
-  HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
+  HVD_ASSIGN_OR_RETURN(uint64_t bytes, RunMeasured(group));
   cycle_bytes_ += bytes;
   Finish(group);
   return Status::Ok();

@@ -44,6 +44,27 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
+// "allreduce", "allgather", ...: the metrics' `op` label.
+inline const char* OpMetricName(OpType t) {
+  switch (t) {
+    case OpType::kAllreduce:
+      return "allreduce";
+    case OpType::kBroadcast:
+      return "broadcast";
+    case OpType::kAllgather:
+      return "allgather";
+    case OpType::kReducescatter:
+      return "reducescatter";
+    case OpType::kAlltoall:
+      return "alltoall";
+    case OpType::kBarrier:
+      return "barrier";
+    case OpType::kJoin:
+      return "join";
+  }
+  return "other";
+}
+
 // "ALLREDUCE", "ALLGATHER", ...: the names of the timeline's phases.
 inline const char* OpTypeName(OpType t) {
   switch (t) {

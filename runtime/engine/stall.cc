@@ -2,6 +2,7 @@
 // not, named with the missing ranks.
 #include "common/logging.h"
 #include "runtime/engine/engine.h"
+#include "runtime/metrics.h"
 
 namespace hvd::runtime {
 
@@ -29,6 +30,7 @@ bool Engine::InspectStalls() {
       "stalled tensors: some ranks submitted them and others did not for " +
       std::to_string(options_.stall_warning.count() / 1000) + " s: " + report +
       ". Every rank must submit the same tensors (in any order).";
+  Metrics::Process().StallWarning();
   if (options_.on_stall_warning) {
     options_.on_stall_warning(warning);
   } else {

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
+from hvd import _core
 from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import ProcessSet, global_process_set
 from hvd.torch.compression import Compression
@@ -204,6 +205,7 @@ class _DistributedOptimizer:
             raise
         self._handles.clear()
         self._synchronized = True
+        _core.mark_step()  # for the step-time metric
 
     def _wait_all(self) -> None:
         for key, (handle, ctx) in self._handles.items():

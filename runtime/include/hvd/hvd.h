@@ -280,6 +280,12 @@ StatusOr<int> join();
 Status start_timeline(const std::string& path, bool mark_cycles = false);
 Status stop_timeline();
 
+// A training step ended, for the step-time metric (horovodrun
+// --metrics-port, --monitor). DistributedGradients and the Python
+// DistributedOptimizer call it at each step; a training loop that
+// synchronises otherwise may call it once per step.
+void mark_step();
+
 // Stops the engine and releases everything init() made: threads, sockets,
 // shared-memory segments, NCCL communicators. Operations still pending on
 // other ranks complete with an error saying this rank shut down. Safe to

@@ -1,0 +1,275 @@
+#include "launcher/metrics_server.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "common/metrics_format.h"
+
+namespace hvd::launcher {
+namespace {
+
+void WriteAll(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string Response(int code, const char* reason, const std::string& type,
+                     const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(code) + " " + reason +
+         "\r\nContent-Type: " + type +
+         "\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// A report's value of `name` (summed over its samples matching `match`).
+double Value(const std::string& report, const char* name,
+             const metrics::Labels& match = {}) {
+  return metrics::SumSamples(report, name, match);
+}
+
+std::string LabelOf(const std::string& report, const std::string& label) {
+  const std::string key = label + "=\"";
+  size_t at = report.find(key);
+  if (at == std::string::npos) return "";
+  at += key.size();
+  return report.substr(at, report.find('"', at) - at);
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f %%", share * 100);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    int port, std::function<std::string()> exposition) {
+  std::unique_ptr<MetricsServer> s(new MetricsServer());
+  s->exposition_ = std::move(exposition);
+  s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s->listen_fd_ < 0) {
+    return Status::Internal("--metrics-port", std::strerror(errno));
+  }
+  int one = 1;
+  ::setsockopt(s->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
+          0 ||
+      ::listen(s->listen_fd_, 16) != 0) {
+    return Status::Unavailable("--metrics-port " + std::to_string(port),
+                               std::string("cannot listen: ") +
+                                   std::strerror(errno) +
+                                   " (is the port in use? pick another)");
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  s->port_ = ntohs(addr.sin_port);
+  if (::pipe2(s->wake_, O_CLOEXEC) != 0) {
+    return Status::Internal("pipe", std::strerror(errno));
+  }
+  MetricsServer* raw = s.get();
+  s->thread_ = std::thread([raw] { raw->Loop(); });
+  return s;
+}
+
+MetricsServer::~MetricsServer() {
+  if (thread_.joinable()) {
+    (void)!::write(wake_[1], "x", 1);
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void MetricsServer::Loop() {
+  for (;;) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    int n = ::poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || fds[1].revents) return;
+    if (!fds[0].revents) continue;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    Serve(fd);
+    ::close(fd);
+  }
+}
+
+void MetricsServer::Serve(int fd) {
+  // The request line is enough; a slow or silent client gets 2 s.
+  std::string request;
+  char buf[2048];
+  while (request.find("\r\n\r\n") == std::string::npos &&
+         request.size() < 8192) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 2000) <= 0) return;
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return;
+    request.append(buf, static_cast<size_t>(n));
+  }
+  const std::string line = request.substr(0, request.find("\r\n"));
+  const bool get = line.rfind("GET ", 0) == 0;
+  const std::string path =
+      get ? line.substr(4, line.find(' ', 4) - 4) : std::string();
+  if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
+    WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+                          exposition_()));
+  } else if (!get) {
+    WriteAll(fd, Response(405, "Method Not Allowed", "text/plain",
+                          "only GET /metrics\n"));
+  } else {
+    WriteAll(fd,
+             Response(404, "Not Found", "text/plain", "hvd serves /metrics\n"));
+  }
+}
+
+std::vector<HostHealth> Health(const std::vector<std::string>& before,
+                               const std::vector<std::string>& after,
+                               double seconds, int size) {
+  struct Sums {
+    double step_sum = 0, step_count = 0, ar_seconds = 0, ar_bytes = 0, cpu = 0,
+           rss = 0, memory = 0, cpus = 0;
+  };
+  auto sums_of = [](const std::string& r) {
+    Sums s;
+    s.step_sum = Value(r, "hvd_step_seconds_sum");
+    s.step_count = Value(r, "hvd_step_seconds_count");
+    s.ar_seconds =
+        Value(r, "hvd_collective_seconds_sum", {{"op", "allreduce"}});
+    s.ar_bytes = Value(r, "hvd_collective_bytes_total", {{"op", "allreduce"}});
+    s.cpu = Value(r, "process_cpu_seconds_total");
+    s.rss = Value(r, "process_resident_memory_bytes");
+    s.memory = Value(r, "hvd_host_memory_bytes");
+    s.cpus = Value(r, "hvd_host_cpus");
+    return s;
+  };
+  std::map<std::string, Sums> earlier;
+  for (const std::string& r : before) {
+    Sums s = sums_of(r);
+    earlier[LabelOf(r, "host") + "/" + LabelOf(r, "rank")] = s;
+  }
+  struct Acc {
+    Sums delta;
+    double rss = 0, memory = 0, cpus = 0;
+    int ranks = 0;
+  };
+  std::map<std::string, Acc> hosts;
+  for (const std::string& r : after) {
+    const std::string host = LabelOf(r, "host");
+    Sums now = sums_of(r);
+    Sums then;
+    // The same worker's earlier report; a worker new since then counts
+    // from zero.
+    auto it = earlier.find(host + "/" + LabelOf(r, "rank"));
+    if (it != earlier.end()) then = it->second;
+    Acc& a = hosts[host];
+    a.delta.step_sum += now.step_sum - then.step_sum;
+    a.delta.step_count += now.step_count - then.step_count;
+    a.delta.ar_seconds += now.ar_seconds - then.ar_seconds;
+    a.delta.ar_bytes += now.ar_bytes - then.ar_bytes;
+    a.delta.cpu += now.cpu - then.cpu;
+    a.rss += now.rss;
+    a.memory = now.memory;
+    a.cpus = now.cpus;
+    ++a.ranks;
+  }
+  std::vector<HostHealth> out;
+  for (const auto& [host, a] : hosts) {
+    HostHealth h;
+    h.host = host;
+    if (a.delta.step_count > 0)
+      h.step_s = a.delta.step_sum / a.delta.step_count;
+    // Each rank's share of its own time, averaged over the host's ranks.
+    const double busy =
+        a.delta.step_count > 0 ? a.delta.step_sum : seconds * a.ranks;
+    if (busy > 0) h.allreduce_share = std::min(1.0, a.delta.ar_seconds / busy);
+    if (a.delta.ar_seconds > 0 && size > 1) {
+      // Per rank: its bytes over its time, times the ring's 2(n-1)/n.
+      h.bus_bytes_per_s =
+          a.delta.ar_bytes / a.delta.ar_seconds * 2.0 * (size - 1) / size;
+    }
+    if (seconds > 0 && a.cpus > 0)
+      h.cpu_share = a.delta.cpu / (seconds * a.cpus);
+    if (a.memory > 0) h.memory_share = a.rss / a.memory;
+    out.push_back(h);
+  }
+  return out;
+}
+
+std::string HealthLine(const HostHealth& h) {
+  std::string out = "host " + h.host + ":";
+  char buf[64];
+  auto add = [&](const std::string& text, bool bad) {
+    out += " " + text + (bad ? " !" : "") + ",";
+  };
+  if (h.step_s >= 0) {
+    std::snprintf(buf, sizeof(buf), "step %.3f s", h.step_s);
+    add(buf, false);
+  } else {
+    add("no steps", false);
+  }
+  if (h.allreduce_share >= 0) {
+    add("allreduce " + Percent(h.allreduce_share) + " of " +
+            (h.step_s >= 0 ? "step" : "time"),
+        h.allreduce_share > 0.2);
+  }
+  if (h.bus_bytes_per_s >= 0) {
+    std::snprintf(buf, sizeof(buf), "bus %.2f GB/s", h.bus_bytes_per_s / 1e9);
+    add(buf, false);
+  }
+  if (h.cpu_share >= 0) add("CPU " + Percent(h.cpu_share), h.cpu_share < 0.7);
+  if (h.memory_share >= 0) {
+    add("memory " + Percent(h.memory_share), h.memory_share > 0.9);
+  }
+  out.pop_back();  // the last comma
+  return out;
+}
+
+std::string HealthSummary(const std::vector<HostHealth>& hosts) {
+  std::string out =
+      "job summary (healthy: allreduce under 20 % of a step, CPU over 70 %, "
+      "memory under 90 %):\n";
+  std::set<std::string> advice;
+  for (const HostHealth& h : hosts) {
+    out += "  " + HealthLine(h) + "\n";
+    if (h.allreduce_share > 0.2) {
+      advice.insert(
+          "allreduce takes " + Percent(h.allreduce_share) +
+          " of a step: raise --fusion-threshold-mb so more gradients travel "
+          "together, try --hierarchical-allreduce across hosts, or a larger "
+          "batch size so each step computes more per byte sent");
+    }
+    if (h.cpu_share >= 0 && h.cpu_share < 0.7) {
+      advice.insert("CPU is busy " + Percent(h.cpu_share) +
+                    " of the time: the ranks wait (for data, or for each "
+                    "other): a larger batch size, more data-loading threads, "
+                    "or fewer ranks per host");
+    }
+    if (h.memory_share > 0.9) {
+      advice.insert("memory is " + Percent(h.memory_share) +
+                    " full: a smaller batch size, or fewer ranks per host");
+    }
+  }
+  for (const std::string& a : advice) out += "  to try: " + a + "\n";
+  return out;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,144 @@
+#include "runtime/metrics.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace hvd::runtime {
+namespace {
+
+// CPU seconds (user + system) and resident bytes of this process, from
+// /proc; nullopt where /proc cannot tell.
+std::optional<std::pair<double, double>> ProcessUsage() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0, rss_pages = 0;
+  // Fields after the command: state is the 3rd of stat(5); utime the 14th,
+  // stime the 15th, rss the 24th.
+  for (int i = 3; fields >> f; ++i) {
+    if (i == 14) utime = std::stod(f);
+    if (i == 15) stime = std::stod(f);
+    if (i == 24) {
+      rss_pages = std::stod(f);
+      break;
+    }
+  }
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  return std::make_pair((utime + stime) / ticks, rss_pages * page);
+}
+
+double HostMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit) {
+    if (key == "MemTotal:") return kb * 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Metrics& Metrics::Process() {
+  static Metrics* metrics = new Metrics();  // lives as long as the process
+  return *metrics;
+}
+
+void Metrics::Histogram::Add(double seconds) {
+  const auto& b = metrics::LatencyBuckets();
+  size_t i = std::lower_bound(b.begin(), b.end(), seconds) - b.begin();
+  ++counts[i];
+  sum += seconds;
+}
+
+void Metrics::Collective(const std::string& op, int tensors, uint64_t bytes,
+                         double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Op& o = ops_[op];
+  ++o.calls;
+  o.tensors += static_cast<uint64_t>(tensors);
+  o.bytes += bytes;
+  o.seconds.Add(seconds);
+}
+
+void Metrics::Negotiation(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  negotiation_.Add(seconds);
+}
+
+void Metrics::CacheLookup(bool hit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(hit ? cache_hits_ : cache_misses_);
+}
+
+void Metrics::FusedGroup(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fusion_bytes_ = bytes;
+}
+
+void Metrics::StallWarning() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stalls_;
+}
+
+void Metrics::Step(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (last_step_) {
+    steps_.Add(std::chrono::duration<double>(now - *last_step_).count());
+  }
+  last_step_ = now;
+}
+
+std::string Metrics::Report(const metrics::Labels& labels) const {
+  using metrics::HistogramSamples;
+  using metrics::Sample;
+  const auto& buckets = metrics::LatencyBuckets();
+  std::string out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [op, o] : ops_) {
+      metrics::Labels with = labels;
+      with.push_back({"op", op});
+      out += Sample("hvd_collective_calls_total", with,
+                    static_cast<double>(o.calls));
+      out += Sample("hvd_collective_tensors_total", with,
+                    static_cast<double>(o.tensors));
+      out += Sample("hvd_collective_bytes_total", with,
+                    static_cast<double>(o.bytes));
+      out += HistogramSamples("hvd_collective_seconds", with, buckets,
+                              o.seconds.counts, o.seconds.sum);
+    }
+    out += HistogramSamples("hvd_negotiation_seconds", labels, buckets,
+                            negotiation_.counts, negotiation_.sum);
+    out += Sample("hvd_response_cache_hits_total", labels,
+                  static_cast<double>(cache_hits_));
+    out += Sample("hvd_response_cache_misses_total", labels,
+                  static_cast<double>(cache_misses_));
+    out += Sample("hvd_fusion_buffer_bytes", labels,
+                  static_cast<double>(fusion_bytes_));
+    out += Sample("hvd_stall_warnings_total", labels,
+                  static_cast<double>(stalls_));
+    out += HistogramSamples("hvd_step_seconds", labels, buckets, steps_.counts,
+                            steps_.sum);
+  }
+  if (auto usage = ProcessUsage()) {
+    out += Sample("process_cpu_seconds_total", labels, usage->first);
+    out += Sample("process_resident_memory_bytes", labels, usage->second);
+  }
+  out += Sample("hvd_host_memory_bytes", labels, HostMemoryBytes());
+  out += Sample("hvd_host_cpus", labels,
+                static_cast<double>(std::thread::hardware_concurrency()));
+  return out;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,61 @@
+// What this process's engine measures, always on: collectives (calls,
+// tensors, bytes and time, by operation), negotiation time, the response
+// cache, fusion, stalls, the time between training steps, and the
+// process's CPU and memory. Cheap: a few additions under a mutex per
+// collective group, none per element. Report() renders them as Prometheus
+// samples (common/metrics_format.h) for the launcher to serve.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/metrics_format.h"
+
+namespace hvd::runtime {
+
+class Metrics {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // The process's one set (every context of the process adds to it).
+  static Metrics& Process();
+
+  void Collective(const std::string& op, int tensors, uint64_t bytes,
+                  double seconds);
+  void Negotiation(double seconds);
+  void CacheLookup(bool hit);
+  void FusedGroup(uint64_t bytes);
+  void StallWarning();
+  // A training step completed now; the first only starts the clock.
+  void Step(Clock::time_point now = Clock::now());
+
+  // Prometheus samples of everything, each labelled with `labels` (rank,
+  // host, job), plus the process's CPU and memory read now.
+  std::string Report(const metrics::Labels& labels) const;
+
+ private:
+  struct Histogram {
+    std::vector<uint64_t> counts =
+        std::vector<uint64_t>(metrics::LatencyBuckets().size() + 1, 0);
+    double sum = 0;
+    void Add(double seconds);
+  };
+  struct Op {
+    uint64_t calls = 0, tensors = 0, bytes = 0;
+    Histogram seconds;
+  };
+
+  mutable std::mutex mu_;
+  std::map<std::string, Op> ops_;  // guarded by mu_
+  Histogram negotiation_, steps_;
+  uint64_t cache_hits_ = 0, cache_misses_ = 0, stalls_ = 0;
+  uint64_t fusion_bytes_ = 0;
+  std::optional<Clock::time_point> last_step_;
+};
+
+}  // namespace hvd::runtime
