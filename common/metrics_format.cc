@@ -69,6 +69,9 @@ const std::vector<Family>& Families() {
        "Bytes of the last fused group of several tensors."},
       {"hvd_stall_warnings_total", Type::kCounter,
        "Stall warnings (tensors some ranks submitted and others did not)."},
+      {"hvd_allreduce_busy_seconds_total", Type::kCounter,
+       "Time with at least one allreduce submitted and not yet complete "
+       "(negotiation, waiting for other ranks and the transfer)."},
       {"hvd_step_seconds", Type::kHistogram,
        "Time between training steps (what DistributedGradients or the "
        "Python DistributedOptimizer synchronise)."},

@@ -146,6 +146,10 @@ std::vector<Setting> Build() {
                    "elastic",
                    "set by horovodrun in an elastic job: ranks come from the "
                    "rendezvous alone, as memberships change"));
+  t.push_back(Make("metrics_disable", {}, Kind::kSwitch,
+                   "HOROVOD_METRICS_DISABLE", "", kTune,
+                   "measure nothing for the metrics (they cost a few "
+                   "additions per collective; this is for comparing)"));
   t.push_back(Make("shm_disable", {}, Kind::kSwitch, "HOROVOD_SHM_DISABLE", "",
                    kTune,
                    "move data between the ranks of a host over TCP instead "

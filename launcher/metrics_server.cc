@@ -145,14 +145,17 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
                                const std::vector<std::string>& after,
                                double seconds, int size) {
   struct Sums {
-    double step_sum = 0, step_count = 0, ar_seconds = 0, ar_bytes = 0, cpu = 0,
-           rss = 0, memory = 0, cpus = 0;
+    // ar_seconds: time waiting on allreduces; ar_transfer: their
+    // transfers alone (for the bandwidth).
+    double step_sum = 0, step_count = 0, ar_seconds = 0, ar_transfer = 0,
+           ar_bytes = 0, cpu = 0, rss = 0, memory = 0, cpus = 0;
   };
   auto sums_of = [](const std::string& r) {
     Sums s;
     s.step_sum = Value(r, "hvd_step_seconds_sum");
     s.step_count = Value(r, "hvd_step_seconds_count");
-    s.ar_seconds =
+    s.ar_seconds = Value(r, "hvd_allreduce_busy_seconds_total");
+    s.ar_transfer =
         Value(r, "hvd_collective_seconds_sum", {{"op", "allreduce"}});
     s.ar_bytes = Value(r, "hvd_collective_bytes_total", {{"op", "allreduce"}});
     s.cpu = Value(r, "process_cpu_seconds_total");
@@ -184,6 +187,7 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     a.delta.step_sum += now.step_sum - then.step_sum;
     a.delta.step_count += now.step_count - then.step_count;
     a.delta.ar_seconds += now.ar_seconds - then.ar_seconds;
+    a.delta.ar_transfer += now.ar_transfer - then.ar_transfer;
     a.delta.ar_bytes += now.ar_bytes - then.ar_bytes;
     a.delta.cpu += now.cpu - then.cpu;
     a.rss += now.rss;
@@ -201,10 +205,11 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     const double busy =
         a.delta.step_count > 0 ? a.delta.step_sum : seconds * a.ranks;
     if (busy > 0) h.allreduce_share = std::min(1.0, a.delta.ar_seconds / busy);
-    if (a.delta.ar_seconds > 0 && size > 1) {
-      // Per rank: its bytes over its time, times the ring's 2(n-1)/n.
+    if (a.delta.ar_transfer > 0 && size > 1) {
+      // Per rank: its bytes over its transfer time, times the ring's
+      // 2(n-1)/n.
       h.bus_bytes_per_s =
-          a.delta.ar_bytes / a.delta.ar_seconds * 2.0 * (size - 1) / size;
+          a.delta.ar_bytes / a.delta.ar_transfer * 2.0 * (size - 1) / size;
     }
     if (seconds > 0 && a.cpus > 0)
       h.cpu_share = a.delta.cpu / (seconds * a.cpus);

@@ -34,6 +34,7 @@ packages=(
   # A real Slurm for the launcher's tests (they start their own daemons).
   slurmctld slurmd slurm-client munge
   openmpi-bin  # horovodrun --mpi starts workers with mpirun
+  prometheus  # the metrics tests: promtool, and a server scraping a job
   systemd
   hyperfine time
 )

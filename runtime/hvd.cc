@@ -140,6 +140,7 @@ Status init(const std::vector<std::vector<int>>& process_sets,
   HVD_RETURN_IF_ERROR(ConfigureLogging(env));
   HVD_ASSIGN_OR_RETURN(runtime::WorkerConfig config,
                        runtime::WorkerConfig::FromEnv(env));
+  runtime::Metrics::Process().set_enabled(config.metrics);
   HVD_ASSIGN_OR_RETURN(g_context,
                        runtime::Context::Create(config, g_generation));
   const rendezvous::Assignment& a = g_context->assignment();

@@ -63,6 +63,7 @@ void Metrics::Histogram::Add(double seconds) {
 
 void Metrics::Collective(const std::string& op, int tensors, uint64_t bytes,
                          double seconds) {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   Op& o = ops_[op];
   ++o.calls;
@@ -72,26 +73,37 @@ void Metrics::Collective(const std::string& op, int tensors, uint64_t bytes,
 }
 
 void Metrics::Negotiation(double seconds) {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   negotiation_.Add(seconds);
 }
 
 void Metrics::CacheLookup(bool hit) {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   ++(hit ? cache_hits_ : cache_misses_);
 }
 
 void Metrics::FusedGroup(uint64_t bytes) {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   fusion_bytes_ = bytes;
 }
 
 void Metrics::StallWarning() {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   ++stalls_;
 }
 
+void Metrics::AllreduceBusy(double seconds) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  allreduce_busy_ += seconds;
+}
+
 void Metrics::Step(Clock::time_point now) {
+  if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (last_step_) {
     steps_.Add(std::chrono::duration<double>(now - *last_step_).count());
@@ -128,6 +140,7 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
                   static_cast<double>(fusion_bytes_));
     out += Sample("hvd_stall_warnings_total", labels,
                   static_cast<double>(stalls_));
+    out += Sample("hvd_allreduce_busy_seconds_total", labels, allreduce_busy_);
     out += HistogramSamples("hvd_step_seconds", labels, buckets, steps_.counts,
                             steps_.sum);
   }

@@ -6,6 +6,7 @@
 // samples (common/metrics_format.h) for the launcher to serve.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -25,12 +26,19 @@ class Metrics {
   // The process's one set (every context of the process adds to it).
   static Metrics& Process();
 
+  // Off: every measurement is skipped (HOROVOD_METRICS_DISABLE, to compare
+  // the cost).
+  void set_enabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+
   void Collective(const std::string& op, int tensors, uint64_t bytes,
                   double seconds);
   void Negotiation(double seconds);
   void CacheLookup(bool hit);
   void FusedGroup(uint64_t bytes);
   void StallWarning();
+  // A stretch of time with at least one allreduce outstanding ended.
+  void AllreduceBusy(double seconds);
   // A training step completed now; the first only starts the clock.
   void Step(Clock::time_point now = Clock::now());
 
@@ -50,11 +58,13 @@ class Metrics {
     Histogram seconds;
   };
 
+  std::atomic<bool> enabled_{true};
   mutable std::mutex mu_;
   std::map<std::string, Op> ops_;  // guarded by mu_
   Histogram negotiation_, steps_;
   uint64_t cache_hits_ = 0, cache_misses_ = 0, stalls_ = 0;
   uint64_t fusion_bytes_ = 0;
+  double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;
 };
 

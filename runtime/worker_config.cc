@@ -122,6 +122,8 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   HVD_ASSIGN_OR_RETURN(std::vector<int64_t> cpus,
                        read.IntList("thread_affinity"));
   c.thread_affinity.assign(cpus.begin(), cpus.end());
+  HVD_ASSIGN_OR_RETURN(bool metrics_off, read.Bool("metrics_disable"));
+  c.metrics = !metrics_off;
   HVD_ASSIGN_OR_RETURN(bool shm_off, read.Bool("shm_disable"));
   c.shm = !shm_off;
   c.shm_given = read.Given("shm_disable");

@@ -94,6 +94,7 @@ struct WorkerConfig {
   bool fusion_given = false, cycle_given = false;
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
+  bool metrics = true;                // HOROVOD_METRICS_DISABLE off
   // HVD_METRICS_INTERVAL_MS (horovodrun --metrics-port, --monitor): how
   // often this rank reports its metrics; 0: never.
   std::chrono::milliseconds metrics_interval{0};

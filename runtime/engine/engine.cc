@@ -196,7 +196,22 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   p.data = data;
   p.out = out;
   p.done = done;
-  pending_.emplace(name, std::move(p));
+  const bool allreduce = p.request.type == OpType::kAllreduce;
+  if (pending_.emplace(name, std::move(p)).second && allreduce &&
+      allreduces_pending_++ == 0) {
+    allreduce_since_ = std::chrono::steady_clock::now();
+  }
+}
+
+void Engine::AllreducesDoneLocked(int n) {
+  if (n <= 0 || allreduces_pending_ <= 0) return;
+  allreduces_pending_ = std::max(0, allreduces_pending_ - n);
+  if (allreduces_pending_ == 0) {
+    Metrics::Process().AllreduceBusy(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      allreduce_since_)
+            .count());
+  }
 }
 
 std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
@@ -260,6 +275,7 @@ void Engine::FailAll(const Status& s) {
     if (failed_.ok()) failed_ = s;
     pending.swap(pending_);
     fresh_.clear();
+    AllreducesDoneLocked(allreduces_pending_);
   }
   for (auto& [name, p] : pending) p.done->Set(s);
 }

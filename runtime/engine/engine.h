@@ -158,6 +158,9 @@ class Engine {
                  const std::shared_ptr<Completion>& done, Status& refuse,
                  Status& gone);
   void Loop();
+  // `n` pending allreduces completed; when none is left, the time since
+  // the first of them was queued goes to the metrics (`mu_` held).
+  void AllreducesDoneLocked(int n);
   // executor_.Run, with the group's bytes and time added to the metrics.
   StatusOr<uint64_t> RunMeasured(const std::vector<Pending*>& group);
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
@@ -208,8 +211,12 @@ class Engine {
   std::mutex mu_;
   std::vector<Request> fresh_;              // guarded by mu_: not yet sent
   std::map<std::string, Pending> pending_;  // guarded by mu_
-  bool stop_ = false;                       // guarded by mu_
-  Status failed_;                           // guarded by mu_
+  // Allreduces in pending_, and since when one has been (guarded by mu_):
+  // the time a rank waits on allreduces, for the metrics.
+  int allreduces_pending_ = 0;
+  std::chrono::steady_clock::time_point allreduce_since_;
+  bool stop_ = false;  // guarded by mu_
+  Status failed_;      // guarded by mu_
   // Only the engine thread touches these:
   Negotiator negotiator_;
   Executor executor_;

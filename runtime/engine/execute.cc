@@ -77,7 +77,9 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
       std::shared_ptr<Completion> done = p->done;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        pending_.erase(name);
+        if (pending_.erase(name) && meta.type == OpType::kAllreduce) {
+          AllreducesDoneLocked(1);
+        }
       }
       done->Set(err);
       continue;
@@ -171,12 +173,15 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   std::vector<Request> completed;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    int allreduces = 0;
     for (Pending* p : group) {
       completed.push_back(p->request);
       if (p->placeholder) continue;
       done.push_back(p->done);
+      allreduces += p->request.type == OpType::kAllreduce;
       pending_.erase(p->request.name);
     }
+    AllreducesDoneLocked(allreduces);
   }
   for (const Request& r : completed) {
     if (auto id = cache_enabled_ ? cache_.Lookup(r) : std::nullopt) {

@@ -17,6 +17,9 @@
 //                        failed peer would) and every rank resets to the
 //                        commit of step 10; prints "ELASTIC rank=R steps=S
 //                        weight=W resets=N"
+//   --steps N --work allreduce|compute   N training steps of one kind:
+//                        20 allreduces of 1 MiB, or 20 ms of CPU work;
+//                        each ends with hvd::mark_step() (the metrics tests)
 //   --elastic-job N      N steps under hvd::elastic::run in an elastic job
 //                        (no failure of its own), committing every
 //                        --commit-every K (5) and sleeping --step-ms M (50)
@@ -73,6 +76,36 @@ hvd::Status AverageAndAddOne(std::vector<float>& weights) {
                                          {static_cast<int64_t>(avg.size())}}));
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = avg[i] + 1;
   return hvd::Status::Ok();
+}
+
+// --steps N --work KIND: see the top of the file.
+int Steps(int steps, const std::string& work) {
+  if (work != "allreduce" && work != "compute") {
+    std::fprintf(stderr, "test_worker: --work allreduce or compute\n");
+    return 2;
+  }
+  std::vector<float> data(1 << 18, 1.0f);
+  volatile double sink = 0;
+  hvd::mark_step();  // the clock starts here
+  for (int s = 0; s < steps; ++s) {
+    if (work == "allreduce") {
+      // As many on every rank (a rank's clock must not decide).
+      for (int i = 0; i < 20; ++i) {
+        if (!hvd::allreduce(data.data(), data.size(), hvd::ReduceOp::kSum)
+                 .ok()) {
+          return 5;
+        }
+      }
+    } else {
+      const auto end =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      while (std::chrono::steady_clock::now() < end) {
+        for (int i = 0; i < 1000; ++i) sink = sink + i * 0.5;
+      }
+    }
+    hvd::mark_step();
+  }
+  return hvd::shutdown().ok() ? 0 : 1;
 }
 
 // --elastic-job: see the top of the file.
@@ -141,7 +174,8 @@ int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool gradients = false, exact = false, print_cpus = false, elastic = false;
   int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
-  std::string fail_host;
+  std::string fail_host, work;
+  int steps = 0;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
   for (int i = 1; i < argc; ++i) {
@@ -181,6 +215,10 @@ int main(int argc, char** argv) {
       step_ms = std::stoi(next());
     else if (a == "--fail-host")
       fail_host = next();
+    else if (a == "--steps")
+      steps = std::stoi(next());
+    else if (a == "--work")
+      work = next();
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -194,6 +232,7 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
+  if (steps > 0) return Steps(steps, work);
   if (elastic_steps > 0)
     return ElasticJob(elastic_steps, commit_every, step_ms, pid_dir, fail_host);
   if (elastic) {

@@ -1,0 +1,160 @@
+// A running job's metrics: horovodrun --metrics-port serves every rank's
+// report in Prometheus' format (checked by promtool, scraped by a real
+// Prometheus the test starts), and --monitor's lines and summary show the
+// shares they should (a job that only allreduces: near all of a step; one
+// that only computes: near none).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/util/http_get.h"
+#include "tests/util/ssh_host.h"
+#include "tests/util/subprocess.h"
+
+namespace hvd::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kTimeout = seconds(120);
+
+bool Have(const char* path) { return ::access(path, X_OK) == 0; }
+
+// Polls GET /metrics until `pattern` matches (or 30 s pass); the last body.
+std::string WaitForMetrics(int port, const std::string& pattern) {
+  const std::regex re(pattern);
+  std::string body;
+  for (int tries = 0; tries < 300; ++tries) {
+    HttpResponse r = HttpGet(port, "/metrics");
+    body = r.body;
+    if (r.code == 200 && std::regex_search(body, re)) return body;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return body;
+}
+
+// The "allreduce N % of step" of --monitor's summary line.
+int SummaryShare(const std::string& err) {
+  std::smatch m;
+  const std::regex line(
+      R"(horovodrun:   host \S+: step [0-9.]+ s, allreduce (\d+) % of step)");
+  if (!std::regex_search(err, m, line)) return -1;
+  return std::stoi(m[1]);
+}
+
+TEST(MetricsTest, EndpointServesEveryRankAndPassesPromtool) {
+  const int port = FreePort("127.0.0.1");
+  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
+                  std::to_string(port), HVD_TEST_WORKER, "--steps", "200",
+                  "--work", "allreduce"});
+  const std::string body = WaitForMetrics(
+      port,
+      R"(hvd_collective_bytes_total\{rank="1",host="localhost",job="[0-9a-f]+",op="allreduce"\} [1-9])");
+  for (const char* rank : {"0", "1"}) {
+    EXPECT_TRUE(std::regex_search(
+        body, std::regex(std::string(R"(hvd_collective_bytes_total\{rank=")") +
+                         rank + R"(",[^}]*op="allreduce"\} [1-9]\d*)")))
+        << body;
+  }
+  for (const char* family :
+       {"# TYPE hvd_collective_seconds histogram",
+        "# TYPE hvd_step_seconds histogram", "# TYPE hvd_job_workers gauge",
+        "process_resident_memory_bytes{rank=\"0\"",
+        "hvd_allreduce_busy_seconds_total{rank=\"1\""}) {
+    EXPECT_NE(body.find(family), std::string::npos) << family << "\n" << body;
+  }
+  EXPECT_EQ(HttpGet(port, "/").code, 404);
+  if (Have("/usr/bin/promtool")) {
+    TempDir dir;
+    const std::string file = dir.Write("metrics.txt", body);
+    std::string out;
+    EXPECT_TRUE(ShellCapture("/usr/bin/promtool check metrics < " + file, &out))
+        << out;
+  }
+  Result r = job.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The summary's shares: a job that only allreduces waits on allreduces
+// nearly all of each step; one that only computes, nearly never.
+TEST(MetricsTest, MonitorSharesAddUp) {
+  Result ar = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", "--monitor", "--monitor-interval", "1",
+       HVD_TEST_WORKER, "--steps", "300", "--work", "allreduce"},
+      kTimeout);
+  ASSERT_EQ(ar.exit_code, 0) << ar.err;
+  EXPECT_GE(SummaryShare(ar.err), 80) << ar.err;
+  // A share over 20 % is marked, and the summary says what to try.
+  EXPECT_NE(ar.err.find("of step !"), std::string::npos) << ar.err;
+  EXPECT_NE(ar.err.find("to try: allreduce takes"), std::string::npos)
+      << ar.err;
+  // Live lines came while it ran.
+  EXPECT_NE(ar.err.find("horovodrun: monitor: host localhost: step"),
+            std::string::npos)
+      << ar.err;
+  Result cpu =
+      RunCommand({HVD_HOROVODRUN, "-np", "2", "--monitor", HVD_TEST_WORKER,
+                  "--steps", "100", "--work", "compute"},
+                 kTimeout);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const int share = SummaryShare(cpu.err);
+  EXPECT_GE(share, 0) << cpu.err;
+  EXPECT_LE(share, 10) << cpu.err;
+}
+
+// A real Prometheus scrapes a running train_mnist job through the
+// launcher, and its query API returns the allreduce bytes of both ranks.
+TEST(MetricsTest, PrometheusScrapesARunningJob) {
+  if (!Have("/usr/bin/prometheus")) {
+    GTEST_SKIP() << "no /usr/bin/prometheus (packaging/install-deps.sh)";
+  }
+  TempDir dir;
+  const int port = FreePort("127.0.0.1");
+  const int web = FreePort("127.0.0.1");
+  const std::string config =
+      dir.Write("prometheus.yml",
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: hvd\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:" +
+                    std::to_string(port) + "']\n");
+  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
+                  std::to_string(port), "--monitor", HVD_TRAIN_MNIST,
+                  "--train-limit", "6000", "--test-limit", "1000", "--epochs",
+                  "20", "--log-dir", "", "--checkpoint-dir", dir.path()});
+  Subprocess prometheus(
+      {"/usr/bin/prometheus", "--config.file=" + config,
+       "--storage.tsdb.path=" + dir.path() + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(web)});
+  const std::string query =
+      "/api/v1/query?query=hvd_collective_bytes_total%7Bop%3D%22allreduce%22"
+      "%7D";
+  std::string answer;
+  bool both = false;
+  for (int tries = 0; tries < 600 && !both; ++tries) {
+    std::this_thread::sleep_for(milliseconds(100));
+    HttpResponse r = HttpGet(web, query);
+    if (r.code != 200) continue;
+    answer = r.body;
+    both = answer.find("\"rank\":\"0\"") != std::string::npos &&
+           answer.find("\"rank\":\"1\"") != std::string::npos;
+  }
+  EXPECT_TRUE(both) << answer;
+  // The values are bytes moved so far: more than nothing.
+  EXPECT_TRUE(
+      std::regex_search(answer, std::regex(R"("value":\[[0-9.]+,"[1-9])")))
+      << answer;
+  // Done looking: stop Prometheus and the job (by their pids).
+  kill(prometheus.pid(), SIGTERM);
+  prometheus.Wait(seconds(30));
+  kill(job.pid(), SIGTERM);
+  Result r = job.Wait(kTimeout);
+  EXPECT_NE(r.exit_code, -1) << "the job did not stop";
+}
+
+}  // namespace
+}  // namespace hvd::testing
