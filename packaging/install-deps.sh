@@ -30,6 +30,7 @@ packages=(
   # The Python package (hvd.torch / horovod.torch) and its suites, on
   # Debian's interpreter /usr/bin/python3 and its torch.
   python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
+  python3-matplotlib  # bench/plot_timeline.py
   openssh-server openssh-client openssl iproute2 procps psmisc
   # A real Slurm for the launcher's tests (they start their own daemons).
   slurmctld slurmd slurm-client munge
