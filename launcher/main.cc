@@ -20,11 +20,12 @@
 
 #include "common/files.h"
 #include "common/metrics_format.h"
+#include "common/metrics_http.h"
 #include "launcher/cli.h"
 #include "launcher/elastic/driver.h"
+#include "launcher/health.h"
 #include "launcher/job_rendezvous.h"
 #include "launcher/local_host.h"
-#include "launcher/metrics_server.h"
 #include "launcher/mpirun.h"
 #include "launcher/plan.h"
 #include "launcher/remote_hosts.h"
@@ -102,7 +103,8 @@ class JobWatch {
     if (o.metrics_port > 0) {
       const std::string job_id = job->access().job_id;
       HVD_ASSIGN_OR_RETURN(
-          w->server_, MetricsServer::Start(o.metrics_port, [job, size, job_id] {
+          w->server_,
+          metrics::HttpServer::Start(o.metrics_port, [job, size, job_id] {
             static const std::vector<metrics::Family> kLauncher = {
                 {"hvd_job_workers", metrics::Type::kGauge,
                  "Workers the launcher runs."}};
@@ -181,7 +183,7 @@ class JobWatch {
   bool monitor_ = false;
   std::chrono::seconds interval_{10};
   std::chrono::steady_clock::time_point start_;
-  std::unique_ptr<MetricsServer> server_;
+  std::unique_ptr<metrics::HttpServer> server_;
   bool finished_ = false;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -22,7 +22,8 @@ const std::set<std::string>& Keys() {
       "listen",        "admin-token-file", "tls-cert",
       "tls-key",       "tls-client-ca",    "log-level",
       "max-jobs",      "max-keys-per-job", "max-value-bytes",
-      "max-job-bytes", "job-ttl-seconds",  "shutdown-grace-seconds"};
+      "max-job-bytes", "job-ttl-seconds",  "shutdown-grace-seconds",
+      "metrics-port"};
   return keys;
 }
 
@@ -69,6 +70,9 @@ Status Apply(DaemonConfig& c, const std::string& key, const std::string& value,
   } else if (key == "shutdown-grace-seconds") {
     HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 0, 600));
     c.shutdown_grace_seconds = static_cast<int>(n);
+  } else if (key == "metrics-port") {
+    HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 1, 65535));
+    c.metrics_port = static_cast<int>(n);
   } else {
     return Status::InvalidArgument(what, "unknown setting");
   }
@@ -189,6 +193,8 @@ secret; creating a job needs the admin token.
   --max-value-bytes N         bytes per value (4194304)
   --max-job-bytes N           bytes of keys and values per job (268435456)
   --shutdown-grace-seconds S  on SIGTERM, time for in-flight calls (5)
+  --metrics-port P            serve its own metrics at :P/metrics (jobs,
+                              workers, calls, latencies, refusals by reason)
   --help, --version
 )";
 }

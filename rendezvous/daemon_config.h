@@ -23,6 +23,7 @@ struct DaemonConfig {
   LogLevel log_level = LogLevel::kWarning;
   TableLimits limits;  // job_ttl_seconds defaults to 30 here
   int shutdown_grace_seconds = 5;
+  int metrics_port = 0;  // 0: no metrics endpoint
   bool show_help = false;
   bool show_version = false;
 };

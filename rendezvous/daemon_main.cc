@@ -9,6 +9,7 @@
 
 #include "common/files.h"
 #include "common/logging.h"
+#include "common/metrics_http.h"
 #include "rendezvous/daemon_config.h"
 #include "rendezvous/sd_notify.h"
 #include "rendezvous/server.h"
@@ -74,6 +75,14 @@ int Main(int argc, char** argv) {
           ? " (plaintext)"
           : (options.tls.client_ca_pem.empty() ? " (TLS)" : " (mutual TLS)"));
   std::fflush(stderr);
+  std::unique_ptr<metrics::HttpServer> metrics;
+  if (config->metrics_port > 0) {
+    RendezvousServer* raw = server->get();
+    auto m = metrics::HttpServer::Start(
+        config->metrics_port, [raw] { return raw->MetricsExposition(); });
+    if (!m.ok()) return Fail(m.status());
+    metrics = std::move(*m);
+  }
   if (Status s =
           SdNotify("READY=1\nSTATUS=listening on " + (*server)->address());
       !s.ok()) {

@@ -703,4 +703,11 @@ size_t JobTable::JobCount() const {
   return jobs_.size();
 }
 
+size_t JobTable::JoinedCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, job] : jobs_) n += job.joined.size();
+  return n;
+}
+
 }  // namespace hvd::rendezvous

@@ -161,6 +161,8 @@ class JobTable {
   void CancelAll(const std::string& reason);
 
   size_t JobCount() const;
+  // Ranks joined over every job.
+  size_t JoinedCount() const;
 
  private:
   struct Waiter {

@@ -14,6 +14,7 @@
 #include "rendezvous/expirer.h"
 #include "rendezvous/grpc_status.h"
 #include "rendezvous/server_session.h"
+#include "rendezvous/server_stats.h"
 #include "rendezvous/service_util.h"
 
 namespace hvd::rendezvous {
@@ -23,14 +24,17 @@ namespace pb = ::hvd::rendezvous::v1;
 
 class Service final : public pb::Rendezvous::CallbackService {
  public:
-  Service(JobTable* table, std::string admin_token, Expirer* expirer)
+  Service(JobTable* table, std::string admin_token, Expirer* expirer,
+          ServerStats* stats)
       : table_(table),
         admin_token_(std::move(admin_token)),
-        expirer_(expirer) {}
+        expirer_(expirer),
+        stats_(stats) {}
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
                                       const pb::CreateJobRequest* req,
                                       pb::CreateJobResponse* resp) override {
+    Call call(stats_, "create_job");
     Status s = CheckAdmin(ctx);
     if (s.ok()) {
       std::vector<HostSlots> hosts;
@@ -55,12 +59,16 @@ class Service final : public pb::Rendezvous::CallbackService {
   grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>* Session(
       grpc::CallbackServerContext* ctx) override {
     std::string job_id = Metadata(ctx, kJobIdMetadata);
-    return NewSessionReactor(table_, expirer_, job_id, CheckJob(ctx, job_id));
+    Status auth = CheckJob(ctx, job_id);
+    // The session itself counts when refused; its ops count one by one.
+    if (!auth.ok()) stats_->Record("session", auth, 0);
+    return NewSessionReactor(table_, expirer_, stats_, job_id, auth);
   }
 
   grpc::ServerUnaryReactor* KeepAlive(grpc::CallbackServerContext* ctx,
                                       const pb::KeepAliveRequest* req,
                                       pb::KeepAliveResponse*) override {
+    Call call(stats_, "keep_alive");
     Status s = CheckJob(ctx, req->job_id());
     if (s.ok()) s = table_->KeepAlive(req->job_id());
     return Answer(ctx, s);
@@ -69,6 +77,7 @@ class Service final : public pb::Rendezvous::CallbackService {
   grpc::ServerUnaryReactor* EndJob(grpc::CallbackServerContext* ctx,
                                    const pb::EndJobRequest* req,
                                    pb::EndJobResponse*) override {
+    Call call(stats_, "end_job");
     Status s = CheckJob(ctx, req->job_id());
     if (s.ok()) {
       s = table_->EndJob(req->job_id(), req->reason().empty()
@@ -84,6 +93,7 @@ class Service final : public pb::Rendezvous::CallbackService {
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
                                    const pb::GetJobRequest* req,
                                    pb::GetJobResponse* resp) override {
+    Call call(stats_, "get_job");
     Status s = CheckJob(ctx, req->job_id());
     if (s.ok()) {
       auto info = table_->Info(req->job_id());
@@ -97,8 +107,26 @@ class Service final : public pb::Rendezvous::CallbackService {
   }
 
  private:
+  // A unary call being answered: Answer() records its outcome and time.
+  struct Call {
+    Call(ServerStats* stats, const char* method)
+        : stats(stats), method(method), start(Clock::now()) {
+      current = this;
+    }
+    ~Call() { current = nullptr; }
+    ServerStats* stats;
+    const char* method;
+    Clock::time_point start;
+    static thread_local Call* current;
+  };
+
   static grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx,
                                           const Status& s) {
+    if (Call* c = Call::current) {
+      c->stats->Record(
+          c->method, s,
+          std::chrono::duration<double>(Clock::now() - c->start).count());
+    }
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
     r->Finish(ToGrpcStatus(s));
     return r;
@@ -124,7 +152,10 @@ class Service final : public pb::Rendezvous::CallbackService {
   JobTable* table_;
   std::string admin_token_;
   Expirer* expirer_;
+  ServerStats* stats_;
 };
+
+thread_local Service::Call* Service::Call::current = nullptr;
 
 }  // namespace
 
@@ -132,6 +163,7 @@ class RendezvousServer::Impl {
  public:
   explicit Impl(const TableLimits& limits) : table(limits) {}
   JobTable table;
+  ServerStats stats;
   std::unique_ptr<Expirer> expirer;
   std::unique_ptr<Service> service;
   std::unique_ptr<grpc::Server> server;
@@ -166,7 +198,7 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   auto impl = std::make_unique<Impl>(options.limits);
   impl->expirer = std::make_unique<Expirer>(&impl->table);
   impl->service = std::make_unique<Service>(&impl->table, options.admin_token,
-                                            impl->expirer.get());
+                                            impl->expirer.get(), &impl->stats);
   grpc::ServerBuilder builder;
   int port = 0;
   std::shared_ptr<grpc::ServerCredentials> creds =
@@ -205,6 +237,10 @@ std::string RendezvousServer::address() const {
   return impl_->bound.ToString();
 }
 JobTable& RendezvousServer::table() { return impl_->table; }
+
+std::string RendezvousServer::MetricsExposition() const {
+  return impl_->stats.Exposition(impl_->table);
+}
 
 void RendezvousServer::Shutdown(const std::string& reason,
                                 std::chrono::milliseconds grace) {

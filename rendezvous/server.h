@@ -41,6 +41,8 @@ class RendezvousServer {
   // The table behind the service, for an embedding process (the launcher
   // reads which ranks have joined). Owned by the server.
   JobTable& table();
+  // Its own metrics in Prometheus' text format (server_stats.h).
+  std::string MetricsExposition() const;
 
   // Stops accepting calls, reports NOT_SERVING to health checks, cancels
   // pending waits with `reason`, and waits up to `grace` for in-flight

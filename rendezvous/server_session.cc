@@ -28,9 +28,11 @@ void SetStatus(pb::OpResult* r, const Status& s) {
 class SessionReactor final
     : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse> {
  public:
-  SessionReactor(JobTable* table, Expirer* expirer, std::string job_id)
+  SessionReactor(JobTable* table, Expirer* expirer, ServerStats* stats,
+                 std::string job_id)
       : table_(table),
         expirer_(expirer),
+        stats_(stats),
         job_id_(std::move(job_id)),
         state_(std::make_shared<State>()) {
     state_->reactor = this;
@@ -177,9 +179,12 @@ class SessionReactor final
   void Dispatch(const pb::Op& op, std::vector<pb::OpResult>& ready) {
     pb::OpResult result;
     result.set_id(op.id());
+    const auto start = Clock::now();
     switch (op.kind_case()) {
       case pb::Op::kJoin: {
-        if (op.join().timeout_ms() > 0) return DispatchJoin(op.id(), op.join());
+        if (op.join().timeout_ms() > 0) {
+          return DispatchJoin(op.id(), op.join(), start);
+        }
         auto a = table_->Join(job_id_, op.join().host(), op.join().slot(),
                               op.join().previous_generation());
         if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
@@ -197,13 +202,17 @@ class SessionReactor final
         break;
       }
       case pb::Op::kWait:
-        return DispatchWait(op.id(), op.wait());
+        return DispatchWait(op.id(), op.wait(), start);
       case pb::Op::kBarrier:
-        return DispatchBarrier(op.id(), op.barrier());
+        return DispatchBarrier(op.id(), op.barrier(), start);
       case pb::Op::KIND_NOT_SET:
         SetStatus(&result, Status::InvalidArgument("op", "has no kind"));
         break;
     }
+    // Answered now (blocking ops count when their callback answers).
+    Answered(stats_, OpMethod(op),
+             Status(static_cast<StatusCode>(result.code()), result.message()),
+             start);
     ready.push_back(std::move(result));
   }
 
@@ -232,12 +241,16 @@ class SessionReactor final
     expirer_->Kick();
   }
 
-  void DispatchJoin(uint64_t op_id, const pb::JoinRequest& req) {
+  void DispatchJoin(uint64_t op_id, const pb::JoinRequest& req,
+                    Clock::time_point start) {
     Block(op_id, DeadlineFrom(req.timeout_ms()),
           [&](Clock::time_point deadline) {
             return table_->JoinWait(
                 job_id_, req.host(), req.slot(), req.previous_generation(),
-                deadline, [state = state_, op_id](StatusOr<Assignment> a) {
+                deadline,
+                [state = state_, op_id, stats = stats_,
+                 start](StatusOr<Assignment> a) {
+                  Answered(stats, "join", a.status(), start);
                   pb::OpResult result;
                   result.set_id(op_id);
                   if (a.ok())
@@ -248,14 +261,40 @@ class SessionReactor final
           });
   }
 
-  void DispatchWait(uint64_t op_id, const pb::WaitRequest& req) {
+  static void Answered(ServerStats* stats, const char* method, const Status& s,
+                       Clock::time_point start) {
+    stats->Record(method, s,
+                  std::chrono::duration<double>(Clock::now() - start).count());
+  }
+
+  static const char* OpMethod(const pb::Op& op) {
+    switch (op.kind_case()) {
+      case pb::Op::kJoin:
+        return "join";
+      case pb::Op::kSet:
+        return "set";
+      case pb::Op::kGet:
+        return "get";
+      case pb::Op::kWait:
+        return "wait";
+      case pb::Op::kBarrier:
+        return "barrier";
+      case pb::Op::KIND_NOT_SET:
+        break;
+    }
+    return "unknown";
+  }
+
+  void DispatchWait(uint64_t op_id, const pb::WaitRequest& req,
+                    Clock::time_point start) {
     std::vector<std::string> keys(req.keys().begin(), req.keys().end());
     Block(op_id, DeadlineFrom(req.timeout_ms()),
           [&](Clock::time_point deadline) {
             return table_->Wait(
                 job_id_, std::move(keys), deadline,
-                [state = state_,
-                 op_id](StatusOr<std::vector<std::string>> values) {
+                [state = state_, op_id, stats = stats_,
+                 start](StatusOr<std::vector<std::string>> values) {
+                  Answered(stats, "wait", values.status(), start);
                   pb::OpResult result;
                   result.set_id(op_id);
                   if (values.ok()) {
@@ -269,21 +308,25 @@ class SessionReactor final
           });
   }
 
-  void DispatchBarrier(uint64_t op_id, const pb::BarrierRequest& req) {
+  void DispatchBarrier(uint64_t op_id, const pb::BarrierRequest& req,
+                       Clock::time_point start) {
     Block(op_id, DeadlineFrom(req.timeout_ms()),
           [&](Clock::time_point deadline) {
-            return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
-                                   [state = state_, op_id](Status s) {
-                                     pb::OpResult result;
-                                     result.set_id(op_id);
-                                     SetStatus(&result, s);
-                                     Deliver(state, std::move(result));
-                                   });
+            return table_->Barrier(
+                job_id_, req.name(), req.rank(), deadline,
+                [state = state_, op_id, stats = stats_, start](Status s) {
+                  Answered(stats, "barrier", s, start);
+                  pb::OpResult result;
+                  result.set_id(op_id);
+                  SetStatus(&result, s);
+                  Deliver(state, std::move(result));
+                });
           });
   }
 
   JobTable* table_;
   Expirer* expirer_;
+  ServerStats* stats_;
   std::string job_id_;
   std::shared_ptr<State> state_;
   pb::SessionRequest request_;
@@ -293,9 +336,9 @@ class SessionReactor final
 }  // namespace
 
 grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>*
-NewSessionReactor(JobTable* table, Expirer* expirer, std::string job_id,
-                  const Status& auth) {
-  auto* reactor = new SessionReactor(table, expirer, std::move(job_id));
+NewSessionReactor(JobTable* table, Expirer* expirer, ServerStats* stats,
+                  std::string job_id, const Status& auth) {
+  auto* reactor = new SessionReactor(table, expirer, stats, std::move(job_id));
   reactor->Begin(auth);
   return reactor;
 }

@@ -8,13 +8,14 @@
 #include "proto/rendezvous.grpc.pb.h"
 #include "rendezvous/expirer.h"
 #include "rendezvous/job_table.h"
+#include "rendezvous/server_stats.h"
 
 namespace hvd::rendezvous {
 
 // A reactor for one session of job `job_id`; it ends the stream at once
 // with `auth` when that is not OK. Deletes itself when done.
 grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>*
-NewSessionReactor(JobTable* table, Expirer* expirer, std::string job_id,
-                  const Status& auth);
+NewSessionReactor(JobTable* table, Expirer* expirer, ServerStats* stats,
+                  std::string job_id, const Status& auth);
 
 }  // namespace hvd::rendezvous

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "common/metrics_format.h"
-#include "launcher/metrics_server.h"
+#include "launcher/health.h"
 
 namespace hvd::launcher {
 namespace {

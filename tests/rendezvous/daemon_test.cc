@@ -13,6 +13,8 @@
 #include "common/files.h"
 #include "rendezvous/client.h"
 #include "tests/rendezvous/daemon_fixture.h"
+#include "tests/util/http_get.h"
+#include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
 namespace {
@@ -76,6 +78,43 @@ TEST(DaemonTest, AdminTokenGuardsJobCreation) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kUnauthenticated);
   auto none = Create(d.address(), "");
   EXPECT_EQ(none.status().code(), StatusCode::kUnauthenticated);
+}
+
+// --metrics-port: the daemon's own figures, refusals by reason included,
+// in a form promtool accepts.
+TEST(DaemonTest, ServesItsOwnMetrics) {
+  TempDir dir;
+  const int port = FreePort("127.0.0.1");
+  Daemon d(dir, {"--metrics-port", std::to_string(port)});
+  ASSERT_FALSE(d.address().empty()) << d.process().StderrSoFar();
+  auto job = Create(d.address(), Daemon::kAdminToken);
+  ASSERT_TRUE(job.ok());
+  EXPECT_FALSE(Create(d.address(), "guess").ok());
+  auto client = RendezvousClient::Create(d.address(), job->job_id, job->token);
+  ASSERT_TRUE(client->Join("localhost", 0, seconds(5)).ok());
+  ASSERT_TRUE(client->Set("k", "v").ok());
+  EXPECT_FALSE(client->Get("missing").ok());
+  HttpResponse r = HttpGet(port, "/metrics");
+  ASSERT_EQ(r.code, 200);
+  for (const char* line :
+       {"hvd_rendezvous_jobs 1\n", "hvd_rendezvous_workers 1\n",
+        "hvd_rendezvous_calls_total{method=\"create_job\",code=\"OK\"} 1\n",
+        "hvd_rendezvous_refused_total{method=\"create_job\",reason="
+        "\"UNAUTHENTICATED\"} 1\n",
+        "hvd_rendezvous_calls_total{method=\"set\",code=\"OK\"} 1\n",
+        "hvd_rendezvous_refused_total{method=\"get\",reason=\"NOT_FOUND\"} "
+        "1\n",
+        "# TYPE hvd_rendezvous_call_seconds histogram\n",
+        "hvd_rendezvous_call_seconds_count{method=\"join\"} 1\n"}) {
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << r.body;
+  }
+  if (::access("/usr/bin/promtool", X_OK) == 0) {
+    std::string out;
+    EXPECT_TRUE(ShellCapture(
+        "/usr/bin/promtool check metrics < " + dir.Write("m.txt", r.body),
+        &out))
+        << out;
+  }
 }
 
 TEST(DaemonTest, JobsAreIsolatedFromEachOther) {

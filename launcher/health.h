@@ -1,41 +1,13 @@
-// The launcher's window on a running job: GET /metrics in Prometheus' text
-// format (--metrics-port), and the live health lines and the end-of-job
-// summary of --monitor. The workers' reports reach the launcher through the
-// rendezvous (runtime/metrics.h); nothing scrapes the workers.
+// --monitor's figures: the live health lines and the end-of-job summary,
+// from the workers' metrics reports (runtime/metrics.h), which reach the
+// launcher through the rendezvous. Pure. (common/metrics_http.h serves
+// the reports for --metrics-port.)
 #pragma once
 
-#include <chrono>
-#include <functional>
-#include <map>
-#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "common/status.h"
-
 namespace hvd::launcher {
-
-// Serves `exposition()` at /metrics on every address, port `port` (0: a
-// free one), from a thread of its own, until destroyed.
-class MetricsServer {
- public:
-  static StatusOr<std::unique_ptr<MetricsServer>> Start(
-      int port, std::function<std::string()> exposition);
-  ~MetricsServer();
-  int port() const { return port_; }
-
- private:
-  MetricsServer() = default;
-  void Loop();
-  void Serve(int fd);
-
-  std::function<std::string()> exposition_;
-  int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
-  int port_ = 0;
-  std::thread thread_;
-};
 
 // One host's figures over an interval, from its ranks' reports at its
 // start and end (pure). Absent figures are negative.

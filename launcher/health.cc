@@ -1,38 +1,14 @@
-#include "launcher/metrics_server.h"
+#include "launcher/health.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <map>
 #include <set>
 
 #include "common/metrics_format.h"
 
 namespace hvd::launcher {
 namespace {
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-std::string Response(int code, const char* reason, const std::string& type,
-                     const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(code) + " " + reason +
-         "\r\nContent-Type: " + type +
-         "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
-}
 
 // A report's value of `name` (summed over its samples matching `match`).
 double Value(const std::string& report, const char* name,
@@ -55,91 +31,6 @@ std::string Percent(double share) {
 }
 
 }  // namespace
-
-StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    int port, std::function<std::string()> exposition) {
-  std::unique_ptr<MetricsServer> s(new MetricsServer());
-  s->exposition_ = std::move(exposition);
-  s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s->listen_fd_ < 0) {
-    return Status::Internal("--metrics-port", std::strerror(errno));
-  }
-  int one = 1;
-  ::setsockopt(s->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
-          0 ||
-      ::listen(s->listen_fd_, 16) != 0) {
-    return Status::Unavailable("--metrics-port " + std::to_string(port),
-                               std::string("cannot listen: ") +
-                                   std::strerror(errno) +
-                                   " (is the port in use? pick another)");
-  }
-  socklen_t len = sizeof(addr);
-  ::getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  s->port_ = ntohs(addr.sin_port);
-  if (::pipe2(s->wake_, O_CLOEXEC) != 0) {
-    return Status::Internal("pipe", std::strerror(errno));
-  }
-  MetricsServer* raw = s.get();
-  s->thread_ = std::thread([raw] { raw->Loop(); });
-  return s;
-}
-
-MetricsServer::~MetricsServer() {
-  if (thread_.joinable()) {
-    (void)!::write(wake_[1], "x", 1);
-    thread_.join();
-  }
-  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
-    if (fd >= 0) ::close(fd);
-  }
-}
-
-void MetricsServer::Loop() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    int n = ::poll(fds, 2, -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || fds[1].revents) return;
-    if (!fds[0].revents) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    Serve(fd);
-    ::close(fd);
-  }
-}
-
-void MetricsServer::Serve(int fd) {
-  // The request line is enough; a slow or silent client gets 2 s.
-  std::string request;
-  char buf[2048];
-  while (request.find("\r\n\r\n") == std::string::npos &&
-         request.size() < 8192) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 2000) <= 0) return;
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return;
-    request.append(buf, static_cast<size_t>(n));
-  }
-  const std::string line = request.substr(0, request.find("\r\n"));
-  const bool get = line.rfind("GET ", 0) == 0;
-  const std::string path =
-      get ? line.substr(4, line.find(' ', 4) - 4) : std::string();
-  if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
-    WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8",
-                          exposition_()));
-  } else if (!get) {
-    WriteAll(fd, Response(405, "Method Not Allowed", "text/plain",
-                          "only GET /metrics\n"));
-  } else {
-    WriteAll(fd,
-             Response(404, "Not Found", "text/plain", "hvd serves /metrics\n"));
-  }
-}
 
 std::vector<HostHealth> Health(const std::vector<std::string>& before,
                                const std::vector<std::string>& after,
