@@ -35,6 +35,10 @@ class BackendSet {
   // The host data path in use.
   Backend& host() { return *current_; }
 
+  // The name of the host data path in use ("shared memory", "TCP", ...).
+  const std::string& host_name() const {
+    return current_ == primary_.get() ? primary_name_ : alternative_name_;
+  }
   // Whether CUDA tensors have a backend, and how many devices it may use.
   bool has_device() const { return static_cast<bool>(make_device_); }
   int cuda_devices() const { return cuda_devices_; }

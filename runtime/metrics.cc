@@ -61,11 +61,11 @@ void Metrics::Histogram::Add(double seconds) {
   sum += seconds;
 }
 
-void Metrics::Collective(const std::string& op, int tensors, uint64_t bytes,
-                         double seconds) {
+void Metrics::Collective(const std::string& op, const std::string& transport,
+                         int tensors, uint64_t bytes, double seconds) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  Op& o = ops_[op];
+  Op& o = ops_[{op, transport}];
   ++o.calls;
   o.tensors += static_cast<uint64_t>(tensors);
   o.bytes += bytes;
@@ -118,9 +118,10 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
   std::string out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [op, o] : ops_) {
+    for (const auto& [key, o] : ops_) {
       metrics::Labels with = labels;
-      with.push_back({"op", op});
+      with.push_back({"op", key.first});
+      with.push_back({"transport", key.second});
       out += Sample("hvd_collective_calls_total", with,
                     static_cast<double>(o.calls));
       out += Sample("hvd_collective_tensors_total", with,

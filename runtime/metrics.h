@@ -31,8 +31,10 @@ class Metrics {
   void set_enabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
-  void Collective(const std::string& op, int tensors, uint64_t bytes,
-                  double seconds);
+  // `transport`: the data path that ran it ("shm", "gloo", "nccl",
+  // "negotiation" for small allreduces carried in the negotiation).
+  void Collective(const std::string& op, const std::string& transport,
+                  int tensors, uint64_t bytes, double seconds);
   void Negotiation(double seconds);
   void CacheLookup(bool hit);
   void FusedGroup(uint64_t bytes);
@@ -60,7 +62,7 @@ class Metrics {
 
   std::atomic<bool> enabled_{true};
   mutable std::mutex mu_;
-  std::map<std::string, Op> ops_;  // guarded by mu_
+  std::map<std::pair<std::string, std::string>, Op> ops_;  // (op, transport)
   Histogram negotiation_, steps_;
   uint64_t cache_hits_ = 0, cache_misses_ = 0, stalls_ = 0;
   uint64_t fusion_bytes_ = 0;

@@ -143,7 +143,7 @@ bool Engine::TryEager(Pending* p) {
   const auto start = std::chrono::steady_clock::now();
   cycle_bytes_ += executor_.ReduceEager(p, it->second);
   Metrics::Process().Collective(
-      OpMetricName(r.type), 1, bytes,
+      OpMetricName(r.type), "negotiation", 1, bytes,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count());
   Finish({p});
@@ -161,8 +161,15 @@ StatusOr<uint64_t> Engine::RunMeasured(const std::vector<Pending*>& group) {
     tensor_bytes += static_cast<uint64_t>(p->request.count) *
                     DataTypeSize(p->request.dtype);
   }
+  // The data path, as a label.
+  const std::string& path = backends_->host_name();
+  const char* transport = group.front()->request.device >= 0 ? "nccl"
+                          : path.find("shared memory") != std::string::npos
+                              ? "shm"
+                          : path.find("local") != std::string::npos ? "local"
+                                                                    : "gloo";
   Metrics& m = Metrics::Process();
-  m.Collective(OpMetricName(group.front()->request.type),
+  m.Collective(OpMetricName(group.front()->request.type), transport,
                static_cast<int>(group.size()), tensor_bytes, seconds);
   if (group.size() > 1) m.FusedGroup(tensor_bytes);
   return bytes;

@@ -54,11 +54,11 @@ TEST(MetricsTest, EndpointServesEveryRankAndPassesPromtool) {
                   "--work", "allreduce"});
   const std::string body = WaitForMetrics(
       port,
-      R"(hvd_collective_bytes_total\{rank="1",host="localhost",job="[0-9a-f]+",op="allreduce"\} [1-9])");
+      R"(hvd_collective_bytes_total\{rank="1",host="localhost",job="[0-9a-f]+",op="allreduce",transport="shm"\} [1-9])");
   for (const char* rank : {"0", "1"}) {
     EXPECT_TRUE(std::regex_search(
         body, std::regex(std::string(R"(hvd_collective_bytes_total\{rank=")") +
-                         rank + R"(",[^}]*op="allreduce"\} [1-9]\d*)")))
+                         rank + R"(",[^}]*op="allreduce"[^}]*\} [1-9]\d*)")))
         << body;
   }
   for (const char* family :
