@@ -1,0 +1,56 @@
+// --metrics-port and --monitor for the length of a job: the /metrics
+// endpoint over the workers' reports, the live health lines, and the
+// summary at the end (Finish).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/metrics_http.h"
+#include "common/status.h"
+#include "launcher/cli.h"
+#include "launcher/job_rendezvous.h"
+
+namespace hvd::launcher {
+
+class JobWatch {
+ public:
+  // Workers report once a second when anyone watches (sets their
+  // HVD_METRICS_INTERVAL_MS in `env`).
+  static void AskWorkers(const LaunchOptions& o,
+                         std::map<std::string, std::string>& env);
+
+  // `size`: the job's workers (for the bus bandwidth and hvd_job_workers).
+  static StatusOr<std::unique_ptr<JobWatch>> Start(const LaunchOptions& o,
+                                                   JobRendezvous* job,
+                                                   int size);
+
+  // Stops the lines and prints the summary (the workers' last reports
+  // came as they shut down). Idempotent.
+  void Finish();
+  ~JobWatch();
+
+ private:
+  JobWatch() = default;
+  void Loop();
+
+  JobRendezvous* job_ = nullptr;
+  int size_ = 0;
+  bool monitor_ = false;
+  std::chrono::seconds interval_{10};
+  std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<metrics::HttpServer> server_;
+  bool finished_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace hvd::launcher
