@@ -63,6 +63,24 @@ TEST(MpirunTest, MpirunStartsTheWorkers) {
       << r.out;
 }
 
+// It trains: train_mnist started by mpirun learns, every rank ending with
+// the same weights (its per-epoch check).
+TEST(MpirunTest, TrainMnistStartedByMpirun) {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  Result r =
+      Horovodrun({"--mpi", "-np", "2", HVD_TRAIN_MNIST, "--train-limit", "4000",
+                  "--test-limit", "1000", "--epochs", "2", "--warmup-epochs",
+                  "1", "--log-dir", "", "--checkpoint-dir", dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("differ"), std::string::npos) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex(R"(Test accuracy: ([0-9.]+))")))
+      << r.out;
+  EXPECT_GT(std::stod(m[1]), 0.6) << r.out;
+}
+
 TEST(MpirunTest, FailingRankEndsTheJobWithItsStatus) {
   SKIP_WITHOUT_MPIRUN();
   Result r = Horovodrun({"--mpi", "-np", "3", HVD_TEST_WORKER, "--fail-rank",

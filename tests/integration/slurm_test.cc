@@ -124,6 +124,22 @@ TEST_F(SlurmTest, SallocRunsTheJobThroughOneSrunStep) {
       << r.out;
 }
 
+// It trains: train_mnist through one srun step over both nodes learns, and
+// every rank ends with the same weights (its per-epoch check).
+TEST_F(SlurmTest, TrainMnistThroughSrun) {
+  Result r =
+      Run(Salloc({"-np", "4", HVD_TRAIN_MNIST, "--train-limit", "4000",
+                  "--test-limit", "1000", "--epochs", "2", "--warmup-epochs",
+                  "1", "--log-dir", "", "--checkpoint-dir", dir_.path()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("differ"), std::string::npos) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex(R"(Test accuracy: ([0-9.]+))")))
+      << r.out;
+  EXPECT_GT(std::stod(m[1]), 0.6) << r.out;
+}
+
 // A failing rank ends the step, and horovodrun exits with its status,
 // naming it and its node.
 TEST_F(SlurmTest, FailingRankEndsTheJobWithItsStatus) {
