@@ -14,9 +14,8 @@
 #include <optional>
 #include <set>
 
-#include "launcher/mpirun.h"
 #include "launcher/output.h"
-#include "launcher/srun.h"
+#include "launcher/step_output.h"
 
 namespace hvd::launcher {
 namespace {
@@ -78,11 +77,9 @@ struct Worker {
   // kill_at, and its exit is nobody's failure.
   bool stop_requested = false;
   Clock::time_point kill_at;
-  // An srun step (SupervisorOptions::step_hosts): its tasks' output files,
-  // by rank, and the task whose line a stream is in the middle of (-1: at
-  // the start of a line).
+  // An srun step or mpirun (SupervisorOptions::step_hosts): its tasks'
+  // output files, by rank.
   std::vector<int> task_out_files, task_err_files;
-  int out_task = -1, err_task = -1;
 };
 
 class Job {
@@ -137,8 +134,7 @@ class Job {
   // An srun step: the first task that failed (its marker), and what srun
   // itself last said about a task ("node2: task 3: Killed").
   std::optional<int> failed_task_;
-  std::string srun_said_;
-  std::optional<int> mpirun_failed_rank_;  // from mpirun's report
+  std::optional<StepOutput> step_;  // when the one process runs every task
 };
 
 void Job::CollectOutputFds(std::vector<pollfd>& fds,
@@ -247,9 +243,10 @@ void Job::Reap() {
       driver_->Exited(w.host, w.slot, code);
       continue;
     }
-    if (code != 0 && !stopping_ && !failed_task_ && mpirun_failed_rank_) {
+    if (code != 0 && !stopping_ && !failed_task_ && step_ &&
+        step_->mpirun_failed_rank()) {
       // mpirun exits with the first failed process's status.
-      failed_task_ = *mpirun_failed_rank_;
+      failed_task_ = *step_->mpirun_failed_rank();
       exit_code_ = code;
       Say("rank " + std::to_string(*failed_task_) + " on host " +
           options_.step_hosts[*failed_task_] + " exited with code " +
@@ -262,7 +259,9 @@ void Job::Reap() {
                     ? "rank " + std::to_string(w.rank) + " on host " + w.host +
                           " " + DescribeStatus(status)
                     : "the srun step " + DescribeStatus(status) +
-                          (srun_said_.empty() ? "" : " (" + srun_said_ + ")"));
+                          (step_->srun_said().empty()
+                               ? ""
+                               : " (" + step_->srun_said() + ")"));
     }
   }
 }
@@ -324,45 +323,19 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
 template <typename WriteOut>
 void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
                         const WriteOut& write_out) {
-  int& task = stream == Stream::kStdout ? w.out_task : w.err_task;
-  const int tasks = static_cast<int>(options_.step_hosts.size());
-  std::string_view text = piece.text;
-  if (task < 0 && !piece.continues) {
-    int label = 0;
-    size_t at = 0;
-    const bool labelled = options_.step_is_mpirun
-                              ? SplitMpirunLabel(text, &label, &at)
-                              : SplitSrunLabel(text, &label, &at);
-    if (labelled && label < tasks) {
-      task = label;
-      text.remove_prefix(at);
-    }
-  }
-  const bool line_ends = !piece.end.empty();
-  const int t = task;
-  if (line_ends) task = -1;
-  if (t < 0) {
-    // srun's own line: passed on as it is; one about a task is kept to
-    // name the node if no task says why it failed.
-    std::string line(piece.text);
-    std::string node, what;
-    int rank = 0;
-    if (ParseSrunTaskError(line, &node, &what)) {
-      srun_said_ = "srun: " + node + ": " + what;
-    } else if (ParseMpirunProcessName(line, &rank) && rank < tasks &&
-               !mpirun_failed_rank_) {
-      mpirun_failed_rank_ = rank;
-    }
-    WriteAll(STDERR_FILENO, line + std::string(piece.end));
+  const StepOutput::Line line = step_->Take(stream, piece);
+  if (line.task < 0) {
+    // srun's or mpirun's own line: passed on as it is.
+    WriteAll(STDERR_FILENO, std::string(piece.text) + std::string(piece.end));
     return;
   }
-  int code = 0;
-  if (stream == Stream::kStderr && ParseSrunExitMarker(text, &code)) {
+  if (line.exit_code) {
+    const int code = *line.exit_code;
     if (!failed_task_ && !stopping_) {
-      failed_task_ = t;
+      failed_task_ = line.task;
       exit_code_ = code;
-      BeginStop("rank " + std::to_string(t) + " on host " +
-                options_.step_hosts[t] +
+      BeginStop("rank " + std::to_string(line.task) + " on host " +
+                options_.step_hosts[line.task] +
                 (code > 128 ? " was killed by signal " +
                                   std::to_string(code - 128) + ", exit code "
                             : " exited with code ") +
@@ -371,10 +344,10 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
     return;
   }
   Piece rest = piece;
-  rest.text = text;
+  rest.text = line.text;
   const std::vector<int>& files =
       stream == Stream::kStdout ? w.task_out_files : w.task_err_files;
-  write_out(t, rest, files.empty() ? -1 : files[t]);
+  write_out(line.task, rest, files.empty() ? -1 : files[line.task]);
 }
 
 void Job::CheckStartTimeout() {
@@ -594,6 +567,10 @@ void Job::Drain() {
 
 int Job::Run(const std::vector<ProcessSpec>& specs,
              const std::vector<std::string>& hosts) {
+  if (!options_.step_hosts.empty()) {
+    step_.emplace(static_cast<int>(options_.step_hosts.size()),
+                  options_.step_is_mpirun);
+  }
   for (size_t r = 0; r < specs.size(); ++r) {
     auto w = std::make_unique<Worker>();
     w->rank = static_cast<int>(r);

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/util/job_output.h"
 #include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
@@ -399,11 +400,7 @@ TEST_F(ElasticNetnsTest, TrainMnistLosesAHostAndStillLearns) {
       << r.out;
   EXPECT_EQ(r.err.find("weights or optimizer state differ"), std::string::npos)
       << r.err;
-  std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(r.out, m, std::regex(R"(Test accuracy: ([0-9.]+))")))
-      << r.out;
-  EXPECT_GT(std::stod(m[1]), 0.87) << r.out;
+  EXPECT_GT(TestAccuracy(r.out), 0.87) << r.out;
   for (pid_t pid : victims) EXPECT_FALSE(ProcessAlive(pid));
 }
 

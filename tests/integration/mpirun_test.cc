@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "tests/util/job_output.h"
 #include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
@@ -28,28 +29,14 @@ Result Horovodrun(std::vector<std::string> args,
   return RunCommand(argv, kTimeout, env);
 }
 
-void ExpectHello(const Result& r, int np) {
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::set<int> ranks;
-  const std::regex line(R"(\[(\d+)\]<stdout>:rank (\d+)/(\d+): sum=(\d+))");
-  for (const std::string& l : Lines(r.out)) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_match(l, m, line)) << l;
-    EXPECT_EQ(m[1], m[2]) << l;
-    EXPECT_EQ(std::stoi(m[3]), np);
-    EXPECT_EQ(std::stoi(m[4]), np * (np + 1) / 2);
-    ranks.insert(std::stoi(m[1]));
-  }
-  EXPECT_EQ(ranks.size(), static_cast<size_t>(np)) << r.out;
-}
-
 #define SKIP_WITHOUT_MPIRUN() \
   if (!HaveMpirun()) GTEST_SKIP() << "no /usr/bin/mpirun (openmpi-bin)"
 
 TEST(MpirunTest, MpirunStartsTheWorkers) {
   SKIP_WITHOUT_MPIRUN();
   Result r = Horovodrun({"--mpi", "--verbose", "-np", "3", HVD_HELLO});
-  ExpectHello(r, 3);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ExpectHello(r.out, 3);
   EXPECT_NE(r.err.find("3 workers started by mpirun"), std::string::npos)
       << r.err;
   // Each worker is mpirun's child and knows its place from mpirun's rank.
@@ -74,11 +61,7 @@ TEST(MpirunTest, TrainMnistStartedByMpirun) {
                   "1", "--log-dir", "", "--checkpoint-dir", dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("differ"), std::string::npos) << r.err;
-  std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(r.out, m, std::regex(R"(Test accuracy: ([0-9.]+))")))
-      << r.out;
-  EXPECT_GT(std::stod(m[1]), 0.6) << r.out;
+  EXPECT_GT(TestAccuracy(r.out), 0.6) << r.out;
 }
 
 TEST(MpirunTest, FailingRankEndsTheJobWithItsStatus) {
@@ -127,7 +110,8 @@ TEST(MpirunNetnsTest, JobAcrossNamespaceHosts) {
        "-mca plm_rsh_args '" + ssh + "' -mca oob_tcp_if_include 10.211.0.0/24",
        "-np", "4", "-H", net.address(0) + ":2," + net.address(1) + ":2",
        HVD_HELLO});
-  ExpectHello(r, 4);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ExpectHello(r.out, 4);
 }
 
 }  // namespace
