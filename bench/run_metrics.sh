@@ -21,7 +21,8 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 rank0() { sed -n 's/^\[0\]<stdout>://p'; }
 images() { sed -n 's/^\[[0-9]*\]<stdout>://p' | awk '$1 == "RESULT" {s += $NF} END {printf "%.1f\n", s}'; }
-port=$((20000 + RANDOM % 20000))
+# A port free now (the kernel's pick), not a guess that may be in use.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for ((i = 0; i < runs; ++i)); do
   for mode in off on served; do
     launch=("$run" -np 2)

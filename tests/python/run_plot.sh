@@ -30,7 +30,8 @@ awk '/^rank/ {s = $4 + $6 + $8; if (s < 98 || s > 102) bad = 1; n++}
      END {exit (bad || n != 2)}' <<<"$(tr -d '%,' <<<"$out")" ||
   fail "the timeline's shares do not add up: $out"
 
-port=$(( 30000 + RANDOM % 20000 ))
+# A port free now (the kernel's pick), not a guess that may be in use.
+port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$build/launcher/horovodrun" -np 2 --metrics-port "$port" "${worker[@]}" \
   --steps 400 >/dev/null &
 job_pid=$!
