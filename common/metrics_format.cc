@@ -82,6 +82,13 @@ const std::vector<Family>& Families() {
       {"hvd_host_memory_bytes", Type::kGauge,
        "Memory of the worker's host (MemTotal)."},
       {"hvd_host_cpus", Type::kGauge, "CPUs of the worker's host."},
+      {"hvd_gpu_memory_used_bytes", Type::kGauge,
+       "Memory in use on the worker's GPU (every process's)."},
+      {"hvd_gpu_memory_total_bytes", Type::kGauge,
+       "Memory of the worker's GPU."},
+      {"hvd_gpu_utilization_ratio", Type::kGauge,
+       "Share of the driver's last sample period in which a kernel ran on "
+       "the worker's GPU (0 to 1)."},
   };
   return families;
 }

@@ -40,6 +40,9 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     // transfers alone (for the bandwidth).
     double step_sum = 0, step_count = 0, ar_seconds = 0, ar_transfer = 0,
            ar_bytes = 0, cpu = 0, rss = 0, memory = 0, cpus = 0;
+    // GPU gauges; gpu_ranks: how many of them (a report without a GPU
+    // adds nothing).
+    double gpu_util = 0, gpu_util_ranks = 0, gpu_used = 0, gpu_total = 0;
   };
   auto sums_of = [](const std::string& r) {
     Sums s;
@@ -53,6 +56,12 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     s.rss = Value(r, "process_resident_memory_bytes");
     s.memory = Value(r, "hvd_host_memory_bytes");
     s.cpus = Value(r, "hvd_host_cpus");
+    if (r.find("hvd_gpu_utilization_ratio{") != std::string::npos) {
+      s.gpu_util = Value(r, "hvd_gpu_utilization_ratio");
+      s.gpu_util_ranks = 1;
+    }
+    s.gpu_used = Value(r, "hvd_gpu_memory_used_bytes");
+    s.gpu_total = Value(r, "hvd_gpu_memory_total_bytes");
     return s;
   };
   std::map<std::string, Sums> earlier;
@@ -63,6 +72,9 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
   struct Acc {
     Sums delta;
     double rss = 0, memory = 0, cpus = 0;
+    double gpu_util = 0, gpu_util_ranks = 0;
+    // By GPU: ranks sharing one read the same device's memory.
+    std::map<std::string, std::pair<double, double>> gpu_memory;
     int ranks = 0;
   };
   std::map<std::string, Acc> hosts;
@@ -84,6 +96,11 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     a.rss += now.rss;
     a.memory = now.memory;
     a.cpus = now.cpus;
+    a.gpu_util += now.gpu_util;
+    a.gpu_util_ranks += now.gpu_util_ranks;
+    if (now.gpu_total > 0) {
+      a.gpu_memory[LabelOf(r, "gpu")] = {now.gpu_used, now.gpu_total};
+    }
     ++a.ranks;
   }
   std::vector<HostHealth> out;
@@ -105,6 +122,13 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     if (seconds > 0 && a.cpus > 0)
       h.cpu_share = a.delta.cpu / (seconds * a.cpus);
     if (a.memory > 0) h.memory_share = a.rss / a.memory;
+    if (a.gpu_util_ranks > 0) h.gpu_share = a.gpu_util / a.gpu_util_ranks;
+    double used = 0, total = 0;
+    for (const auto& [gpu, m] : a.gpu_memory) {
+      used += m.first;
+      total += m.second;
+    }
+    if (total > 0) h.gpu_memory_share = used / total;
     out.push_back(h);
   }
   return out;
@@ -135,14 +159,18 @@ std::string HealthLine(const HostHealth& h) {
   if (h.memory_share >= 0) {
     add("memory " + Percent(h.memory_share), h.memory_share > 0.9);
   }
+  if (h.gpu_share >= 0) add("GPU " + Percent(h.gpu_share), h.gpu_share < 0.7);
+  if (h.gpu_memory_share >= 0) {
+    add("GPU memory " + Percent(h.gpu_memory_share), h.gpu_memory_share > 0.9);
+  }
   out.pop_back();  // the last comma
   return out;
 }
 
 std::string HealthSummary(const std::vector<HostHealth>& hosts) {
   std::string out =
-      "job summary (healthy: allreduce under 20 % of a step, CPU over 70 %, "
-      "memory under 90 %):\n";
+      "job summary (healthy: allreduce under 20 % of a step, CPU and GPU "
+      "over 70 %, memory under 90 %):\n";
   std::set<std::string> advice;
   for (const HostHealth& h : hosts) {
     out += "  " + HealthLine(h) + "\n";
@@ -162,6 +190,16 @@ std::string HealthSummary(const std::vector<HostHealth>& hosts) {
     if (h.memory_share > 0.9) {
       advice.insert("memory is " + Percent(h.memory_share) +
                     " full: a smaller batch size, or fewer ranks per host");
+    }
+    if (h.gpu_share >= 0 && h.gpu_share < 0.7) {
+      advice.insert("the GPU computes " + Percent(h.gpu_share) +
+                    " of the time: it waits for input or for the "
+                    "allreduce: a larger batch size, more data-loading "
+                    "workers, or a higher --fusion-threshold-mb");
+    }
+    if (h.gpu_memory_share > 0.9) {
+      advice.insert("GPU memory is " + Percent(h.gpu_memory_share) +
+                    " full: a smaller batch size, or one rank per GPU");
     }
   }
   for (const std::string& a : advice) out += "  to try: " + a + "\n";

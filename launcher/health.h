@@ -18,6 +18,10 @@ struct HostHealth {
   double bus_bytes_per_s = -1;  // allreduce bus bandwidth
   double cpu_share = -1;        // process CPU / (wall x host CPUs)
   double memory_share = -1;     // resident / host memory
+  // Where the ranks compute on GPUs: the mean share of time a kernel ran,
+  // and memory in use over the GPUs' memory (read at the interval's end).
+  double gpu_share = -1;
+  double gpu_memory_share = -1;
 };
 
 // `before` and `after`: reports by worker (the same keys); `seconds` of
@@ -27,8 +31,9 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
                                double seconds, int size);
 
 // "host a: step 0.120 s, allreduce 12 % of step, bus 1.50 GB/s, CPU 85 %,
-// memory 3 %" with a '!' after each value outside the healthy range
-// (allreduce under 20 % of a step, CPU over 70 %, memory under 90 %).
+// memory 3 %" (then "GPU 80 %, GPU memory 40 %" where GPUs are used) with
+// a '!' after each value outside the healthy range (allreduce under 20 %
+// of a step, CPU and GPU over 70 %, memory under 90 %).
 std::string HealthLine(const HostHealth& h);
 
 // The end-of-job table of the same figures (over the whole job), then what

@@ -111,11 +111,21 @@ void Metrics::Step(Clock::time_point now) {
   last_step_ = now;
 }
 
+void Metrics::SetGpuReader(GpuReader reader) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu_ = std::move(reader);
+}
+
 std::string Metrics::Report(const metrics::Labels& labels) const {
   using metrics::HistogramSamples;
   using metrics::Sample;
   const auto& buckets = metrics::LatencyBuckets();
   std::string out;
+  GpuReader gpu;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gpu = gpu_;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, o] : ops_) {
@@ -152,6 +162,22 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
   out += Sample("hvd_host_memory_bytes", labels, HostMemoryBytes());
   out += Sample("hvd_host_cpus", labels,
                 static_cast<double>(std::thread::hardware_concurrency()));
+  // Read outside the lock: the driver may take a while to answer, and the
+  // engine must not wait on it.
+  if (gpu) {
+    if (auto u = gpu()) {
+      metrics::Labels with = labels;
+      with.push_back({"gpu", std::to_string(u->device)});
+      if (u->memory_used_bytes >= 0) {
+        out += Sample("hvd_gpu_memory_used_bytes", with, u->memory_used_bytes);
+        out +=
+            Sample("hvd_gpu_memory_total_bytes", with, u->memory_total_bytes);
+      }
+      if (u->utilization >= 0) {
+        out += Sample("hvd_gpu_utilization_ratio", with, u->utilization);
+      }
+    }
+  }
   return out;
 }
 

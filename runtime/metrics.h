@@ -1,14 +1,16 @@
 // What this process's engine measures, always on: collectives (calls,
 // tensors, bytes and time, by operation), negotiation time, the response
-// cache, fusion, stalls, the time between training steps, and the
-// process's CPU and memory. Cheap: a few additions under a mutex per
-// collective group, none per element. Report() renders them as Prometheus
-// samples (common/metrics_format.h) for the launcher to serve.
+// cache, fusion, stalls, the time between training steps, the process's
+// CPU and memory, and its GPU's memory and utilisation where it uses one.
+// Cheap: a few additions under a mutex per collective group, none per element.
+// Report() renders them as Prometheus samples (common/metrics_format.h) for the
+// launcher to serve.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +24,14 @@ namespace hvd::runtime {
 class Metrics {
  public:
   using Clock = std::chrono::steady_clock;
+
+  // The rank's GPU, read when a report is made. Negative: not known.
+  struct GpuUsage {
+    int device = 0;
+    double memory_used_bytes = -1, memory_total_bytes = -1;
+    double utilization = -1;  // share of time a kernel ran (0..1)
+  };
+  using GpuReader = std::function<std::optional<GpuUsage>()>;
 
   // The process's one set (every context of the process adds to it).
   static Metrics& Process();
@@ -43,9 +53,12 @@ class Metrics {
   void AllreduceBusy(double seconds);
   // A training step completed now; the first only starts the clock.
   void Step(Clock::time_point now = Clock::now());
+  // The GPU this process computes on (the NCCL backend sets it when it
+  // starts); reports name it from then on. Null: none.
+  void SetGpuReader(GpuReader reader);
 
   // Prometheus samples of everything, each labelled with `labels` (rank,
-  // host, job), plus the process's CPU and memory read now.
+  // host, job), plus the process's CPU, memory and GPU read now.
   std::string Report(const metrics::Labels& labels) const;
 
  private:
@@ -68,6 +81,7 @@ class Metrics {
   uint64_t fusion_bytes_ = 0;
   double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;
+  GpuReader gpu_;
 };
 
 }  // namespace hvd::runtime

@@ -5,11 +5,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <thread>
 
+#include "common/metrics_format.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "runtime/metrics.h"
 #include "runtime/store.h"
 #include "tests/runtime/ranks.h"
 
@@ -163,6 +166,22 @@ TEST_P(NcclTest, SeveralStreamsOverlapAGroupAndEveryResultIsRight) {
         }
       },
       [](WorkerConfig& c) { c.num_nccl_streams = 3; });
+}
+
+// Once NCCL runs on a GPU the metrics report that GPU's memory (and, where
+// the driver's NVML answers, its utilisation), labelled with the device.
+TEST_P(NcclTest, MetricsReportTheGpu) {
+  RunOnGpus(GetParam(), [&](Backend&, int) {});
+  const std::string r = Metrics::Process().Report({{"rank", "0"}});
+  EXPECT_GT(metrics::SumSamples(r, "hvd_gpu_memory_total_bytes"), 0) << r;
+  EXPECT_GT(metrics::SumSamples(r, "hvd_gpu_memory_used_bytes"), 0) << r;
+  if (r.find("hvd_gpu_utilization_ratio") != std::string::npos) {
+    const double u = metrics::SumSamples(r, "hvd_gpu_utilization_ratio");
+    EXPECT_GE(u, 0);
+    EXPECT_LE(u, 1);
+  } else {
+    std::cout << "no GPU utilisation sample (NVML did not answer)\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, NcclTest, ::testing::Values(1, 2));

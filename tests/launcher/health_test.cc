@@ -1,7 +1,8 @@
+#include "launcher/health.h"
+
 #include <gtest/gtest.h>
 
 #include "common/metrics_format.h"
-#include "launcher/health.h"
 
 namespace hvd::launcher {
 namespace {
@@ -61,6 +62,43 @@ TEST(HealthTest, NewWorkersAndNoSteps) {
   EXPECT_NE(HealthLine(hosts[0]).find("no steps, allreduce 50 % of time !"),
             std::string::npos)
       << HealthLine(hosts[0]);
+}
+
+// GPU figures: utilisation averaged over the host's ranks, memory counted
+// once per GPU however many ranks share it; each out of range is marked
+// and gets its advice.
+TEST(HealthTest, GpuFigures) {
+  auto with_gpu = [](int rank, const std::string& gpu, double util,
+                     double used) {
+    metrics::Labels l = {
+        {"rank", std::to_string(rank)}, {"host", "g"}, {"gpu", gpu}};
+    return Report("g", rank, 10, 1.0, 0.1, 0.05, 1e6, 4) +
+           metrics::Sample("hvd_gpu_utilization_ratio", l, util) +
+           metrics::Sample("hvd_gpu_memory_used_bytes", l, used) +
+           metrics::Sample("hvd_gpu_memory_total_bytes", l, 10e9);
+  };
+  auto hosts =
+      Health({},
+             {with_gpu(0, "0", 0.5, 9.5e9), with_gpu(1, "0", 0.3, 9.5e9),
+              with_gpu(2, "1", 0.4, 9.5e9)},
+             1.0, 3);
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_DOUBLE_EQ(hosts[0].gpu_share, 0.4);
+  EXPECT_DOUBLE_EQ(hosts[0].gpu_memory_share, 0.95);  // 19 GB of 20
+  const std::string line = HealthLine(hosts[0]);
+  EXPECT_NE(line.find("GPU 40 % !, GPU memory 95 % !"), std::string::npos)
+      << line;
+  const std::string summary = HealthSummary(hosts);
+  EXPECT_NE(summary.find("to try: the GPU computes 40 % of the time"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("to try: GPU memory is 95 % full"), std::string::npos)
+      << summary;
+  // Without GPU samples the line says nothing of GPUs.
+  auto cpu_only =
+      Health({}, {Report("c", 0, 10, 1.0, 0.1, 0.05, 1e6, 4)}, 1.0, 1);
+  EXPECT_LT(cpu_only[0].gpu_share, 0);
+  EXPECT_EQ(HealthLine(cpu_only[0]).find("GPU"), std::string::npos);
 }
 
 }  // namespace

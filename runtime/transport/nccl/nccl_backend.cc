@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/metrics.h"
+#include "runtime/transport/nccl/gpu_usage.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -437,6 +440,7 @@ StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& o,
       return CudaError(where, e);
     }
   }
+  Metrics::Process().SetGpuReader(MakeGpuReader(o.device));
   return std::unique_ptr<Backend>(
       new NcclBackend(std::move(lanes), o.rank, o.size));
 }
