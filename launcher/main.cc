@@ -67,13 +67,21 @@ std::string PythonPackageDir(const std::string& here) {
   return "";
 }
 
-// The directory of this executable: its helpers are installed beside it.
+// The directory of this executable.
 std::string SelfDirectory() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return ".";
   std::string path(buf, static_cast<size_t>(n));
   return path.substr(0, path.rfind('/'));
+}
+
+// Where the helpers (hvd-ssh-exec, hvd-remote-exec) are: beside horovodrun
+// in the build tree, PREFIX/libexec/hvd when installed (remote hosts have
+// the same layout).
+std::string HelperDirectory(const std::string& self) {
+  if (::access((self + "/hvd-remote-exec").c_str(), X_OK) == 0) return self;
+  return self + "/../libexec/hvd";
 }
 
 // The routes to the remote hosts of an elastic job, learnt as hosts
@@ -410,11 +418,12 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "horovodrun: %s\n", n.c_str());
     }
   }
-  std::string here = SelfDirectory();
+  const std::string self = SelfDirectory();
+  const std::string here = HelperDirectory(self);
   // Workers that are Python scripts import horovod.torch from the package
   // that came with this horovodrun, with no PYTHONPATH to set by hand (a
   // package the user's PYTHONPATH names comes first).
-  if (std::string py = PythonPackageDir(here); !py.empty()) {
+  if (std::string py = PythonPackageDir(self); !py.empty()) {
     env["PYTHONPATH"] =
         AppendToPath(env.count("PYTHONPATH") ? env.at("PYTHONPATH") : "", py);
   }

@@ -36,6 +36,7 @@ packages=(
   slurmctld slurmd slurm-client munge
   openmpi-bin  # horovodrun --mpi starts workers with mpirun
   prometheus  # the metrics tests: promtool, and a server scraping a job
+  lintian  # the package tests check the .debs
   systemd
   hyperfine time
 )

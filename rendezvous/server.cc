@@ -37,11 +37,7 @@ class Service final : public pb::Rendezvous::CallbackService {
     Call call(stats_, "create_job");
     Status s = CheckAdmin(ctx);
     if (s.ok()) {
-      std::vector<HostSlots> hosts;
-      for (const pb::HostSlots& h : req->hosts()) {
-        hosts.push_back({h.host(), h.slots(), h.gpus()});
-      }
-      auto job = table_->CreateJob(std::move(hosts), req->size());
+      auto job = table_->CreateJob(HostsFromProto(req->hosts()), req->size());
       if (job.ok()) {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);

@@ -12,11 +12,6 @@ namespace {
 
 namespace pb = ::hvd::rendezvous::v1;
 
-void SetStatus(pb::OpResult* r, const Status& s) {
-  r->set_code(static_cast<int32_t>(s.code()));
-  if (!s.ok()) r->set_message(s.message());
-}
-
 // Reads ops, runs each against the table, and writes results as they are
 // ready: whatever accumulates while a write is in flight goes out together
 // in the next one.
@@ -177,43 +172,25 @@ class SessionReactor final
 
   // Runs one op; a result that is ready at once is appended to `ready`.
   void Dispatch(const pb::Op& op, std::vector<pb::OpResult>& ready) {
-    pb::OpResult result;
-    result.set_id(op.id());
     const auto start = Clock::now();
-    switch (op.kind_case()) {
-      case pb::Op::kJoin: {
-        if (op.join().timeout_ms() > 0) {
+    std::optional<pb::OpResult> result = RunImmediateOp(*table_, job_id_, op);
+    if (!result) {
+      switch (op.kind_case()) {
+        case pb::Op::kJoin:
           return DispatchJoin(op.id(), op.join(), start);
-        }
-        auto a = table_->Join(job_id_, op.join().host(), op.join().slot(),
-                              op.join().previous_generation());
-        if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
-        SetStatus(&result, a.status());
-        break;
+        case pb::Op::kWait:
+          return DispatchWait(op.id(), op.wait(), start);
+        case pb::Op::kBarrier:
+          return DispatchBarrier(op.id(), op.barrier(), start);
+        default:
+          return;  // RunImmediateOp answers every other kind
       }
-      case pb::Op::kSet:
-        SetStatus(&result,
-                  table_->Set(job_id_, op.set().key(), op.set().value()));
-        break;
-      case pb::Op::kGet: {
-        auto v = table_->Get(job_id_, op.get().key());
-        if (v.ok()) result.set_value(std::move(v).value());
-        SetStatus(&result, v.status());
-        break;
-      }
-      case pb::Op::kWait:
-        return DispatchWait(op.id(), op.wait(), start);
-      case pb::Op::kBarrier:
-        return DispatchBarrier(op.id(), op.barrier(), start);
-      case pb::Op::KIND_NOT_SET:
-        SetStatus(&result, Status::InvalidArgument("op", "has no kind"));
-        break;
     }
     // Answered now (blocking ops count when their callback answers).
     Answered(stats_, OpMethod(op),
-             Status(static_cast<StatusCode>(result.code()), result.message()),
+             Status(static_cast<StatusCode>(result->code()), result->message()),
              start);
-    ready.push_back(std::move(result));
+    ready.push_back(std::move(*result));
   }
 
   // Runs a blocking op. Its id is pending from before the table call (which
@@ -226,7 +203,7 @@ class SessionReactor final
     if (!deadline.ok()) {
       pb::OpResult result;
       result.set_id(op_id);
-      SetStatus(&result, deadline.status());
+      SetResultStatus(&result, deadline.status());
       return Deliver(state_, std::move(result));
     }
     {
@@ -255,7 +232,7 @@ class SessionReactor final
                   result.set_id(op_id);
                   if (a.ok())
                     AssignmentToProto(*a, result.mutable_assignment());
-                  SetStatus(&result, a.status());
+                  SetResultStatus(&result, a.status());
                   Deliver(state, std::move(result));
                 });
           });
@@ -302,7 +279,7 @@ class SessionReactor final
                       result.mutable_wait()->add_values(std::move(v));
                     }
                   }
-                  SetStatus(&result, values.status());
+                  SetResultStatus(&result, values.status());
                   Deliver(state, std::move(result));
                 });
           });
@@ -318,7 +295,7 @@ class SessionReactor final
                   Answered(stats, "barrier", s, start);
                   pb::OpResult result;
                   result.set_id(op_id);
-                  SetStatus(&result, s);
+                  SetResultStatus(&result, s);
                   Deliver(state, std::move(result));
                 });
           });

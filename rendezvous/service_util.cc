@@ -51,4 +51,53 @@ Assignment AssignmentFromProto(const v1::Assignment& a) {
   return out;
 }
 
+std::vector<HostSlots> HostsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::HostSlots>& hosts) {
+  std::vector<HostSlots> out;
+  out.reserve(static_cast<size_t>(hosts.size()));
+  for (const v1::HostSlots& h : hosts) {
+    out.push_back({h.host(), h.slots(), h.gpus()});
+  }
+  return out;
+}
+
+void SetResultStatus(v1::OpResult* result, const Status& s) {
+  result->set_code(static_cast<int32_t>(s.code()));
+  if (!s.ok()) result->set_message(s.message());
+}
+
+std::optional<v1::OpResult> RunImmediateOp(JobTable& table,
+                                           const std::string& job_id,
+                                           const v1::Op& op) {
+  v1::OpResult result;
+  result.set_id(op.id());
+  switch (op.kind_case()) {
+    case v1::Op::kJoin: {
+      if (op.join().timeout_ms() > 0) return std::nullopt;
+      auto a = table.Join(job_id, op.join().host(), op.join().slot(),
+                          op.join().previous_generation());
+      if (a.ok()) AssignmentToProto(*a, result.mutable_assignment());
+      SetResultStatus(&result, a.status());
+      return result;
+    }
+    case v1::Op::kSet:
+      SetResultStatus(&result,
+                      table.Set(job_id, op.set().key(), op.set().value()));
+      return result;
+    case v1::Op::kGet: {
+      auto v = table.Get(job_id, op.get().key());
+      if (v.ok()) result.set_value(std::move(v).value());
+      SetResultStatus(&result, v.status());
+      return result;
+    }
+    case v1::Op::kWait:
+    case v1::Op::kBarrier:
+      return std::nullopt;
+    case v1::Op::KIND_NOT_SET:
+      SetResultStatus(&result, Status::InvalidArgument("op", "has no kind"));
+      return result;
+  }
+  return std::nullopt;
+}
+
 }  // namespace hvd::rendezvous

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -30,9 +31,26 @@
 #ifndef HVD_MNIST_DATA_DIR
 #define HVD_MNIST_DATA_DIR "examples/mnist/data"
 #endif
+#ifndef HVD_MNIST_INSTALLED_DATA_DIR
+#define HVD_MNIST_INSTALLED_DATA_DIR "../share/hvd/mnist"
+#endif
 
 namespace hvd::mnist {
 namespace {
+
+// The bundled digits: an installed train_mnist finds them in the install
+// tree beside it (so the tree may be moved); one run from the build tree
+// reads the source tree's.
+std::string DefaultDataDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path() / HVD_MNIST_INSTALLED_DATA_DIR;
+    if (std::filesystem::exists(installed / "t10k-labels-idx1-ubyte.gz", ec))
+      return installed.lexically_normal().string();
+  }
+  return HVD_MNIST_DATA_DIR;
+}
 
 constexpr int kPixels = kImageSide * kImageSide;
 
@@ -303,6 +321,7 @@ class Trainer {
           o_.mode.c_str(), size_, train_.count, test_.count, o_.batch_size,
           epochs, steps_, lr_, inputs, model_.Describe().c_str(),
           omp_get_max_threads());
+      std::printf("train_mnist: digits from %s\n", o_.data_dir.c_str());
     }
     if (rank_ == 0 && !basic_) HVD_RETURN_IF_ERROR(OpenLogs(start_epoch > 0));
 
@@ -749,7 +768,7 @@ StatusOr<TrainOptions> ParseTrainArgs(const std::vector<std::string>& args,
           a, "is not a flag of train_mnist (see --help)");
     }
   }
-  if (o.data_dir.empty()) o.data_dir = HVD_MNIST_DATA_DIR;
+  if (o.data_dir.empty()) o.data_dir = DefaultDataDir();
   if (o.elastic && o.mode == "basic") {
     return Status::InvalidArgument("--elastic",
                                    "runs the advanced mode; drop --mode basic");
