@@ -1,5 +1,7 @@
 #include "launcher/hosts.h"
 
+#include <cctype>
+#include <cstdio>
 #include <unordered_set>
 
 #include "common/parse.h"
@@ -12,6 +14,32 @@ std::string_view Trim(std::string_view s) {
   if (a == std::string_view::npos) return {};
   size_t b = s.find_last_not_of(" \t\r");
   return s.substr(a, b - a + 1);
+}
+
+// Host and user names as DNS, /etc/hosts and useradd take them; brackets
+// hold an IPv6 address (hex, ':', '.', a '%' zone). Anything else, a
+// space, a comma or a shell character, is a mistake: names travel into
+// SSH, srun host files and --launcher-cmd's command line.
+Status CheckName(std::string_view name, bool bracketed, const std::string& src,
+                 const char* what) {
+  for (char c : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                    c == '-' || c == '_' ||
+                    (bracketed && (c == ':' || c == '%'));
+    if (!ok) {
+      char shown[8];
+      std::snprintf(
+          shown, sizeof(shown),
+          std::isprint(static_cast<unsigned char>(c)) ? "%c" : "\\x%02x",
+          static_cast<unsigned char>(c));
+      return Status::InvalidArgument(
+          src, std::string(what) + " '" + std::string(name) + "' has '" +
+                   std::string(shown) +
+                   "': use letters, digits, '.', '-' and '_'" +
+                   (bracketed ? " (and ':' or '%' in [IPv6])" : ""));
+    }
+  }
+  return Status::Ok();
 }
 
 // One "[user@]host[:slots]" entry; `what` names the source in errors, and
@@ -37,6 +65,14 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry,
           src, "'" + std::string(entry) + "' has '[' without ']'");
     }
     spec.host = std::string(entry.substr(1, close - 1));
+    // Brackets are for IPv6 addresses alone (FormatHostList writes them
+    // only there).
+    if (spec.host.find(':') == std::string::npos) {
+      return Status::InvalidArgument(
+          src, "'" + std::string(entry) +
+                   "' has brackets but no IPv6 address inside; write a host "
+                   "name without them");
+    }
     std::string_view rest = entry.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') {
@@ -63,6 +99,9 @@ StatusOr<HostSpec> ParseEntry(std::string_view entry,
     return Status::InvalidArgument(
         src, "empty host name in '" + std::string(entry) + "'");
   }
+  HVD_RETURN_IF_ERROR(CheckName(spec.user, false, src, "user name"));
+  HVD_RETURN_IF_ERROR(CheckName(
+      spec.host, !entry.empty() && entry.front() == '[', src, "host"));
   if (has_slots) {
     HVD_ASSIGN_OR_RETURN(
         int64_t slots,
