@@ -1,9 +1,13 @@
 // allreduce_bench: run under `horovodrun -np N`. fp32 allreduce of sizes
-// 4 B .. 64 MiB (or the sizes given after the mode), and a fusion step (64
-// tensors of 16 KiB):
-//   --mode engine  through libhvd's engine (async named ops, fused)
-//   --mode gloo    the same sizes straight on the Gloo backend (ring
-//                  allreduce), and the fusion step as 64 sequential calls
+// 4 B .. 256 MiB in powers of 4 (or the sizes given after the mode), and a
+// fusion step (64 tensors of 16 KiB):
+//   --mode engine   through libhvd's engine (async named ops, fused)
+//   --mode backend  the same sizes straight on the backend the job picked
+//                   (shared memory on one host; Gloo's ring with
+//                   HOROVOD_SHM_DISABLE=1), the fusion step as 64
+//                   sequential calls
+//   --mode memcpy   no job: one core's memcpy of the same sizes (the
+//                   physical reference), "RESULT memcpy <bytes> <s>"
 // Rank 0 prints "RESULT <mode> <bytes> <seconds per op>" and
 // "RESULT <mode> fusion <seconds per step>"; bench/run_allreduce.sh turns
 // them into BENCH lines.
@@ -11,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -53,29 +58,44 @@ int Fail(const hvd::Status& s) {
 int main(int argc, char** argv) {
   std::string mode =
       argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
-  if (mode != "engine" && mode != "gloo") {
-    std::fprintf(stderr,
-                 "usage: allreduce_bench --mode engine|gloo [BYTES...]\n");
+  if (mode != "engine" && mode != "backend" && mode != "memcpy") {
+    std::fprintf(
+        stderr,
+        "usage: allreduce_bench --mode engine|backend|memcpy [BYTES...]\n");
     return 2;
   }
-  std::vector<size_t> sizes = {4,       64,      1 << 10,  16 << 10, 256 << 10,
-                               1 << 20, 4 << 20, 16 << 20, 64 << 20};
-  // Sizes after the mode replace the list (up to 64 MiB).
+  constexpr size_t kMost = size_t{256} << 20;
+  std::vector<size_t> sizes;
+  for (size_t b = 4; b <= kMost; b *= 4) sizes.push_back(b);
+  // Sizes after the mode replace the list.
   if (argc > 3) {
     sizes.clear();
     for (int i = 3; i < argc; ++i) {
       size_t bytes = std::strtoull(argv[i], nullptr, 10);
-      if (bytes < 4 || bytes % 4 != 0 || bytes > (size_t{64} << 20)) {
+      if (bytes < 4 || bytes % 4 != 0 || bytes > kMost) {
         std::fprintf(stderr,
                      "allreduce_bench: size '%s' must be a multiple of 4 "
-                     "bytes from 4 to 64 MiB\n",
+                     "bytes from 4 to 256 MiB\n",
                      argv[i]);
         return 2;
       }
       sizes.push_back(bytes);
     }
   }
-  std::vector<float> data((64 << 20) / 4, 1.0f);
+  const size_t most = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<float> data(most / 4, 1.0f);
+  if (mode == "memcpy") {
+    std::vector<float> to(most / 4, 0.0f);
+    for (size_t bytes : sizes) {
+      double t = TimePerOp(Iterations(bytes), [&] {
+        std::memcpy(to.data(), data.data(), bytes);
+        // Keeps the copy from being optimised away.
+        asm volatile("" : : "r"(to.data()) : "memory");
+      });
+      std::printf("RESULT memcpy %zu %.9f\n", bytes, t);
+    }
+    return 0;
+  }
   constexpr int kTensors = 64;
   constexpr size_t kTensorFloats = (16 << 10) / 4;
   std::vector<std::vector<float>> grads(
@@ -119,7 +139,7 @@ int main(int argc, char** argv) {
                                         hvd::runtime::DataType::kFloat32,
                                         hvd::runtime::ReduceOp::kSum));
       });
-      if (rank == 0) std::printf("RESULT gloo %zu %.9f\n", bytes, t);
+      if (rank == 0) std::printf("RESULT backend %zu %.9f\n", bytes, t);
     }
     double step = TimePerOp(50, [&] {
       for (int i = 0; i < kTensors; ++i) {
@@ -128,7 +148,7 @@ int main(int argc, char** argv) {
                                         hvd::runtime::ReduceOp::kSum));
       }
     });
-    if (rank == 0) std::printf("RESULT gloo fusion %.9f\n", step);
+    if (rank == 0) std::printf("RESULT backend fusion %.9f\n", step);
   }
   std::fflush(stdout);
   return failed.ok() ? 0 : Fail(failed);

@@ -1,6 +1,6 @@
 /* The MPI side of bench/run_allreduce.sh: MPI_Allreduce of fp32 buffers of
- * the same sizes as allreduce_bench; rank 0 prints
- * "RESULT mpi <bytes> <seconds per op>". */
+ * the same sizes as allreduce_bench (4 B to 256 MiB in powers of 4); rank
+ * 0 prints "RESULT mpi <bytes> <seconds per op>". */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +14,21 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const size_t sizes[] = {4, 64, 1 << 10, 16 << 10, 256 << 10, 1 << 20,
-                          4 << 20, 16 << 20, 64 << 20};
-  float* buf = malloc((size_t)64 << 20);
-  float* out = malloc((size_t)64 << 20);
-  for (size_t i = 0; i < ((size_t)64 << 20) / 4; ++i) buf[i] = 1.0f;
-  for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+  const size_t most = (size_t)256 << 20;
+  float* buf = malloc(most);
+  float* out = malloc(most);
+  for (size_t i = 0; i < most / 4; ++i) buf[i] = 1.0f;
+  /* Sizes given as arguments replace the sweep. */
+  size_t sizes[32];
+  int nsizes = 0;
+  for (int i = 1; i < argc && nsizes < 32; ++i) {
+    size_t b = strtoull(argv[i], NULL, 10);
+    if (b >= 4 && b % 4 == 0 && b <= most) sizes[nsizes++] = b;
+  }
+  if (nsizes == 0) {
+    for (size_t b = 4; b <= most; b *= 4) sizes[nsizes++] = b;
+  }
+  for (int k = 0; k < nsizes; ++k) {
     size_t bytes = sizes[k];
     size_t iters = ((size_t)256 << 20) / bytes;
     if (iters < 5) iters = 5;

@@ -154,6 +154,13 @@ std::vector<Setting> Build() {
                    kTune,
                    "move data between the ranks of a host over TCP instead "
                    "of shared memory"));
+  t.push_back(
+      Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
+          "", kTune, 0, int64_t{1} << 40, "65536",
+          "allreduces of at least this many bytes between a host's ranks read "
+          "each other's buffers directly (one copy, process_vm_readv) instead "
+          "of through the segment; 0 never",
+          "B"));
   t.push_back(Make("autotune", {"--autotune"}, Kind::kSwitch,
                    "HOROVOD_AUTOTUNE", "autotune.enabled", kAuto,
                    "tune fusion threshold and cycle time while training"));

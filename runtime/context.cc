@@ -43,6 +43,7 @@ ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
   shm.group = config.host;
   shm.job_id = config.job_id;
   shm.slot_bytes = slot_bytes;
+  shm.single_copy_bytes = config.shm_single_copy_bytes;
   shm.connect_timeout = PeerWait(config);
   shm.op_timeout = config.gloo_timeout;
   return shm;

@@ -127,6 +127,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   HVD_ASSIGN_OR_RETURN(bool shm_off, read.Bool("shm_disable"));
   c.shm = !shm_off;
   c.shm_given = read.Given("shm_disable");
+  HVD_ASSIGN_OR_RETURN(int64_t single_copy,
+                       read.Int("shm_single_copy_threshold"));
+  c.shm_single_copy_bytes = static_cast<size_t>(single_copy);
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
                        read.OptionalBool("hierarchical_allreduce"));
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allgather,

@@ -71,6 +71,10 @@ struct WorkerConfig {
   std::optional<bool> hierarchical_allreduce;
   std::optional<bool> hierarchical_allgather;
   size_t shm_slot_bytes = 1u << 20;  // chunk size of its collectives
+  // HOROVOD_SHM_SINGLE_COPY_THRESHOLD: allreduces from this many bytes on
+  // read the peers' buffers directly; 0 never.
+  size_t shm_single_copy_bytes =
+      size_t(settings::DefaultInt("shm_single_copy_threshold"));
   // HVD_BIND_TO (horovodrun --bind-to): "core" keeps each local rank to
   // its block of the host's CPUs (runtime/affinity.h), "none" leaves
   // placement to the kernel. Unset: "core" where the job's data goes

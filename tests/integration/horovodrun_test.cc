@@ -204,6 +204,36 @@ TEST(HorovodrunTest, DistributedGradientsAccumulateAndAverage) {
   EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
 }
 
+// Ranks of a host read each other's buffers (single copy) when the kernel
+// lets them, and say so at debug level; where a seccomp profile forbids
+// process_vm_readv (as containers do) each rank says once that it falls
+// back, and the results are the same.
+TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
+  for (bool deny : {false, true}) {
+    std::vector<std::string> argv = {HVD_HOROVODRUN, "-np",   "3",
+                                     "--log-level",  "DEBUG", HVD_TEST_WORKER,
+                                     "--exact"};
+    if (deny) argv.push_back("--deny-cross-memory");
+    Result r = RunCommand(argv, kTimeout);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
+    const std::string all = r.out + r.err;
+    size_t off = 0, warnings = 0;
+    while ((off = all.find("single-copy allreduce is off", off)) !=
+           std::string::npos) {
+      ++warnings, ++off;
+    }
+    EXPECT_EQ(warnings, deny ? 3u : 0u) << all;
+    EXPECT_EQ(
+        all.find("single-copy allreduce from 65536 bytes") != std::string::npos,
+        !deny)
+        << all;
+    if (deny) {
+      EXPECT_NE(all.find("Operation not permitted"), std::string::npos) << all;
+    }
+  }
+}
+
 TEST(HorovodrunTest, TokenNeverOnACommandLine) {
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--check-token-hidden"},

@@ -5,6 +5,8 @@
 //   --fail-rank R --code C   rank R exits with C once all pids are written
 //   --sleep S            then sleep S seconds (every other rank)
 //   --lines N            print N long lines to stdout and to stderr
+//   --deny-cross-memory  process_vm_readv fails with EPERM (a seccomp
+//                        filter, as a container's), before hvd::init
 //   --check-token-hidden exit 4 if the job token is on this process's or
 //                        its parent's command line
 //   --stream N           ignore SIGTERM and run N allreduces; rank 1
@@ -29,15 +31,21 @@
 //                        end; --pid-dir D writes D/HOST-SLOT.pid;
 //                        --fail-host H: a worker on host H exits 3 at its
 //                        third step after each start
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,8 +178,23 @@ int ElasticJob(int steps, int commit_every, int step_ms,
 
 }  // namespace
 
+// What a container's seccomp profile does to cross-memory attach: the call
+// fails with EPERM (this thread and every thread it starts later).
+bool DenyCrossMemory() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(filter)), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
+  bool deny_cross_memory = false;
   bool gradients = false, exact = false, print_cpus = false, elastic = false;
   int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
   std::string fail_host, work;
@@ -197,6 +220,8 @@ int main(int argc, char** argv) {
       lines = std::stoi(next());
     else if (a == "--check-token-hidden")
       check_token = true;
+    else if (a == "--deny-cross-memory")
+      deny_cross_memory = true;
     else if (a == "--gradients")
       gradients = true;
     else if (a == "--exact")
@@ -223,6 +248,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
     }
+  }
+  if (deny_cross_memory && !DenyCrossMemory()) {
+    std::perror("test_worker: seccomp");
+    return 2;
   }
   if (init) {
     hvd::Status s = hvd::init();

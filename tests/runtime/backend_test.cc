@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -22,14 +23,20 @@ using std::chrono::milliseconds;
 double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 
 // Which backend the ranks get: Gloo over TCP, shared memory (the default
-// for ranks of one host), or shared memory with slots so small that every
-// collective runs in many chunks.
+// for ranks of one host), shared memory with slots so small that every
+// collective runs in many chunks (and always through the segment: two
+// copies), or shared memory reading the peers' buffers directly (single
+// copy) at every size.
 const char* g_backend = "shm";
 
 void RunRanksOn(int size, const std::function<void(Context&, int)>& body) {
   RunRanks(size, body, [](WorkerConfig& c) {
     c.shm = std::string(g_backend) != "gloo";
-    if (std::string(g_backend) == "shm-small") c.shm_slot_bytes = 4096;
+    if (std::string(g_backend) == "shm-small") {
+      c.shm_slot_bytes = 4096;
+      c.shm_single_copy_bytes = 0;
+    }
+    if (std::string(g_backend) == "shm-direct") c.shm_single_copy_bytes = 1;
   });
 }
 
@@ -188,10 +195,44 @@ TEST(ShmBackendTest, AbsentPeerIsAnErrorNamingItNotAHang) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
 }
 
+// Reading the peers' buffers (single copy) reduces in rank order as the
+// segment's path does: the same bits for every element, the scaled
+// (averaged) form included, across pieces and uneven shares.
+TEST(ShmBackendTest, SingleCopyGivesTheTwoCopyPathsBits) {
+  RunRanks(
+      3,
+      [&](Context& ctx, int rank) {
+        const size_t n = 300007;  // 1.2 MB: single copy; fifths: two copies
+        std::vector<float> x(n);
+        uint32_t seed = 12345u + static_cast<uint32_t>(rank);
+        for (float& v : x) {
+          seed = seed * 1664525u + 1013904223u;
+          v = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+        }
+        for (double post : {1.0, 1.0 / 3}) {
+          std::vector<float> direct = x, pieces = x;
+          Status s = ctx.backend().AllreduceScaled(
+              direct.data(), n, DataType::kFloat32, ReduceOp::kSum, post);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          for (size_t at = 0; at < n; at += n / 5 + 1) {
+            const size_t c = std::min(n / 5 + 1, n - at);
+            s = ctx.backend().AllreduceScaled(pieces.data() + at, c,
+                                              DataType::kFloat32,
+                                              ReduceOp::kSum, post);
+            ASSERT_TRUE(s.ok()) << s.ToString();
+          }
+          ASSERT_EQ(std::memcmp(direct.data(), pieces.data(), n * 4), 0)
+              << "post " << post;
+        }
+      },
+      [](WorkerConfig& c) { c.shm_single_copy_bytes = 1 << 20; });
+}
+
 INSTANTIATE_TEST_SUITE_P(
     WorldSizesAndBackends, BackendMatrixTest,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values("gloo", "shm", "shm-small")),
+                       ::testing::Values("gloo", "shm", "shm-small",
+                                         "shm-direct")),
     [](const auto& info) {
       std::string b = std::get<1>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');

@@ -5,8 +5,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,15 +20,86 @@
 #include <thread>
 #include <vector>
 
+#include "common/logging.h"
 #include "common/random.h"
 
 namespace hvd::runtime {
 namespace {
 
+// Single-copy reduction works on pieces this large, so that a peer's piece
+// read into scratch is still in cache when it is reduced.
+constexpr size_t kPieceBytes = 256 << 10;
+
+// Reads `bytes` at `remote` in process `pid` into `local` (cross-memory
+// attach: one copy, by the kernel). The errno when it fails.
+int ReadPeer(pid_t pid, uint64_t remote, void* local, size_t bytes) {
+  uint8_t* to = static_cast<uint8_t*>(local);
+  while (bytes > 0) {
+    iovec l{to, bytes};
+    iovec r{reinterpret_cast<void*>(remote), bytes};
+    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    to += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 class ShmBackend final : public Backend {
  public:
   ShmBackend(const ShmOptions& o, std::unique_ptr<ShmSegment> seg)
       : o_(o), seg_(std::move(seg)), data_(seg_->data()) {}
+
+  // Whether every rank of the host can read every other's memory: each
+  // publishes a word and reads its peers'; single copy is used only when
+  // all could (a rank alone must not take another path than its peers).
+  // Every rank calls it once, in the same place, before any collective.
+  Status ProbeSingleCopy() {
+    if (o_.single_copy_bytes == 0 || o_.size == 1) return Status::Ok();
+    // Under Yama's ptrace_scope=1 a process may read only its descendants
+    // unless it names its readers; the peers are siblings (as OpenMPI's
+    // shared-memory transport does, any process of this user may).
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    ShmRankState& self = seg_->state(o_.rank);
+    probe_ = 0x6876640000000000ull + static_cast<uint64_t>(o_.rank);
+    self.buffer[0].store(reinterpret_cast<uintptr_t>(&probe_),
+                         std::memory_order_release);
+    HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
+    std::string why;
+    for (int q = 0; q < o_.size && why.empty(); ++q) {
+      if (q == o_.rank) continue;
+      uint64_t got = 0;
+      const int err =
+          ReadPeer(seg_->state(q).pid.load(),
+                   seg_->state(q).buffer[0].load(std::memory_order_acquire),
+                   &got, sizeof(got));
+      if (err != 0) {
+        why = "process_vm_readv of local rank " + std::to_string(q) +
+              " failed: " + std::strerror(err);
+      } else if (got != 0x6876640000000000ull + static_cast<uint64_t>(q)) {
+        why = "local rank " + std::to_string(q) + "'s memory read wrong";
+      }
+    }
+    self.can_read.store(why.empty() ? 1 : 2, std::memory_order_release);
+    HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
+    bool all = true;
+    for (int q = 0; q < o_.size; ++q) {
+      all &= seg_->state(q).can_read.load(std::memory_order_acquire) == 1;
+    }
+    if (!why.empty()) {
+      HVD_LOG(Warning) << "shared memory: single-copy allreduce is off (" << why
+                       << "; containers may forbid cross-memory attach): "
+                          "the two-copy path is used";
+    }
+    direct_ = all;
+    if (all && o_.rank == 0) {
+      HVD_LOG(Debug) << "shared memory: single-copy allreduce from "
+                     << o_.single_copy_bytes << " bytes";
+    }
+    return Status::Ok();
+  }
 
   Status Allreduce(void* data, size_t count, DataType type,
                    ReduceOp op) override {
@@ -39,6 +112,10 @@ class ShmBackend final : public Backend {
     if (o_.size == 1) {
       if (post != 1.0) ScaleBuffer(type, data, count, post);
       return Status::Ok();
+    }
+    if (direct_ && count * DataTypeSize(type) >= o_.single_copy_bytes) {
+      return Run("allreduce",
+                 [&] { return AllreduceDirect(data, count, type, op, post); });
     }
     return Run("allreduce", [&]() -> Status {
       const size_t esize = DataTypeSize(type);
@@ -219,6 +296,69 @@ class ShmBackend final : public Backend {
   }
 
  private:
+  // Single copy: every rank publishes its buffer's address; each reduces
+  // its share of the elements, reading the peers' parts of it straight
+  // from their buffers (in rank order, the same bits as the two-copy
+  // path), into its own buffer; then each reads the others' reduced
+  // shares into its buffer. The last barrier keeps a buffer in place
+  // until no peer reads it any more.
+  Status AllreduceDirect(void* data, size_t count, DataType type, ReduceOp op,
+                         double post) {
+    const size_t esize = DataTypeSize(type);
+    uint8_t* mine = static_cast<uint8_t*>(data);
+    const int set = NextSet();
+    const int n = o_.size;
+    seg_->state(o_.rank).buffer[set].store(reinterpret_cast<uintptr_t>(data),
+                                           std::memory_order_release);
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    std::vector<uint64_t> peer(n);
+    std::vector<pid_t> pid(n);
+    for (int q = 0; q < n; ++q) {
+      peer[q] = seg_->state(q).buffer[set].load(std::memory_order_acquire);
+      pid[q] = seg_->state(q).pid.load();
+    }
+    auto read = [&](int q, size_t at, void* to, size_t bytes) -> Status {
+      if (int err = ReadPeer(pid[q], peer[q] + at, to, bytes); err != 0) {
+        return Status::Unavailable(
+            "allreduce", "reading local rank " + std::to_string(q) +
+                             "'s buffer failed: " + std::strerror(err));
+      }
+      return Status::Ok();
+    };
+    const size_t piece = std::max<size_t>(kPieceBytes / esize, 1);
+    if (scratch_.size() < 2 * piece * esize) scratch_.resize(2 * piece * esize);
+    uint8_t* acc_buf = scratch_.data();
+    uint8_t* tmp = scratch_.data() + piece * esize;
+    const size_t lo = count * o_.rank / n, hi = count * (o_.rank + 1) / n;
+    for (size_t at = lo; at < hi; at += piece) {
+      const size_t c = std::min(piece, hi - at);
+      uint8_t* out = mine + at * esize;
+      // acc = part 0 op part 1 op ...; the last step writes into `out`.
+      uint8_t* acc = o_.rank == 0 ? out : acc_buf;
+      if (o_.rank != 0)
+        HVD_RETURN_IF_ERROR(read(0, at * esize, acc, c * esize));
+      for (int q = 1; q < n; ++q) {
+        const uint8_t* part = out;
+        if (q != o_.rank) {
+          HVD_RETURN_IF_ERROR(read(q, at * esize, tmp, c * esize));
+          part = tmp;
+        }
+        ReduceBuffers(type, op, q == n - 1 ? out : acc, acc, part, c);
+      }
+      if (post != 1.0) ScaleBuffer(type, out, c, post);
+    }
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    for (int q = 0; q < n; ++q) {
+      if (q == o_.rank) continue;
+      const size_t qlo = count * q / n, qhi = count * (q + 1) / n;
+      if (qhi > qlo) {
+        HVD_RETURN_IF_ERROR(
+            read(q, qlo * esize, mine + qlo * esize, (qhi - qlo) * esize));
+      }
+    }
+    return seg_->Barrier("allreduce");
+  }
+
   template <typename F>
   Status Run(const char* what, F&& body) {
     if (!broken_.ok()) return broken_;
@@ -245,6 +385,10 @@ class ShmBackend final : public Backend {
   uint8_t* data_;
   uint64_t set_counter_ = 0;
   Status broken_;
+  // Single copy: on when every rank of the host can read its peers.
+  bool direct_ = false;
+  uint64_t probe_ = 0;
+  std::vector<uint8_t> scratch_;
 };
 
 }  // namespace
@@ -263,7 +407,9 @@ StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& o,
       std::unique_ptr<ShmSegment> seg,
       ShmSegment::Map(fixed, store, "shm",
                       2 * static_cast<size_t>(o.size + 1) * fixed.slot_bytes));
-  return std::unique_ptr<Backend>(new ShmBackend(fixed, std::move(seg)));
+  auto backend = std::make_unique<ShmBackend>(fixed, std::move(seg));
+  HVD_RETURN_IF_ERROR(backend->ProbeSingleCopy());
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 }  // namespace hvd::runtime

@@ -39,6 +39,11 @@ struct alignas(kShmAlign) ShmRankState {
   std::atomic<uint32_t> started{0};
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> bell_waiters{0};
+  // Single-copy allreduce: the address of this rank's buffer, per data
+  // set, for the peers to read with process_vm_readv; and whether this
+  // rank could read every peer when the backend started (1), or not (2).
+  std::atomic<uint64_t> buffer[2] = {0, 0};
+  std::atomic<uint32_t> can_read{0};
 };
 
 struct ShmOptions {
@@ -48,6 +53,9 @@ struct ShmOptions {
   std::string group = "host";
   std::string job_id;
   size_t slot_bytes = 1u << 20;
+  // Allreduces of at least this many bytes read the peers' buffers
+  // directly (cross-memory attach); 0 never.
+  size_t single_copy_bytes = 0;
   std::chrono::milliseconds connect_timeout{
       std::chrono::seconds(settings::DefaultInt("start_timeout"))};
   std::chrono::milliseconds op_timeout{
