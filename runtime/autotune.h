@@ -32,6 +32,9 @@ struct TuneOptions {
   bool try_hierarchical_allreduce = false, try_hierarchical_allgather = false;
   // Data through shared memory or Gloo over TCP (single-host jobs).
   bool try_shm = false;
+  // Large allreduces through one copy (the peers' buffers) or two (the
+  // segment), where shared memory can read the peers.
+  bool try_single_copy = false;
 };
 
 struct Knobs {
@@ -39,7 +42,8 @@ struct Knobs {
   double cycle_ms = 0;  // 0: cycles on demand
   bool cache = true;
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
-  bool shm = true;  // host data through shared memory (else Gloo, TCP)
+  bool shm = true;          // host data through shared memory (else Gloo, TCP)
+  bool single_copy = true;  // shared memory reads the peers' buffers
   bool operator==(const Knobs&) const = default;
 };
 

@@ -56,6 +56,9 @@ class Backend {
   // Autotune's on/off choice for hierarchical backends (every rank calls it
   // at the same point); others ignore it.
   virtual void SetHierarchical(bool /*allreduce*/, bool /*allgather*/) {}
+  // Autotune's on/off choice for shared memory's single-copy allreduce
+  // (every rank calls it at the same point); others ignore it.
+  virtual void SetSingleCopy(bool /*on*/) {}
 
   // In place: the allreduce, then every element times `post` (the same
   // bits as Allreduce followed by ScaleBuffer). Backends that reduce shares

@@ -60,4 +60,6 @@ void BackendSet::SetHierarchical(bool allreduce, bool allgather) {
   current_->SetHierarchical(allreduce, allgather);
 }
 
+void BackendSet::SetSingleCopy(bool on) { current_->SetSingleCopy(on); }
+
 }  // namespace hvd::runtime

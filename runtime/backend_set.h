@@ -53,6 +53,7 @@ class BackendSet {
 
   // Autotune's on/off choice for hierarchical host backends.
   void SetHierarchical(bool allreduce, bool allgather);
+  void SetSingleCopy(bool on);
 
   // How the timeline names an operation on each ("GLOO_ALLREDUCE", as
   // Horovod's do): the prefix of the host and of the device backends.

@@ -379,6 +379,9 @@ Status Context::Connect(const WorkerConfig& config) {
       HVD_ASSIGN_OR_RETURN(control_, CreateShmControlPlane(
                                          LocalShm(config, a, kControlSlotBytes),
                                          *control_store));
+      if (engine_options_.autotune && config.shm_single_copy_bytes > 0) {
+        engine_options_.autotune->try_single_copy = true;
+      }
       if (plan.tcp_alternative && engine_options_.autotune) {
         // Autotune may try the TCP path instead; its Gloo context is made
         // only then (by every rank in the same cycle).

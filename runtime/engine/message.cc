@@ -39,9 +39,10 @@ void PutKnobs(std::string& out, const std::optional<Knobs>& k) {
   if (!k) return;
   PutValue<double>(out, k->fusion_mb);
   PutValue<double>(out, k->cycle_ms);
-  PutValue<uint8_t>(out,
-                    (k->cache ? 1 : 0) | (k->hierarchical_allreduce ? 2 : 0) |
-                        (k->hierarchical_allgather ? 4 : 0) | (k->shm ? 8 : 0));
+  PutValue<uint8_t>(out, (k->cache ? 1 : 0) |
+                             (k->hierarchical_allreduce ? 2 : 0) |
+                             (k->hierarchical_allgather ? 4 : 0) |
+                             (k->shm ? 8 : 0) | (k->single_copy ? 16 : 0));
 }
 
 bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
@@ -70,6 +71,7 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
     k.hierarchical_allreduce = flags & 2;
     k.hierarchical_allgather = flags & 4;
     k.shm = flags & 8;
+    k.single_copy = flags & 16;
     m->knobs = k;
   }
   return in.empty();

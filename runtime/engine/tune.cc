@@ -31,6 +31,7 @@ Status Engine::ApplyKnobs(const Knobs& k) {
   HVD_RETURN_IF_ERROR(backends_->UsePrimaryHost(k.shm));
   backends_->SetHierarchical(k.hierarchical_allreduce,
                              k.hierarchical_allgather);
+  backends_->SetSingleCopy(k.single_copy);
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/util/subprocess.h"
@@ -346,18 +347,27 @@ TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
   std::ifstream f(log);
   std::vector<std::string> rows;
   for (std::string line; std::getline(f, line);) rows.push_back(line);
-  // + the cache and shared-memory choices, and the best.
-  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 2 + 1) << log;
+  // + the cache, shared-memory and single-copy choices, and the best.
+  ASSERT_EQ(rows.size(), 1u + 1 + 6 + 3 + 1) << log;
   EXPECT_EQ(rows[0],
             "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
             "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
-            "bytes_per_second");
-  EXPECT_NE(rows[rows.size() - 3].find(",choice,"), std::string::npos);
-  EXPECT_NE(rows[rows.size() - 2].find(",choice,"), std::string::npos);
+            "single_copy,bytes_per_second");
+  auto column = [&](size_t row, size_t col) {
+    std::vector<std::string> cells;
+    std::stringstream line(rows[row]);
+    for (std::string c; std::getline(line, c, ',');) cells.push_back(c);
+    return col < cells.size() ? cells[col] : std::string("?");
+  };
+  const size_t n = rows.size();
+  for (size_t row : {n - 4, n - 3, n - 2}) {
+    EXPECT_EQ(column(row, 1), "choice") << rows[row];
+  }
   // The shared-memory choice: its row has it off, and every rank moved its
-  // data to TCP for that sample (then to whatever was best).
-  EXPECT_NE(rows[rows.size() - 2].find(",0,"), std::string::npos)
-      << rows[rows.size() - 2];
+  // data to TCP for that sample (then to whatever was best); the
+  // single-copy choice's row has single copy off.
+  EXPECT_EQ(column(n - 3, 7), "0") << rows[n - 3];
+  EXPECT_EQ(column(n - 2, 8), "0") << rows[n - 2];
   for (const char* rank : {"[0]<stderr>", "[1]<stderr>"}) {
     bool found = false;
     for (const std::string& l : Lines(r.err + r.out)) {

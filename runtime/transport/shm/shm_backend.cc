@@ -113,7 +113,8 @@ class ShmBackend final : public Backend {
       if (post != 1.0) ScaleBuffer(type, data, count, post);
       return Status::Ok();
     }
-    if (direct_ && count * DataTypeSize(type) >= o_.single_copy_bytes) {
+    if (direct_ && single_copy_on_ &&
+        count * DataTypeSize(type) >= o_.single_copy_bytes) {
       return Run("allreduce",
                  [&] { return AllreduceDirect(data, count, type, op, post); });
     }
@@ -290,6 +291,8 @@ class ShmBackend final : public Backend {
     });
   }
 
+  void SetSingleCopy(bool on) override { single_copy_on_ = on; }
+
   Status Barrier() override {
     if (o_.size == 1) return Status::Ok();
     return Run("barrier", [&] { return seg_->Barrier("barrier"); });
@@ -387,6 +390,7 @@ class ShmBackend final : public Backend {
   Status broken_;
   // Single copy: on when every rank of the host can read its peers.
   bool direct_ = false;
+  bool single_copy_on_ = true;  // autotune's choice
   uint64_t probe_ = 0;
   std::vector<uint8_t> scratch_;
 };
