@@ -72,9 +72,27 @@ constexpr int64_t kWeekS = 7 * 86400;
 // top-level `controller`, then sections of keys. What hvd does not know is
 // one warning, not an error (a file written for a newer Horovod still
 // loads); Horovod keys that mean nothing for hvd are noted (--verbose).
+Status ReadConfigSections(const std::string& text, const std::string& path,
+                          Settings& out, std::vector<std::string>& notes,
+                          std::vector<std::string>& warnings);
+
+// Any conversion yaml-cpp refuses deep inside (a key that is a list, a
+// value of the wrong shape) is the file's mistake, not a crash (found by
+// fuzzing).
 Status ReadConfigFile(const std::string& text, const std::string& path,
                       Settings& out, std::vector<std::string>& notes,
                       std::vector<std::string>& warnings) {
+  try {
+    return ReadConfigSections(text, path, out, notes, warnings);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(
+        path, std::string("is YAML of a shape hvd cannot read: ") + e.what());
+  }
+}
+
+Status ReadConfigSections(const std::string& text, const std::string& path,
+                          Settings& out, std::vector<std::string>& notes,
+                          std::vector<std::string>& warnings) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -87,6 +105,10 @@ Status ReadConfigFile(const std::string& text, const std::string& path,
     return Status::InvalidArgument(path, "must be a mapping of sections");
   }
   for (const auto& section : root) {
+    if (!section.first.IsScalar()) {
+      return Status::InvalidArgument(path,
+                                     "has a section name that is not a word");
+    }
     std::string name = section.first.as<std::string>();
     if (name == "controller" && section.second.IsScalar()) {
       std::string c = Upper(section.second.as<std::string>());

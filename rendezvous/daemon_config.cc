@@ -96,6 +96,11 @@ StatusOr<std::map<std::string, std::string>> ParseYamlSettings(
     return Status::InvalidArgument(where, "must be a mapping of settings");
   }
   for (const auto& entry : root) {
+    // A key that is a list or a mapping is no setting's name (found by
+    // fuzzing: converting it threw).
+    if (!entry.first.IsScalar()) {
+      return Status::InvalidArgument(where, "has a key that is not a name");
+    }
     std::string key = Normalize(entry.first.as<std::string>());
     if (!Keys().count(key)) {
       return Status::InvalidArgument(where + ": " + key, "unknown setting");

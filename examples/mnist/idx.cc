@@ -30,7 +30,9 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
     data.insert(data.end(), chunk, chunk + got);
   }
   int err = 0;
-  const char* why = gzerror(f, &err);
+  // Copied: the message lives in the gzFile, which gzclose frees (found by
+  // fuzzing).
+  const std::string why = gzerror(f, &err);
   gzclose(f);
   if (got < 0 || (err != Z_OK && err != Z_STREAM_END)) {
     return Status::DataLoss(path, std::string("is not valid gzip: ") + why);
@@ -47,13 +49,18 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
   if (data.size() < 4 + 4 * ndims) {
     return Status::DataLoss(path, "ends inside its header");
   }
+  const size_t header = 4 + 4 * ndims;
+  // The product of the dimensions, refused when it does not fit (it must
+  // not wrap around to a size that matches; found by fuzzing).
   size_t expected = 1;
   dims->clear();
   for (size_t i = 0; i < ndims; ++i) {
     dims->push_back(BigEndian(data.data() + 4 + 4 * i));
-    expected *= dims->back();
+    if (__builtin_mul_overflow(expected, size_t{dims->back()}, &expected)) {
+      return Status::DataLoss(
+          path, "has dimensions whose product does not fit in 64 bits");
+    }
   }
-  const size_t header = 4 + 4 * ndims;
   if (data.size() - header != expected) {
     return Status::DataLoss(path,
                             "holds " + std::to_string(data.size() - header) +

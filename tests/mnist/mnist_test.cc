@@ -88,6 +88,26 @@ TEST(IdxTest, RawFilesReadLikeGzipOnesAndBrokenOnesNameTheFile) {
   EXPECT_NE(bad.status().ToString().find("1999 labels for 2000 images"),
             std::string::npos)
       << bad.status().ToString();
+  // Found by fuzzing: dimensions whose product wraps around (2^66 is 0
+  // modulo 2^64) must not pass for the size of no data at all; a broken
+  // gzip stream's message must outlive the stream.
+  std::string wraps("\x00\x00\x08\x03", 4);
+  for (int d = 0; d < 3; ++d) wraps += std::string("\x00\x40\x00\x00", 4);
+  dir.Write("t10k-images-idx3-ubyte", wraps);
+  bad = ReadIdxPair(dir.path(), "t10k");
+  EXPECT_NE(bad.status().ToString().find("product does not fit in 64 bits"),
+            std::string::npos)
+      << bad.status().ToString();
+  std::ifstream gz_file(
+      std::string(HVD_MNIST_DATA) + "/t10k-images-idx3-ubyte.gz",
+      std::ios::binary);
+  std::string gz_bytes((std::istreambuf_iterator<char>(gz_file)),
+                       std::istreambuf_iterator<char>());
+  dir.Write("t10k-images-idx3-ubyte", gz_bytes.substr(0, 200));
+  bad = ReadIdxPair(dir.path(), "t10k");
+  EXPECT_NE(bad.status().ToString().find("is not valid gzip: "),
+            std::string::npos)
+      << bad.status().ToString();
   // Missing: the message names the file and what the folder should hold.
   Status missing = ReadIdxPair(dir.path() + "/nowhere", "t10k").status();
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);

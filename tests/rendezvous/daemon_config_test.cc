@@ -81,6 +81,10 @@ TEST(DaemonConfigTest, ErrorsNameTheSetting) {
       {{"--config", "/c.yaml"},
        {{"/c.yaml", "max-jobs: {a: 1}\n"}},
        "must be a scalar"},
+      // Found by fuzzing: a key that is a list threw out of the parser.
+      {{"--config", "/c.yaml"},
+       {{"/c.yaml", "[listen, x]: 1\n"}},
+       "/c.yaml: has a key that is not a name"},
       {{"--config", "/c.yaml"},
        {{"/c.yaml", "admin-token-file: /t\nmax-jobs: -1\n"}},
        "/c.yaml: max-jobs"},
