@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -326,6 +327,10 @@ TEST(EngineErrorTest, MismatchedCountsNameTensorAndRanks) {
 }
 
 TEST(EngineErrorTest, DuplicateNameInFlightIsRefused) {
+  // Rank 1 submits "dup" only after rank 0's second try: were it sooner,
+  // the first "dup" could complete in between (a slow scheduler, TSan) and
+  // the second would be a new, legitimate one that nobody matches.
+  std::atomic<bool> tried{false};
   RunRanks(2, 1 << 20, [&](Context& ctx, int rank) {
     std::vector<float> a(4), b(4);
     Request r;
@@ -336,6 +341,9 @@ TEST(EngineErrorTest, DuplicateNameInFlightIsRefused) {
       Status s = ctx.engine().Enqueue(r, b.data())->Wait();
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
       EXPECT_NE(s.message().find("already in flight"), std::string::npos);
+      tried = true;
+    } else {
+      while (!tried) std::this_thread::sleep_for(milliseconds(1));
     }
     // Complete the crossed pair so both ranks finish.
     Request other;
