@@ -3,7 +3,8 @@
 # under AddressSanitizer (leaks included) and UBSan:
 #   tests/fuzz.sh SECONDS [TARGET...]
 # Each target (tests/fuzz/fuzz_TARGET.cc; all by default) runs SECONDS,
-# as many at once as there are cores, from its seeds, the regressions of
+# as many at once as there are cores (FUZZ_JOBS), from its seeds, the
+# regressions of
 # past findings and the corpus earlier runs grew (build-fuzz/corpus/).
 # Exits non-zero on any crash, leak, timeout (10 s for one input) or input
 # needing over 2 GiB; the input is kept in build-fuzz/findings/TARGET/ and
@@ -36,31 +37,37 @@ cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_EXE_LINKER_FLAGS="$san" >/dev/null
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 
-run_one() {  # target
+run_one() {  # target; its exit status lands in $dir/$t.rc
   local t=$1
   local corpus=$dir/corpus/$t findings=$dir/findings/$t
   mkdir -p "$corpus" "$findings"
   local regressions=$root/tests/fuzz/regressions/$t
   mkdir -p "$regressions"
+  local rc=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" \
-    "$corpus" "$dir/tests/fuzz/seeds/$t" "$regressions" >"$dir/$t.log" 2>&1
+    "$corpus" "$dir/tests/fuzz/seeds/$t" "$regressions" >"$dir/$t.log" 2>&1 ||
+    rc=$?
+  echo "$rc" >"$dir/$t.rc"
 }
 
 mkdir -p "$dir"
-failed=()
-pids=()
-names=()
+slots=${FUZZ_JOBS:-$(nproc)}
+running=0
 for t in "${targets[@]}"; do
-  # At most one target per core.
-  while [[ $(jobs -rp | wc -l) -ge $(nproc) ]]; do wait -n || true; done
+  rm -f "$dir/$t.rc"
+  if ((running >= slots)); then
+    wait -n || true
+    ((running--))
+  fi
   run_one "$t" &
-  pids+=($!)
-  names+=("$t")
+  ((++running))
 done
-for i in "${!pids[@]}"; do
-  if ! wait "${pids[$i]}"; then failed+=("${names[$i]}"); fi
+wait
+failed=()
+for t in "${targets[@]}"; do
+  [[ $(cat "$dir/$t.rc" 2>/dev/null) == 0 ]] || failed+=("$t")
 done
 
 for t in "${targets[@]}"; do
@@ -71,7 +78,7 @@ for t in "${targets[@]}"; do
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   echo "BENCH fuzz.$t.execs_per_s ${execs:-0} execs/s"
   echo "BENCH fuzz.$t.coverage ${cov:-0} edges"
-  echo "fuzz.sh: $t: ${runs:-0} inputs in ${seconds} s, ${ft:-0} features, corpus $(ls "$dir/corpus/$t" | wc -l) files"
+  echo "fuzz.sh: $t: ${runs:-0} inputs, ${ft:-0} features, corpus $(ls "$dir/corpus/$t" | wc -l) files"
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
   for t in "${failed[@]}"; do
