@@ -226,7 +226,7 @@ TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
     }
     EXPECT_EQ(warnings, deny ? 3u : 0u) << all;
     EXPECT_EQ(
-        all.find("single-copy allreduce from 65536 bytes") != std::string::npos,
+        all.find("single-copy allreduce from 1048576 bytes") != std::string::npos,
         !deny)
         << all;
     if (deny) {
