@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,6 +24,19 @@ namespace hvd::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a barrier spins before it sleeps. A peer a few microseconds
+// behind (a copy, a reduce, a scheduler tick) should not cost a futex
+// sleep: waking a sleeping thread takes tens of microseconds, far more in
+// a virtual machine whose idle vCPU halts. Where the host's ranks
+// outnumber its CPUs, a spinning rank only takes the CPU the late one
+// needs, so it yields instead (sched_yield) for the same time.
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+
+bool Oversubscribed(int local_ranks) {
+  static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && local_ranks > cpus;
+}
 constexpr uint32_t kMagic = 0x68766473;  // "hvds"
 
 struct Header {
@@ -71,8 +85,8 @@ bool ShmSegment::PeerDead(int rank) {
 }
 
 // Arrive, then wait for every peer: a short spin (in a collective the
-// peers are usually microseconds away), then a futex sleep on the peer's
-// counter, so a rank waiting for one still computing its backward pass
+// peers are usually microseconds away: kSpinFor), then a futex sleep on the
+// peer's counter, so a rank waiting for one still computing its backward pass
 // leaves the CPU to it.
 Status ShmSegment::Barrier(const char* what) {
   const uint32_t target = ++passed_;
@@ -88,15 +102,24 @@ Status ShmSegment::Barrier(const char* what) {
       return static_cast<int32_t>(v - target) >= 0;
     };
     int spins = 0;
+    const bool yield = Oversubscribed(o_.size);
+    const auto spin_until = Clock::now() + kSpinFor;
+    bool spinning = true;
     for (;;) {
       uint32_t v = peer.seq.load(std::memory_order_acquire);
       if (reached(v)) break;
-      if (++spins < 200) {
+      // The clock (vDSO, no system call) is read every 64 turns.
+      if (spinning && (++spins % 64 != 0 || Clock::now() < spin_until)) {
+        if (yield) {
+          sched_yield();
+        } else {
 #if defined(__x86_64__)
-        __builtin_ia32_pause();
+          __builtin_ia32_pause();
 #endif
+        }
         continue;
       }
+      spinning = false;
       peer.waiters.fetch_add(1, std::memory_order_seq_cst);
       timespec slice{0, 100 * 1000 * 1000};  // 100 ms, then checks
       Futex(&peer.seq, FUTEX_WAIT, v, &slice);
