@@ -50,8 +50,8 @@ StatusOr<std::vector<uint8_t>> ReadIdx(const std::string& path, uint32_t magic,
     return Status::DataLoss(path, "ends inside its header");
   }
   const size_t header = 4 + 4 * ndims;
-  // The product of the dimensions, refused when it does not fit (it must
-  // not wrap around to a size that matches; found by fuzzing).
+  // The product of the dimensions, refused when it does not fit: it must
+  // not wrap around to a size that matches.
   size_t expected = 1;
   dims->clear();
   for (size_t i = 0; i < ndims; ++i) {

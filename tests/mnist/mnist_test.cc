@@ -88,9 +88,10 @@ TEST(IdxTest, RawFilesReadLikeGzipOnesAndBrokenOnesNameTheFile) {
   EXPECT_NE(bad.status().ToString().find("1999 labels for 2000 images"),
             std::string::npos)
       << bad.status().ToString();
-  // Found by fuzzing: dimensions whose product wraps around (2^66 is 0
-  // modulo 2^64) must not pass for the size of no data at all; a broken
-  // gzip stream's message must outlive the stream.
+  // Dimensions whose product wraps around (2^66 is 0 modulo 2^64) must
+  // not pass for the size of no data at all; a broken gzip stream's
+  // message must outlive the stream (found by fuzzing: it was read after
+  // gzclose freed it).
   std::string wraps("\x00\x00\x08\x03", 4);
   for (int d = 0; d < 3; ++d) wraps += std::string("\x00\x40\x00\x00", 4);
   dir.Write("t10k-images-idx3-ubyte", wraps);

@@ -81,7 +81,8 @@ TEST(DaemonConfigTest, ErrorsNameTheSetting) {
       {{"--config", "/c.yaml"},
        {{"/c.yaml", "max-jobs: {a: 1}\n"}},
        "must be a scalar"},
-      // Found by fuzzing: a key that is a list threw out of the parser.
+      // A key that is a list threw out of the parser (as fuzzing found in
+      // horovodrun's).
       {{"--config", "/c.yaml"},
        {{"/c.yaml", "[listen, x]: 1\n"}},
        "/c.yaml: has a key that is not a name"},
