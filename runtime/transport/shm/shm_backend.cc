@@ -63,22 +63,31 @@ class ShmBackend final : public Backend {
     // shared-memory transport does, any process of this user may).
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     ShmRankState& self = seg_->state(o_.rank);
-    probe_ = 0x6876640000000000ull + static_cast<uint64_t>(o_.rank);
+    // Each rank's word: a pattern and its rank, so a read of the wrong
+    // memory shows.
+    auto word = [](int rank) {
+      return 0x6876640000000000ull + static_cast<uint64_t>(rank);
+    };
+    probe_ = word(o_.rank);
     self.buffer[0].store(reinterpret_cast<uintptr_t>(&probe_),
                          std::memory_order_release);
     HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
     std::string why;
+    // The peers' processes stay the same for the backend's life.
+    peer_pid_.resize(o_.size);
+    peer_buffer_.resize(o_.size);
+    for (int q = 0; q < o_.size; ++q) peer_pid_[q] = seg_->state(q).pid.load();
     for (int q = 0; q < o_.size && why.empty(); ++q) {
       if (q == o_.rank) continue;
       uint64_t got = 0;
       const int err =
-          ReadPeer(seg_->state(q).pid.load(),
+          ReadPeer(peer_pid_[q],
                    seg_->state(q).buffer[0].load(std::memory_order_acquire),
                    &got, sizeof(got));
       if (err != 0) {
         why = "process_vm_readv of local rank " + std::to_string(q) +
               " failed: " + std::strerror(err);
-      } else if (got != 0x6876640000000000ull + static_cast<uint64_t>(q)) {
+      } else if (got != word(q)) {
         why = "local rank " + std::to_string(q) + "'s memory read wrong";
       }
     }
@@ -314,14 +323,13 @@ class ShmBackend final : public Backend {
     seg_->state(o_.rank).buffer[set].store(reinterpret_cast<uintptr_t>(data),
                                            std::memory_order_release);
     HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-    std::vector<uint64_t> peer(n);
-    std::vector<pid_t> pid(n);
     for (int q = 0; q < n; ++q) {
-      peer[q] = seg_->state(q).buffer[set].load(std::memory_order_acquire);
-      pid[q] = seg_->state(q).pid.load();
+      peer_buffer_[q] =
+          seg_->state(q).buffer[set].load(std::memory_order_acquire);
     }
     auto read = [&](int q, size_t at, void* to, size_t bytes) -> Status {
-      if (int err = ReadPeer(pid[q], peer[q] + at, to, bytes); err != 0) {
+      if (int err = ReadPeer(peer_pid_[q], peer_buffer_[q] + at, to, bytes);
+          err != 0) {
         return Status::Unavailable(
             "allreduce", "reading local rank " + std::to_string(q) +
                              "'s buffer failed: " + std::strerror(err));
@@ -392,6 +400,8 @@ class ShmBackend final : public Backend {
   bool direct_ = false;
   bool single_copy_on_ = true;  // autotune's choice
   uint64_t probe_ = 0;
+  std::vector<pid_t> peer_pid_;
+  std::vector<uint64_t> peer_buffer_;  // this call's, by local rank
   std::vector<uint8_t> scratch_;
 };
 

@@ -96,14 +96,14 @@ Status ShmSegment::Barrier(const char* what) {
     Futex(&self.seq, FUTEX_WAKE, INT32_MAX, nullptr);
   }
   const auto start = Clock::now();
+  const bool yield = Oversubscribed(o_.size);
   for (int q = 0; q < o_.size; ++q) {
     ShmRankState& peer = state(q);
     auto reached = [&](uint32_t v) {
       return static_cast<int32_t>(v - target) >= 0;
     };
     int spins = 0;
-    const bool yield = Oversubscribed(o_.size);
-    const auto spin_until = Clock::now() + kSpinFor;
+    const auto spin_until = start + kSpinFor;
     bool spinning = true;
     for (;;) {
       uint32_t v = peer.seq.load(std::memory_order_acquire);
