@@ -156,7 +156,7 @@ std::vector<Setting> Build() {
                    "of shared memory"));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
-          "", kTune, 0, int64_t{1} << 40, "1048576",
+          "", kTune, 0, int64_t{1} << 40, "2097152",
           "allreduces of at least this many bytes between a host's ranks read "
           "each other's buffers directly (one copy, process_vm_readv) instead "
           "of through the segment; 0 never",

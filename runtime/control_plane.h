@@ -8,8 +8,9 @@
 // own (runtime/transport/{local,shm,tcp}); the engine thread exchanges
 // through it directly, spinning briefly before it sleeps.
 //
-// Thread-safety: one thread (the engine's) calls Exchange and Wait; any
-// thread may call Notify.
+// Thread-safety: one thread at a time calls Exchange (whoever runs the
+// engine's cycle: its thread, or a caller waiting on a request); the engine
+// thread calls Wait; any thread may call Notify and PeerWaiting.
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,21 @@ class ControlPlane {
   // Wakes this rank's Wait (any thread; level-triggered: a Notify before
   // the Wait is not lost).
   virtual void Notify() = 0;
+
+  // A caller waiting on its request may run the cycles itself (the engine
+  // thread sleeps meanwhile), so a small collective costs no hand-off
+  // between threads. Planes that can tell without blocking whether a peer
+  // has started an exchange allow it.
+  virtual bool Drivable() const { return false; }
+  // Whether a peer has started an exchange this rank has not joined yet.
+  virtual bool PeerWaiting() { return false; }
+  // Waits briefly (spinning, or yielding on a host with more ranks than
+  // CPUs) for a peer to start an exchange; false when none did.
+  virtual bool AwaitPeer() { return false; }
+  // While a caller drives, the peers starting an exchange need not wake
+  // this rank's engine thread: the caller joins it. Cleared before the
+  // caller leaves, which then looks once more (PeerWaiting).
+  virtual void SetDriving(bool) {}
 };
 
 }  // namespace hvd::runtime

@@ -268,6 +268,11 @@ HVD_ASSIGNMENT_GETTER(gpu)
 
 struct Handle::State {
   std::shared_ptr<runtime::Completion> completion;
+  // The engine that runs it (null when refused), and whether submitting
+  // woke its thread. Waiting after the engine is gone is safe: its
+  // requests all completed when it shut down.
+  runtime::Engine* engine = nullptr;
+  bool notified = true;
 };
 
 Handle MakeHandle(std::shared_ptr<Handle::State> state) {
@@ -278,6 +283,9 @@ Handle MakeHandle(std::shared_ptr<Handle::State> state) {
 
 Status Handle::wait() const {
   if (!state_) return Status::FailedPrecondition("hvd::Handle", "is invalid");
+  if (state_->engine && !state_->completion->done()) {
+    return state_->engine->Wait(state_->completion, state_->notified);
+  }
   return state_->completion->Wait();
 }
 
@@ -304,13 +312,30 @@ Handle Refused(Status why) {
   return MakeHandle(state);
 }
 
+// Set by the blocking forms around their submission: their wait follows
+// at once and runs the cycle itself when it can, so waking the engine
+// thread first would only have it compete with the caller for the CPU.
+thread_local bool t_wait_follows = false;
+
 Handle Submit(runtime::Request request, void* data, Output* out = nullptr,
               int process_set = 0) {
   StatusOr<runtime::Context*> c = ContextFor(process_set, request.name);
   if (!c.ok()) return Refused(c.status());
   auto state = std::make_shared<Handle::State>();
-  state->completion = (*c)->engine().Enqueue(std::move(request), data, out);
+  state->engine = &(*c)->engine();
+  state->notified = !t_wait_follows;
+  state->completion =
+      state->engine->Enqueue(std::move(request), data, out, state->notified);
   return MakeHandle(state);
+}
+
+// Submits with `submit` (an asynchronous form) and waits.
+template <typename F>
+Status SubmitAndWait(F&& submit) {
+  t_wait_follows = true;
+  Handle h = submit();
+  t_wait_follows = false;
+  return h.wait();
 }
 
 runtime::DataType ToRuntime(DataType t) {
@@ -397,6 +422,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
   for (auto& done : c->engine().EnqueueGroup(std::move(group))) {
     auto state = std::make_shared<Handle::State>();
     state->completion = std::move(done);
+    state->engine = &c->engine();
     handles.push_back(MakeHandle(state));
   }
   return handles;
@@ -549,19 +575,22 @@ void mark_step() { runtime::Metrics::Process().Step(); }
 
 Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {
-  return allreduce_async(name, tensor, op, prescale, postscale).wait();
+  return SubmitAndWait(
+      [&] { return allreduce_async(name, tensor, op, prescale, postscale); });
 }
 
 Status allreduce(float* data, size_t count, ReduceOp op) {
-  return allreduce_async(AutoName("allreduce"), data,
-                         static_cast<int64_t>(count), DataType::kFloat32, op)
-      .wait();
+  return SubmitAndWait([&] {
+    return allreduce_async(AutoName("allreduce"), data,
+                           static_cast<int64_t>(count), DataType::kFloat32, op);
+  });
 }
 
 Status allreduce(double* data, size_t count, ReduceOp op) {
-  return allreduce_async(AutoName("allreduce"), data,
-                         static_cast<int64_t>(count), DataType::kFloat64, op)
-      .wait();
+  return SubmitAndWait([&] {
+    return allreduce_async(AutoName("allreduce"), data,
+                           static_cast<int64_t>(count), DataType::kFloat64, op);
+  });
 }
 
 Status grouped_allreduce(const std::string& name,
@@ -574,30 +603,35 @@ Status grouped_allreduce(const std::string& name,
 }
 
 Status allgather(const std::string& name, const Tensor& tensor, Output* out) {
-  return allgather_async(name, tensor, out).wait();
+  return SubmitAndWait([&] { return allgather_async(name, tensor, out); });
 }
 
 Status reducescatter(const std::string& name, const Tensor& tensor, Output* out,
                      ReduceOp op) {
-  return reducescatter_async(name, tensor, out, op).wait();
+  return SubmitAndWait(
+      [&] { return reducescatter_async(name, tensor, out, op); });
 }
 
 Status alltoall(const std::string& name, const Tensor& tensor,
                 const std::vector<int64_t>& splits, Output* out) {
-  return alltoall_async(name, tensor, splits, out).wait();
+  return SubmitAndWait(
+      [&] { return alltoall_async(name, tensor, splits, out); });
 }
 
 Status broadcast(const std::string& name, const Tensor& tensor, int root) {
-  return broadcast_async(name, tensor, root).wait();
+  return SubmitAndWait([&] { return broadcast_async(name, tensor, root); });
 }
 
 Status broadcast(void* data, size_t bytes, int root) {
-  return broadcast_async(AutoName("broadcast"), data,
-                         static_cast<int64_t>(bytes), DataType::kUInt8, root)
-      .wait();
+  return SubmitAndWait([&] {
+    return broadcast_async(AutoName("broadcast"), data,
+                           static_cast<int64_t>(bytes), DataType::kUInt8, root);
+  });
 }
 
-Status barrier() { return barrier_async(AutoName("barrier")).wait(); }
+Status barrier() {
+  return SubmitAndWait([] { return barrier_async(AutoName("barrier")); });
+}
 
 StatusOr<int> join() {
   Handle h = join_async();

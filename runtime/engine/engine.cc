@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <utility>
 
 #include "common/logging.h"
@@ -74,8 +75,14 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       control_(control),
       negotiator_(options.size, options.timeline != nullptr),
       executor_(options.rank, options.size, backends, options.timeline),
-      cache_(options.cache_capacity),
-      thread_([this] { Loop(); }) {}
+      cache_(options.cache_capacity) {
+  // The thread is named and bound before the engine is used: a caller
+  // may run the first cycles itself, and tools look for the thread.
+  std::promise<void> ready;
+  std::future<void> started = ready.get_future();
+  thread_ = std::thread([this, &ready] { Loop(&ready); });
+  started.wait();
+}
 
 Engine::~Engine() {
   Shutdown();
@@ -189,6 +196,7 @@ void Engine::AddLocked(Request request, void* data, Output* out,
       request.type != OpType::kBarrier) {
     request.shape = {request.count};
   }
+  if (request.device >= 0) device_seen_ = true;
   fresh_.push_back(request);
   std::string name = request.name;
   Pending p;
@@ -215,7 +223,7 @@ void Engine::AllreducesDoneLocked(int n) {
 }
 
 std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
-                                            Output* out) {
+                                            Output* out, bool notify) {
   auto done = std::make_shared<Completion>();
   Status refuse = Validate(request, data, out);
   Status gone;
@@ -227,10 +235,50 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
     done->Refuse(refuse);
   } else if (!gone.ok()) {
     done->Set(gone);
-  } else {
+  } else if (notify) {
     control_->Notify();
   }
   return done;
+}
+
+Status Engine::Wait(const std::shared_ptr<Completion>& done, bool notified) {
+  if (!done->done()) Drive(*done, notified);
+  return done->Wait();
+}
+
+void Engine::Drive(Completion& done, bool notified) {
+  std::unique_lock<std::mutex> cycle(cycle_mu_, std::try_to_lock);
+  if (!cycle.owns_lock() || ended_ || !control_->Drivable() ||
+      cycle_time_.count() > 0) {
+    if (cycle.owns_lock()) cycle.unlock();
+    if (!notified) control_->Notify();
+    return;
+  }
+  control_->SetDriving(true);
+  bool running = true;
+  while (running && !done.done()) {
+    bool due;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      due = stop_ || !fresh_.empty();
+    }
+    // Waiting for a peer: a short spin, then the engine thread's sleep.
+    if (!due && !control_->PeerWaiting() && !control_->AwaitPeer()) break;
+    const uint64_t before = cycles_run_;
+    const TurnResult r = Turn(true, /*driver=*/true);
+    if (cycles_run_ != before) ++cycles_by_callers_;
+    running = r == TurnResult::kGoOn;
+    if (r == TurnResult::kHandOff) break;
+  }
+  control_->SetDriving(false);
+  bool owed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    owed = running && (stop_ || !fresh_.empty() || !pending_.empty());
+  }
+  owed = owed || (running && control_->PeerWaiting());
+  cycle.unlock();
+  if (owed) control_->Notify();
 }
 
 std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
@@ -280,7 +328,7 @@ void Engine::FailAll(const Status& s) {
   for (auto& [name, p] : pending) p.done->Set(s);
 }
 
-void Engine::Loop() {
+void Engine::Loop(std::promise<void>* ready) {
   // Named, so tools (top -H, the tests) can tell it from the others.
   pthread_setname_np(pthread_self(), "hvd-engine");
   if (options_.thread_cpu >= 0) {
@@ -288,8 +336,8 @@ void Engine::Loop() {
       HVD_LOG(Warning) << s.ToString();
     }
   }
+  ready->set_value();
   for (;;) {
-    uint8_t stop;
     bool go;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -301,45 +349,63 @@ void Engine::Loop() {
       // every 100 ms for the stall inspector (whose times are seconds).
       control_->Wait(std::chrono::milliseconds(100), &peer);
     }
+    std::lock_guard<std::mutex> cycle(cycle_mu_);
+    // A caller may have run the cycle the peer started meanwhile: ask
+    // again rather than start one nobody else does.
+    if (peer && control_->Drivable()) peer = control_->PeerWaiting();
+    if (ended_ || Turn(peer, /*driver=*/false) == TurnResult::kEnded) return;
+  }
+}
+
+Engine::TurnResult Engine::Turn(bool peer, bool driver) {
+  uint8_t stop;
+  bool go;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    go = stop_ || !fresh_.empty() || peer;
+    stop = stop_ ? kShutdown : kRunning;
+  }
+  if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
+    stop = kStalled;
+    go = true;
+  }
+  if (!go) return TurnResult::kGoOn;
+  if (cycle_time_.count() > 0 && stop == kRunning) Pace();
+  uint8_t everyone = kRunning;
+  bool handed_off = false;
+  Status s = RunCycle(stop, &everyone, driver, &handed_off);
+  if (handed_off) return TurnResult::kHandOff;
+  ++cycles_run_;
+  if (!s.ok()) {
+    FailAll(s);
+    ended_ = true;
+    return TurnResult::kEnded;
+  }
+  if (everyone != kRunning) {
+    FailAll(
+        everyone == kStalled
+            ? Status::Aborted(
+                  "rank " + std::to_string(options_.rank),
+                  "the job was stopped by the stall inspector after " +
+                      std::to_string(options_.stall_shutdown.count() / 1000) +
+                      " s: " +
+                      [&] {
+                        bool unused = false;
+                        return StallReport(std::chrono::steady_clock::now(),
+                                           &unused);
+                      }() +
+                      " (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)")
+            : Status::Aborted("rank " + std::to_string(options_.rank),
+                              "the job is shutting down (a rank called "
+                              "hvd::shutdown())"));
     {
       std::lock_guard<std::mutex> lock(mu_);
-      go = stop_ || !fresh_.empty() || peer;
-      stop = stop_ ? kShutdown : kRunning;
-    }
-    if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
-      stop = kStalled;
-      go = true;
-    }
-    if (!go) continue;
-    if (cycle_time_.count() > 0 && stop == kRunning) Pace();
-    uint8_t everyone = kRunning;
-    Status s = RunCycle(stop, &everyone);
-    if (!s.ok()) {
-      FailAll(s);
-      return;
-    }
-    if (everyone != kRunning) {
-      FailAll(
-          everyone == kStalled
-              ? Status::Aborted(
-                    "rank " + std::to_string(options_.rank),
-                    "the job was stopped by the stall inspector after " +
-                        std::to_string(options_.stall_shutdown.count() / 1000) +
-                        " s: " +
-                        [&] {
-                          bool unused = false;
-                          return StallReport(std::chrono::steady_clock::now(),
-                                             &unused);
-                        }() +
-                        " (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)")
-              : Status::Aborted("rank " + std::to_string(options_.rank),
-                                "the job is shutting down (a rank called "
-                                "hvd::shutdown())"));
-      std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
-      return;
     }
+    ended_ = true;
+    return TurnResult::kEnded;
   }
+  return TurnResult::kGoOn;
 }
 
 std::string Engine::BuildMessage(uint8_t stop,
@@ -380,10 +446,16 @@ std::string Engine::BuildMessage(uint8_t stop,
   return msg;
 }
 
-Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop) {
+Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
+                        bool* handed_off) {
   std::vector<Request> mine;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Under the lock that queues them, so no GPU tensor slips in after.
+    if (driver && device_seen_) {
+      *handed_off = true;
+      return Status::Ok();
+    }
     mine.swap(fresh_);
   }
   // Requests the cache knows (same name and metadata as a completed one)

@@ -36,14 +36,25 @@
 // request with that error; nothing waits forever. When any rank shuts
 // down, the others' pending requests complete with an error saying so.
 //
-// Thread-safety: Enqueue may be called from any thread.
+// Who runs a cycle: the engine thread, or a caller waiting on its request
+// (Wait). A waiting caller takes the cycle lock when it is free and runs
+// the cycles itself until its request completes, so a small collective
+// costs no hand-off between threads (no system call when the peers' callers
+// drive too); the engine thread sleeps meanwhile and takes over when the
+// caller leaves with work left, or when the caller cannot drive (another
+// thread holds the cycle, paced cycles, GPU tensors, a control plane that
+// cannot tell whether a peer waits).
+//
+// Thread-safety: Enqueue and Wait may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,8 +138,18 @@ class Engine {
   // buffer must stay valid until the completion is done. Allgather,
   // alltoall and reducescatter read `data` and fill `*out` (resized, with
   // its shape).
+  // `notify`: wake the engine thread now; a caller about to Wait may pass
+  // false (Wait then wakes it if the caller cannot drive).
   std::shared_ptr<Completion> Enqueue(Request request, void* data,
-                                      Output* out = nullptr);
+                                      Output* out = nullptr,
+                                      bool notify = true);
+
+  // Waits for `done` (a completion of this engine), running the cycles on
+  // the calling thread when it can. `notified`: Enqueue woke the engine
+  // thread.
+  Status Wait(const std::shared_ptr<Completion>& done, bool notified = true);
+  // Cycles run by waiting callers rather than the engine thread.
+  uint64_t cycles_by_callers() const { return cycles_by_callers_.load(); }
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -157,13 +178,25 @@ class Engine {
   void AddLocked(Request request, void* data, Output* out,
                  const std::shared_ptr<Completion>& done, Status& refuse,
                  Status& gone);
-  void Loop();
+  // `ready` is set once the thread is named and bound.
+  void Loop(std::promise<void>* ready);
+  // One turn of the loop, cycle lock held: runs a cycle when one is due
+  // (`peer`: a peer has started one). `driver`: the caller is a waiting
+  // caller, which leaves GPU tensors to the engine thread (the CUDA device
+  // is per thread).
+  enum class TurnResult { kGoOn, kEnded, kHandOff };
+  TurnResult Turn(bool peer, bool driver);
+  // Wait's driving part: returns when `done` completed or the caller must
+  // leave the cycles to the engine thread.
+  void Drive(Completion& done, bool notified);
   // `n` pending allreduces completed; when none is left, the time since
   // the first of them was queued goes to the metrics (`mu_` held).
   void AllreducesDoneLocked(int n);
   // executor_.Run, with the group's bytes and time added to the metrics.
   StatusOr<uint64_t> RunMeasured(const std::vector<Pending*>& group);
-  Status RunCycle(uint8_t stop, uint8_t* everyone_stop);
+  // `*handed_off`: a driver found GPU work and ran nothing.
+  Status RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
+                  bool* handed_off);
   // Rank 0: warns about stalled tensors; returns true when the stall has
   // lasted past the shutdown time.
   bool InspectStalls();
@@ -187,7 +220,8 @@ class Engine {
   void Remember(const Request& r);
 
   const EngineOptions options_;
-  // Tunable (engine thread): start from the options, autotune moves them.
+  // Tunable (by the cycle's runner): start from the options, autotune moves
+  // them.
   size_t fusion_threshold_;
   std::chrono::microseconds cycle_time_;  // 0: cycles on demand
   std::chrono::steady_clock::time_point last_cycle_start_{};
@@ -216,8 +250,15 @@ class Engine {
   int allreduces_pending_ = 0;
   std::chrono::steady_clock::time_point allreduce_since_;
   bool stop_ = false;  // guarded by mu_
-  Status failed_;      // guarded by mu_
-  // Only the engine thread touches these:
+  // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
+  bool device_seen_ = false;
+  Status failed_;  // guarded by mu_
+  // Held by whoever runs a cycle (the engine thread or a driving caller).
+  std::mutex cycle_mu_;
+  bool ended_ = false;  // guarded by cycle_mu_: no cycle runs any more
+  std::atomic<uint64_t> cycles_by_callers_{0};
+  uint64_t cycles_run_ = 0;  // guarded by cycle_mu_
+  // Only the cycle's runner touches these:
   Negotiator negotiator_;
   Executor executor_;
   ResponseCache cache_;

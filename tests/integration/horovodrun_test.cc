@@ -225,9 +225,9 @@ TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
       ++warnings, ++off;
     }
     EXPECT_EQ(warnings, deny ? 3u : 0u) << all;
-    EXPECT_EQ(
-        all.find("single-copy allreduce from 1048576 bytes") != std::string::npos,
-        !deny)
+    EXPECT_EQ(all.find("single-copy allreduce from 2097152 bytes") !=
+                  std::string::npos,
+              !deny)
         << all;
     if (deny) {
       EXPECT_NE(all.find("Operation not permitted"), std::string::npos) << all;

@@ -85,7 +85,9 @@ TEST(MetricsTest, EndpointServesEveryRankAndPassesPromtool) {
 TEST(MetricsTest, MonitorSharesAddUp) {
   Result ar = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", "--monitor", "--monitor-interval", "1",
-       HVD_TEST_WORKER, "--steps", "300", "--work", "allreduce"},
+       // Long enough (seconds) for live lines at the 1 s interval however
+       // fast the allreduces run.
+       HVD_TEST_WORKER, "--steps", "1000", "--work", "allreduce"},
       kTimeout);
   ASSERT_EQ(ar.exit_code, 0) << ar.err;
   EXPECT_GE(SummaryShare(ar.err), 80) << ar.err;

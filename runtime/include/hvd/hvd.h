@@ -91,8 +91,9 @@ struct Output {
   std::vector<int64_t> shape;
   std::vector<int64_t> received_splits;  // alltoall only
   // Where the result goes instead of `data` (a framework's own tensor, so
-  // nothing is copied after): called once, on libhvd's engine thread, with
-  // the result's size and shape, before the data arrive; returns host
+  // nothing is copied after): called once, on libhvd's engine thread or
+  // on a thread waiting on some handle (which may run the engine's cycle),
+  // with the result's size and shape, before the data arrive; returns host
   // memory of at least `bytes` that stays valid until the handle is done,
   // or null to fail the operation. It must not wait on other operations.
   std::function<void*(size_t bytes, const std::vector<int64_t>& shape)>
@@ -105,7 +106,9 @@ class Handle {
  public:
   Handle() = default;
   // Blocks until the operation is done; its error names the tensor, the
-  // ranks and what to fix.
+  // ranks and what to fix. The waiting thread runs libhvd's cycles itself
+  // when no other thread does, so a small operation costs no hand-off
+  // between threads.
   Status wait() const;
   // True once done (never blocks).
   bool poll() const;

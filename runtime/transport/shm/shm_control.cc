@@ -5,7 +5,8 @@
 // Each rank writes its message (in slot-sized rounds when it is long) into
 // its slot of the current set and its length into its state, then a
 // barrier, then everyone reads everyone's. A rank starting an exchange
-// rings the others' bells (a futex each), which wakes their idle engines.
+// rings the others' bells (a futex each), which wakes their idle engines;
+// a rank whose caller drives its cycles is not woken (the caller joins).
 #include <linux/futex.h>
 
 #include <algorithm>
@@ -64,12 +65,26 @@ class ShmControlPlane final : public ControlPlane {
     }
   }
 
+  bool Drivable() const override { return true; }
+  bool PeerWaiting() override { return PeerStarted(); }
+  bool AwaitPeer() override {
+    return seg_->SpinUntil([this] { return PeerStarted(); },
+                           std::chrono::steady_clock::now() + kShmSpinFor);
+  }
+  // Sequentially consistent against Ring's load of `driving` after its
+  // `started` store: either the peer wakes the engine thread, or the
+  // leaving caller sees the peer's exchange (PeerWaiting) and does.
+  void SetDriving(bool on) override {
+    seg_->state(o_.rank).driving.store(on ? 1 : 0, std::memory_order_seq_cst);
+  }
+
  private:
   bool PeerStarted() {
+    const uint32_t mine = started_.load(std::memory_order_relaxed);
     for (int q = 0; q < o_.size; ++q) {
       if (q == o_.rank) continue;
-      uint32_t theirs = seg_->state(q).started.load(std::memory_order_acquire);
-      if (static_cast<int32_t>(theirs - started_) > 0) return true;
+      uint32_t theirs = seg_->state(q).started.load(std::memory_order_seq_cst);
+      if (static_cast<int32_t>(theirs - mine) > 0) return true;
     }
     return false;
   }
@@ -77,7 +92,8 @@ class ShmControlPlane final : public ControlPlane {
   void Ring(int q) {
     ShmRankState& s = seg_->state(q);
     s.bell.fetch_add(1, std::memory_order_seq_cst);
-    if (s.bell_waiters.load(std::memory_order_seq_cst) > 0) {
+    if (s.driving.load(std::memory_order_seq_cst) == 0 &&
+        s.bell_waiters.load(std::memory_order_seq_cst) > 0) {
       ShmSegment::Futex(&s.bell, FUTEX_WAKE, INT32_MAX, nullptr);
     }
   }
@@ -89,8 +105,8 @@ class ShmControlPlane final : public ControlPlane {
 
   Status Run(const std::string& mine, std::vector<std::string>* all) {
     const int n = o_.size;
-    ++started_;
-    seg_->state(o_.rank).started.store(started_, std::memory_order_release);
+    const uint32_t started = started_.fetch_add(1) + 1;
+    seg_->state(o_.rank).started.store(started, std::memory_order_seq_cst);
     for (int q = 0; q < n; ++q) {
       if (q != o_.rank) Ring(q);
     }
@@ -130,7 +146,8 @@ class ShmControlPlane final : public ControlPlane {
   const ShmOptions o_;
   std::unique_ptr<ShmSegment> seg_;
   std::atomic<bool> notified_{false};
-  uint32_t started_ = 0;
+  // Exchanges this rank started; read by PeerStarted from any thread.
+  std::atomic<uint32_t> started_{0};
   uint64_t set_counter_ = 0;
   Status broken_;
 };

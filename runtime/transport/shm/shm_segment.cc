@@ -24,20 +24,21 @@ namespace hvd::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMagic = 0x68766473;  // "hvds"
+}  // namespace
 
-// How long a barrier spins before it sleeps. A peer a few microseconds
-// behind (a copy, a reduce, a scheduler tick) should not cost a futex
-// sleep: waking a sleeping thread takes tens of microseconds, far more in
+// kShmSpinFor: how long a barrier spins before it sleeps. A peer a few
+// microseconds behind (a copy, a reduce, a scheduler tick) should not cost a
+// futex sleep: waking a sleeping thread takes tens of microseconds, far more in
 // a virtual machine whose idle vCPU halts. Where the host's ranks
 // outnumber its CPUs, a spinning rank only takes the CPU the late one
 // needs, so it yields instead (sched_yield) for the same time.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
-
-bool Oversubscribed(int local_ranks) {
+bool ShmOversubscribed(int local_ranks) {
   static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && local_ranks > cpus;
 }
-constexpr uint32_t kMagic = 0x68766473;  // "hvds"
+
+namespace {
 
 struct Header {
   std::atomic<uint32_t> magic;
@@ -85,7 +86,7 @@ bool ShmSegment::PeerDead(int rank) {
 }
 
 // Arrive, then wait for every peer: a short spin (in a collective the
-// peers are usually microseconds away: kSpinFor), then a futex sleep on the
+// peers are usually microseconds away: kShmSpinFor), then a futex sleep on the
 // peer's counter, so a rank waiting for one still computing its backward pass
 // leaves the CPU to it.
 Status ShmSegment::Barrier(const char* what) {
@@ -96,30 +97,20 @@ Status ShmSegment::Barrier(const char* what) {
     Futex(&self.seq, FUTEX_WAKE, INT32_MAX, nullptr);
   }
   const auto start = Clock::now();
-  const bool yield = Oversubscribed(o_.size);
   for (int q = 0; q < o_.size; ++q) {
     ShmRankState& peer = state(q);
     auto reached = [&](uint32_t v) {
       return static_cast<int32_t>(v - target) >= 0;
     };
-    int spins = 0;
-    const auto spin_until = start + kSpinFor;
-    bool spinning = true;
+    // The spin time counts from the arrival, for all peers together.
+    if (SpinUntil(
+            [&] { return reached(peer.seq.load(std::memory_order_acquire)); },
+            start + kShmSpinFor)) {
+      continue;
+    }
     for (;;) {
       uint32_t v = peer.seq.load(std::memory_order_acquire);
       if (reached(v)) break;
-      // The clock (vDSO, no system call) is read every 64 turns.
-      if (spinning && (++spins % 64 != 0 || Clock::now() < spin_until)) {
-        if (yield) {
-          sched_yield();
-        } else {
-#if defined(__x86_64__)
-          __builtin_ia32_pause();
-#endif
-        }
-        continue;
-      }
-      spinning = false;
       peer.waiters.fetch_add(1, std::memory_order_seq_cst);
       timespec slice{0, 100 * 1000 * 1000};  // 100 ms, then checks
       Futex(&peer.seq, FUTEX_WAIT, v, &slice);

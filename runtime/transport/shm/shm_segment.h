@@ -8,6 +8,8 @@
 // hvd-remote-exec), which sweeps the job's names when they are gone.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -39,6 +41,9 @@ struct alignas(kShmAlign) ShmRankState {
   std::atomic<uint32_t> started{0};
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> bell_waiters{0};
+  // Nonzero while a caller of this rank runs its engine's cycles: peers
+  // then leave its engine thread asleep.
+  std::atomic<uint32_t> driving{0};
   // Single-copy allreduce: the address of this rank's buffer, per data
   // set, for the peers to read with process_vm_readv; and whether this
   // rank could read every peer when the backend started (1), or not (2).
@@ -83,6 +88,11 @@ class ShmSegment {
   // True when `rank`'s process is gone (or a zombie).
   bool PeerDead(int rank);
 
+  // Spins until `done()` holds, at most until `until` (yielding instead of
+  // pausing where the host's ranks outnumber its CPUs); whether it held.
+  template <typename Done>
+  bool SpinUntil(Done&& done, std::chrono::steady_clock::time_point until) const;
+
   static long Futex(std::atomic<uint32_t>* word, int op, uint32_t val,
                     const timespec* timeout);
 
@@ -96,5 +106,30 @@ class ShmSegment {
 };
 
 size_t ShmRoundUp(size_t n);
+
+// How long a waiting rank spins before it sleeps, and whether it yields
+// the CPU meanwhile (see shm_segment.cc).
+inline constexpr auto kShmSpinFor = std::chrono::microseconds(50);
+bool ShmOversubscribed(int local_ranks);
+
+template <typename Done>
+bool ShmSegment::SpinUntil(Done&& done,
+                           std::chrono::steady_clock::time_point until) const {
+  const bool yield = ShmOversubscribed(o_.size);
+  for (int spins = 1;; ++spins) {
+    if (done()) return true;
+    // The clock (vDSO, no system call) is read every 64 turns.
+    if (spins % 64 == 0 && std::chrono::steady_clock::now() >= until) {
+      return false;
+    }
+    if (yield) {
+      sched_yield();
+    } else {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+}
 
 }  // namespace hvd::runtime
