@@ -247,10 +247,16 @@ Status Engine::Wait(const std::shared_ptr<Completion>& done, bool notified) {
 }
 
 void Engine::Drive(Completion& done, bool notified) {
-  std::unique_lock<std::mutex> cycle(cycle_mu_, std::try_to_lock);
-  if (!cycle.owns_lock() || ended_ || !control_->Drivable() ||
-      cycle_time_.count() > 0) {
-    if (cycle.owns_lock()) cycle.unlock();
+  if (!control_->Drivable()) {
+    if (!notified) control_->Notify();
+    return;
+  }
+  // When the engine thread is in a cycle (a peer's exchange woke it), wait
+  // for that cycle rather than for the request: the thread then goes back
+  // to sleep and the callers drive again.
+  std::unique_lock<std::mutex> cycle(cycle_mu_);
+  if (ended_ || cycle_time_.count() > 0) {
+    cycle.unlock();
     if (!notified) control_->Notify();
     return;
   }

@@ -50,8 +50,8 @@ int SummaryShare(const std::string& err) {
 TEST(MetricsTest, EndpointServesEveryRankAndPassesPromtool) {
   const int port = FreePort("127.0.0.1");
   Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
-                  std::to_string(port), HVD_TEST_WORKER, "--steps", "200",
-                  "--work", "allreduce"});
+                  std::to_string(port), HVD_TEST_WORKER, "--steps", "600",
+                  "--work", "allreduce"});  // seconds: scraped while it runs
   const std::string body = WaitForMetrics(
       port,
       R"(hvd_collective_bytes_total\{rank="1",host="localhost",job="[0-9a-f]+",op="allreduce",transport="shm"\} [1-9])");

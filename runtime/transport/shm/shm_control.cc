@@ -107,8 +107,23 @@ class ShmControlPlane final : public ControlPlane {
     const int n = o_.size;
     const uint32_t started = started_.fetch_add(1) + 1;
     seg_->state(o_.rank).started.store(started, std::memory_order_seq_cst);
+    // A peer whose caller is about to drive comes by itself: it gets the
+    // spin time to show up before its engine thread is woken (a wake-up
+    // costs more than the wait, and the woken thread would take the cycle
+    // from that caller).
+    const auto until = std::chrono::steady_clock::now() + kShmSpinFor;
     for (int q = 0; q < n; ++q) {
-      if (q != o_.rank) Ring(q);
+      if (q == o_.rank) continue;
+      ShmRankState& s = seg_->state(q);
+      seg_->SpinUntil(
+          [&] {
+            return s.driving.load(std::memory_order_seq_cst) != 0 ||
+                   static_cast<int32_t>(
+                       s.started.load(std::memory_order_seq_cst) - started) >=
+                       0;
+          },
+          until);
+      Ring(q);
     }
     all->assign(n, std::string());
     std::vector<uint64_t> lengths(n, 0);
