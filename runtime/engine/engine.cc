@@ -343,6 +343,7 @@ void Engine::Loop(std::promise<void>* ready) {
     }
   }
   ready->set_value();
+  uint64_t seen = 0;  // cycles_run_ when this thread last ran a turn
   for (;;) {
     bool go;
     {
@@ -357,9 +358,13 @@ void Engine::Loop(std::promise<void>* ready) {
     }
     std::lock_guard<std::mutex> cycle(cycle_mu_);
     // A caller may have run the cycle the peer started meanwhile: ask
-    // again rather than start one nobody else does.
-    if (peer && control_->Drivable()) peer = control_->PeerWaiting();
+    // again rather than start one nobody else does. (A dead peer is also
+    // a reason; it stands when no caller ran a cycle.)
+    if (peer && cycles_run_ != seen && control_->Drivable()) {
+      peer = control_->PeerWaiting();
+    }
     if (ended_ || Turn(peer, /*driver=*/false) == TurnResult::kEnded) return;
+    seen = cycles_run_;
   }
 }
 
