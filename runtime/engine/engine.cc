@@ -263,13 +263,8 @@ void Engine::Drive(Completion& done, bool notified) {
   control_->SetDriving(true);
   bool running = true;
   while (running && !done.done()) {
-    bool due;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      due = stop_ || !fresh_.empty();
-    }
     // Waiting for a peer: a short spin, then the engine thread's sleep.
-    if (!due && !control_->PeerWaiting() && !control_->AwaitPeer()) break;
+    if (!Due() && !control_->PeerWaiting() && !control_->AwaitPeer()) break;
     const uint64_t before = cycles_run_;
     const TurnResult r = Turn(true, /*driver=*/true);
     if (cycles_run_ != before) ++cycles_by_callers_;
@@ -277,12 +272,16 @@ void Engine::Drive(Completion& done, bool notified) {
     if (r == TurnResult::kHandOff) break;
   }
   control_->SetDriving(false);
-  bool owed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    owed = running && (stop_ || !fresh_.empty() || !pending_.empty());
+  // Work left for the engine thread: this rank's, or a peer's exchange
+  // that started after the flag was read.
+  bool owed = false;
+  if (running) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      owed = !pending_.empty();
+    }
+    owed = owed || Due() || control_->PeerWaiting();
   }
-  owed = owed || (running && control_->PeerWaiting());
   cycle.unlock();
   if (owed) control_->Notify();
 }
@@ -345,13 +344,8 @@ void Engine::Loop(std::promise<void>* ready) {
   ready->set_value();
   uint64_t seen = 0;  // cycles_run_ when this thread last ran a turn
   for (;;) {
-    bool go;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      go = stop_ || !fresh_.empty();
-    }
     bool peer = false;
-    if (!go) {
+    if (!Due()) {
       // Sleep until something is new here or a peer starts a cycle; wake
       // every 100 ms for the stall inspector (whose times are seconds).
       control_->Wait(std::chrono::milliseconds(100), &peer);
@@ -366,6 +360,11 @@ void Engine::Loop(std::promise<void>* ready) {
     if (ended_ || Turn(peer, /*driver=*/false) == TurnResult::kEnded) return;
     seen = cycles_run_;
   }
+}
+
+bool Engine::Due() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_ || !fresh_.empty();
 }
 
 Engine::TurnResult Engine::Turn(bool peer, bool driver) {

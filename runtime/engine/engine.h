@@ -37,12 +37,12 @@
 // down, the others' pending requests complete with an error saying so.
 //
 // Who runs a cycle: the engine thread, or a caller waiting on its request
-// (Wait). A waiting caller takes the cycle lock when it is free and runs
-// the cycles itself until its request completes, so a small collective
-// costs no hand-off between threads (no system call when the peers' callers
-// drive too); the engine thread sleeps meanwhile and takes over when the
-// caller leaves with work left, or when the caller cannot drive (another
-// thread holds the cycle, paced cycles, GPU tensors, a control plane that
+// (Wait). A waiting caller takes the cycle lock (after the cycle another
+// thread is running, if any) and runs the cycles itself until its request
+// completes, so a small collective costs no hand-off between threads (no
+// system call when the peers' callers drive too); the engine thread sleeps
+// meanwhile and takes over when the caller leaves with work left, or when
+// the caller cannot drive (paced cycles, GPU tensors, a control plane that
 // cannot tell whether a peer waits).
 //
 // Thread-safety: Enqueue and Wait may be called from any thread.
@@ -180,6 +180,9 @@ class Engine {
                  Status& gone);
   // `ready` is set once the thread is named and bound.
   void Loop(std::promise<void>* ready);
+  // Whether this rank has something for a cycle of its own: new requests,
+  // or a shutdown to announce (takes `mu_`).
+  bool Due();
   // One turn of the loop, cycle lock held: runs a cycle when one is due
   // (`peer`: a peer has started one). `driver`: the caller is a waiting
   // caller, which leaves GPU tensors to the engine thread (the CUDA device
