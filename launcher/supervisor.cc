@@ -109,6 +109,7 @@ class Job {
   void BeginStop(std::string why);
   void KillAll(int sig, bool only_running);
   void CheckStartTimeout();
+  bool WatchingStart() const;
   // An elastic job: asks the driver what to change and does it. False once
   // the job is over (done, nothing running).
   bool DriveElastic();
@@ -350,12 +351,15 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
   write_out(line.task, rest, files.empty() ? -1 : files[line.task]);
 }
 
+// Only while a join timeout is set (the default, 0, has none): the loop
+// must not wake at a deadline it then ignores, or it spins a core.
+bool Job::WatchingStart() const {
+  return driver_ == nullptr && !start_checked_ && !stopping_ &&
+         options_.joined_ranks && options_.join_timeout.count() > 0;
+}
+
 void Job::CheckStartTimeout() {
-  if (driver_ != nullptr || start_checked_ || stopping_ ||
-      !options_.joined_ranks || options_.join_timeout.count() == 0) {
-    return;
-  }
-  if (Clock::now() < start_deadline_) return;
+  if (!WatchingStart() || Clock::now() < start_deadline_) return;
   start_checked_ = true;
   std::vector<int> joined = options_.joined_ranks();
   std::set<int> joined_set(joined.begin(), joined.end());
@@ -401,10 +405,7 @@ int Job::PollTimeoutMs() const {
     next = next ? std::min(*next, t) : t;
   };
   if (stopping_ && !killed_) consider(kill_at_);
-  if (!start_checked_ && !stopping_ && options_.joined_ranks &&
-      driver_ == nullptr) {
-    consider(start_deadline_);
-  }
+  if (WatchingStart()) consider(start_deadline_);
   if (driver_ != nullptr && !stopping_) {
     // The driver polls discovery once a second.
     consider(now + std::chrono::seconds(1));

@@ -279,6 +279,37 @@ TEST(HorovodrunTest, VerboseSaysWhatHorovodsSays) {
       << r.err;
 }
 
+// CPU time (user + system, clock ticks) `pid` has used so far.
+long CpuTicks(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the command's closing parenthesis: state is field 3,
+  // utime and stime fields 14 and 15.
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> fields;
+  for (std::string x; rest >> x;) fields.push_back(x);
+  if (fields.size() < 13) return -1;
+  return std::stol(fields[11]) + std::stol(fields[12]);
+}
+
+// While its workers run, horovodrun sleeps in poll(): it takes no CPU from
+// them (with no join timeout set, the default, it once woke at once for a
+// deadline it then ignored, and spun half a core away from the workers).
+TEST(HorovodrunTest, IdleWhileItsWorkersRun) {
+  Subprocess run({HVD_HOROVODRUN, "-np", "2", "/bin/sleep", "3"});
+  std::this_thread::sleep_for(milliseconds(700));
+  const long before = CpuTicks(run.pid());
+  std::this_thread::sleep_for(seconds(2));
+  const long after = CpuTicks(run.pid());
+  Result r = run.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_GE(before, 0);
+  // A spinning loop takes 40-100 ticks in these 2 s; an idle one about 0.
+  EXPECT_LT(after - before, 10) << "horovodrun used " << after - before
+                                << " ticks of CPU in 2 s of its workers";
+}
+
 TEST(HorovodrunTest, ProgramsThatExitWithoutJoiningAreFine) {
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "2", "--start-timeout", "1", "/bin/echo", "hi"},
