@@ -4,6 +4,8 @@
 //   --mode engine   through libhvd's engine: each size as the blocking
 //                   named allreduce (whose wait runs the cycle), the
 //                   fusion step as 64 async ops fused
+//   --mode shared   as engine, the tensors in memory from hvd::alloc_shared
+//                   (reduced between the ranks' buffers directly)
 //   --mode backend  the same sizes straight on the backend the job picked
 //                   (shared memory on one host; Gloo's ring with
 //                   HOROVOD_SHM_DISABLE=1), the fusion step as 64
@@ -60,10 +62,12 @@ int Fail(const hvd::Status& s) {
 int main(int argc, char** argv) {
   std::string mode =
       argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
-  if (mode != "engine" && mode != "backend" && mode != "memcpy") {
-    std::fprintf(
-        stderr,
-        "usage: allreduce_bench --mode engine|backend|memcpy [BYTES...]\n");
+  const bool shared = mode == "shared";
+  if (mode != "engine" && mode != "shared" && mode != "backend" &&
+      mode != "memcpy") {
+    std::fprintf(stderr,
+                 "usage: allreduce_bench --mode engine|shared|backend|memcpy "
+                 "[BYTES...]\n");
     return 2;
   }
   constexpr size_t kMost = size_t{256} << 20;
@@ -85,12 +89,19 @@ int main(int argc, char** argv) {
     }
   }
   const size_t most = *std::max_element(sizes.begin(), sizes.end());
-  std::vector<float> data(most / 4, 1.0f);
+  std::vector<float> own(shared ? 0 : most / 4, 1.0f);
+  float* data = own.data();
+  if (shared) {
+    hvd::StatusOr<void*> p = hvd::alloc_shared(most);
+    if (!p.ok()) return Fail(p.status());
+    data = static_cast<float*>(*p);
+    std::fill(data, data + most / 4, 1.0f);
+  }
   if (mode == "memcpy") {
     std::vector<float> to(most / 4, 0.0f);
     for (size_t bytes : sizes) {
       double t = TimePerOp(Iterations(bytes), [&] {
-        std::memcpy(to.data(), data.data(), bytes);
+        std::memcpy(to.data(), data, bytes);
         // Keeps the copy from being optimised away.
         asm volatile("" : : "r"(to.data()) : "memory");
       });
@@ -104,19 +115,21 @@ int main(int argc, char** argv) {
       kTensors, std::vector<float>(kTensorFloats, 1.0f));
   hvd::Status failed;
 
-  if (mode == "engine") {
+  if (mode == "engine" || mode == "shared") {
     if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
     for (size_t bytes : sizes) {
       std::string name = "bench." + std::to_string(bytes);
       double t = TimePerOp(Iterations(bytes), [&] {
         failed.Update(
             hvd::allreduce(name,
-                           hvd::Tensor{data.data(),
+                           hvd::Tensor{data,
                                        hvd::DataType::kFloat32,
                                        {static_cast<int64_t>(bytes / 4)}},
                            hvd::ReduceOp::kSum));
       });
-      if (hvd::rank() == 0) std::printf("RESULT engine %zu %.9f\n", bytes, t);
+      if (hvd::rank() == 0) {
+        std::printf("RESULT %s %zu %.9f\n", mode.c_str(), bytes, t);
+      }
     }
     double step = TimePerOp(50, [&] {
       std::vector<hvd::Handle> handles;
@@ -127,7 +140,9 @@ int main(int argc, char** argv) {
       }
       for (auto& h : handles) failed.Update(h.wait());
     });
-    if (hvd::rank() == 0) std::printf("RESULT engine fusion %.9f\n", step);
+    if (hvd::rank() == 0) {
+      std::printf("RESULT %s fusion %.9f\n", mode.c_str(), step);
+    }
     (void)hvd::shutdown();
   } else {
     auto config =
@@ -139,7 +154,7 @@ int main(int argc, char** argv) {
     const int rank = (*ctx)->assignment().rank;
     for (size_t bytes : sizes) {
       double t = TimePerOp(Iterations(bytes), [&] {
-        failed.Update(backend.Allreduce(data.data(), bytes / 4,
+        failed.Update(backend.Allreduce(data, bytes / 4,
                                         hvd::runtime::DataType::kFloat32,
                                         hvd::runtime::ReduceOp::kSum));
       });
@@ -154,6 +169,7 @@ int main(int argc, char** argv) {
     });
     if (rank == 0) std::printf("RESULT backend fusion %.9f\n", step);
   }
+  if (shared) failed.Update(hvd::free_shared(data));
   std::fflush(stdout);
   return failed.ok() ? 0 : Fail(failed);
 }

@@ -2,6 +2,8 @@
 # Allreduce across sizes on this machine, 2 ranks: fp32, 4 B to 256 MiB in
 # powers of 4, for
 #   hvd          libhvd's engine (shared memory between a host's ranks)
+#   hvd_shared   the engine on buffers from hvd::alloc_shared (reduced
+#                straight between the ranks' buffers)
 #   hvd_backend  the shared-memory backend alone, no engine
 #   hvd_tcp      the engine with HOROVOD_SHM_DISABLE=1 (Gloo over TCP, as
 #                across hosts)
@@ -36,6 +38,7 @@ rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
 runs=${RUNS:-3}
 for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode engine | rank0 engine hvd >> "$raw"
+  "$run" -np $np "$prog" --mode shared | rank0 shared hvd_shared | grep -v fusion >> "$raw"
   "$run" -np $np "$prog" --mode backend | rank0 backend hvd_backend >> "$raw"
   HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode engine | rank0 engine hvd_tcp >> "$raw"
   HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode backend | rank0 backend gloo >> "$raw"

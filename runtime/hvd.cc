@@ -11,6 +11,7 @@
 #include "runtime/gradients.h"
 #include "runtime/metrics.h"
 #include "runtime/timeline.h"
+#include "runtime/transport/shm/shm_heap.h"
 
 namespace hvd {
 namespace {
@@ -572,6 +573,12 @@ StatusOr<bool> DistributedGradients::end_pass() {
 }
 
 void mark_step() { runtime::Metrics::Process().Step(); }
+
+StatusOr<void*> alloc_shared(size_t bytes) {
+  return runtime::ShmHeap::Process().Allocate(bytes);
+}
+
+Status free_shared(void* p) { return runtime::ShmHeap::Process().Free(p); }
 
 Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {

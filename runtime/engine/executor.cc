@@ -1,8 +1,10 @@
 #include "runtime/engine/executor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/timeline.h"
+#include "runtime/transport/shm/shm_heap.h"
 
 namespace hvd::runtime {
 namespace {
@@ -66,6 +68,27 @@ Status Traced(Timeline* tl, const std::vector<Pending*>& group, F&& run) {
 
 Executor::Executor(int rank, int size, BackendSet* backends, Timeline* timeline)
     : rank_(rank), size_(size), backends_(backends), timeline_(timeline) {}
+
+Executor::~Executor() {
+  if (fusion_shared_) (void)ShmHeap::Process().Free(fusion_);
+}
+
+uint8_t* Executor::FusionBuffer(size_t bytes) {
+  if (bytes <= fusion_bytes_) return fusion_;
+  const size_t want = std::max(bytes, 2 * fusion_bytes_);
+  if (fusion_shared_) (void)ShmHeap::Process().Free(fusion_);
+  fusion_shared_ = false;
+  if (StatusOr<void*> p = ShmHeap::Process().Allocate(want); p.ok()) {
+    fusion_ = static_cast<uint8_t*>(*p);
+    fusion_shared_ = true;
+    fallback_ = {};
+  } else {
+    fallback_.resize(want);
+    fusion_ = fallback_.data();
+  }
+  fusion_bytes_ = want;
+  return fusion_;
+}
 
 StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
   const Request& r0 = group.front()->request;
@@ -173,14 +196,14 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
     if (fused) {
       // Fuse: pack every tensor into one buffer, one call, unpack.
       begin("MEMCPY_IN_FUSION_BUFFER");
-      fusion_.resize(total * esize);
+      uint8_t* fused = FusionBuffer(total * esize);
       size_t at = 0;
       for (Pending* q : group) {
         size_t b = static_cast<size_t>(q->request.count) * esize;
-        if (b) std::memcpy(fusion_.data() + at, q->data, b);
+        if (b) std::memcpy(fused + at, q->data, b);
         at += b;
       }
-      buffer = fusion_.data();
+      buffer = fused;
       end();
     }
     if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
@@ -194,7 +217,7 @@ StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
       size_t at = 0;
       for (Pending* q : group) {
         size_t b = static_cast<size_t>(q->request.count) * esize;
-        if (b) std::memcpy(q->data, fusion_.data() + at, b);
+        if (b) std::memcpy(q->data, fusion_ + at, b);
         at += b;
       }
       end();

@@ -22,6 +22,9 @@ class Executor {
  public:
   // Neither is owned; `timeline` may be null.
   Executor(int rank, int size, BackendSet* backends, Timeline* timeline);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   // One collective call for the group: fused host allreduces through one
   // buffer, any other operation (a group of one) on its own, CUDA tensors
@@ -38,7 +41,15 @@ class Executor {
   const int rank_, size_;
   BackendSet* backends_;
   Timeline* timeline_;
-  std::vector<uint8_t> fusion_;
+  // The fusion buffer, at least `bytes`: in a shared block (shm_heap.h)
+  // where the system gives one, so that the shared-memory backend reduces
+  // a fused group straight between the ranks' buffers; otherwise in
+  // fallback_. Grown (doubling), never shrunk.
+  uint8_t* FusionBuffer(size_t bytes);
+  uint8_t* fusion_ = nullptr;
+  size_t fusion_bytes_ = 0;
+  bool fusion_shared_ = false;
+  std::vector<uint8_t> fallback_;
 };
 
 }  // namespace hvd::runtime

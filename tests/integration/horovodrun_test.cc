@@ -207,8 +207,8 @@ TEST(HorovodrunTest, DistributedGradientsAccumulateAndAverage) {
 
 // Ranks of a host read each other's buffers (single copy) when the kernel
 // lets them, and say so at debug level; where a seccomp profile forbids
-// process_vm_readv (as containers do) each rank says once that it falls
-// back, and the results are the same.
+// process_vm_readv and pidfd_getfd (as containers do) each rank says once
+// that it falls back, and the results are the same.
 TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
   for (bool deny : {false, true}) {
     std::vector<std::string> argv = {HVD_HOROVODRUN, "-np",   "3",
@@ -232,6 +232,20 @@ TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
     if (deny) {
       EXPECT_NE(all.find("Operation not permitted"), std::string::npos) << all;
     }
+    // Buffers from hvd::alloc_shared (and the fusion buffer) are reduced
+    // between the ranks directly, or, where the peers' descriptors cannot
+    // be taken, copied like any other (each rank says so once).
+    warnings = 0;
+    for (off = 0;
+         (off = all.find("copied like any other", off)) != std::string::npos;
+         ++off) {
+      ++warnings;
+    }
+    EXPECT_EQ(warnings, deny ? 3u : 0u) << all;
+    EXPECT_EQ(all.find("straight between the ranks' shared buffers") !=
+                  std::string::npos,
+              !deny)
+        << all;
   }
 }
 

@@ -5,8 +5,9 @@
 //   --fail-rank R --code C   rank R exits with C once all pids are written
 //   --sleep S            then sleep S seconds (every other rank)
 //   --lines N            print N long lines to stdout and to stderr
-//   --deny-cross-memory  process_vm_readv fails with EPERM (a seccomp
-//                        filter, as a container's), before hvd::init
+//   --deny-cross-memory  process_vm_readv and pidfd_getfd fail with EPERM
+//                        (a seccomp filter, as a container's), before
+//                        hvd::init
 //   --check-token-hidden exit 4 if the job token is on this process's or
 //                        its parent's command line
 //   --stream N           ignore SIGTERM and run N allreduces; rank 1
@@ -183,7 +184,8 @@ int ElasticJob(int steps, int commit_every, int step_ms,
 bool DenyCrossMemory() {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pidfd_getfd, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -341,19 +343,58 @@ int main(int argc, char** argv) {
   if (exact) {
     // Allreduce and allgather results every rank can check exactly (small
     // integers in floats), in sizes that go through the backend.
+    // Each size in a plain buffer and in one from hvd::alloc_shared.
     const int size = hvd::size();
     for (size_t n : {size_t{100003}, size_t{600000}}) {
-      std::vector<float> x(n);
-      for (size_t i = 0; i < n; ++i)
-        x[i] = static_cast<float>((rank + 1) * (i % 5 + 1));
-      hvd::Status s = hvd::allreduce(x.data(), n, hvd::ReduceOp::kSum);
-      if (!s.ok()) {
-        std::fprintf(stderr, "exact: %s\n", s.ToString().c_str());
-        return 9;
+      for (bool shared : {false, true}) {
+        std::vector<float> own(shared ? 0 : n);
+        float* x = own.data();
+        if (shared) {
+          hvd::StatusOr<void*> p = hvd::alloc_shared(n * sizeof(float));
+          if (!p.ok()) {
+            std::fprintf(stderr, "exact: %s\n", p.status().ToString().c_str());
+            return 9;
+          }
+          x = static_cast<float*>(*p);
+        }
+        for (size_t i = 0; i < n; ++i)
+          x[i] = static_cast<float>((rank + 1) * (i % 5 + 1));
+        hvd::Status s = hvd::allreduce(x, n, hvd::ReduceOp::kSum);
+        if (!s.ok()) {
+          std::fprintf(stderr, "exact: %s\n", s.ToString().c_str());
+          return 9;
+        }
+        for (size_t i = 0; i < n; ++i) {
+          if (x[i] != static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1))) {
+            std::fprintf(stderr, "exact: allreduce element %zu is %g\n", i,
+                         x[i]);
+            return 9;
+          }
+        }
+        // Every peer is done with this buffer before it goes.
+        if (shared && (!hvd::barrier().ok() || !hvd::free_shared(x).ok())) {
+          return 9;
+        }
       }
-      for (size_t i = 0; i < n; ++i) {
-        if (x[i] != static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1))) {
-          std::fprintf(stderr, "exact: allreduce element %zu is %g\n", i, x[i]);
+    }
+    // A fused group (through the fusion buffer, itself shared memory).
+    std::vector<std::vector<float>> group(8, std::vector<float>(5000));
+    std::vector<hvd::Handle> handles;
+    for (size_t t = 0; t < group.size(); ++t) {
+      for (size_t i = 0; i < group[t].size(); ++i)
+        group[t][i] = static_cast<float>((rank + 1) * (t + i % 3));
+      handles.push_back(hvd::allreduce_async(
+          "exact.fused." + std::to_string(t), group[t].data(),
+          static_cast<int64_t>(group[t].size()), hvd::DataType::kFloat32,
+          hvd::ReduceOp::kSum));
+    }
+    for (size_t t = 0; t < group.size(); ++t) {
+      if (!handles[t].wait().ok()) return 9;
+      for (size_t i = 0; i < group[t].size(); ++i) {
+        if (group[t][i] !=
+            static_cast<float>(size * (size + 1) / 2 * (t + i % 3))) {
+          std::fprintf(stderr, "exact: fused tensor %zu element %zu is %g\n", t,
+                       i, group[t][i]);
           return 9;
         }
       }

@@ -13,6 +13,8 @@
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "runtime/transport/shm/shm_backend.h"
+#include "runtime/transport/shm/shm_heap.h"
 #include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
@@ -227,6 +229,117 @@ TEST(ShmBackendTest, SingleCopyGivesTheTwoCopyPathsBits) {
       },
       [](WorkerConfig& c) { c.shm_single_copy_bytes = 1 << 20; });
 }
+
+// Inputs for the shared-buffer tests: pseudo-random floats per rank.
+std::vector<float> Noise(int rank, size_t n) {
+  std::vector<float> x(n);
+  uint32_t seed = 777u + static_cast<uint32_t>(rank);
+  for (float& v : x) {
+    seed = seed * 1664525u + 1013904223u;
+    v = static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+  }
+  return x;
+}
+
+// The sizes of the shared-buffer tests: one element, odd ones, many chunks
+// of small slots, and past the single-copy threshold (1 MiB here).
+constexpr size_t kSharedSizes[] = {1, 17, 4099, 300007};
+
+struct SharedCase {
+  int size;
+  bool small_slots;  // 4 KiB slots: the first of many chunks decides
+};
+
+void PrintTo(const SharedCase& c, std::ostream* os) {
+  *os << c.size << " ranks" << (c.small_slots ? ", 4 KiB slots" : "");
+}
+
+class SharedBufferTest : public ::testing::TestWithParam<SharedCase> {};
+
+// Every rank's buffer lies in a shared block (at an offset inside it):
+// each allreduce runs straight between the buffers, and every rank ends
+// with the bits plain buffers get (rank order, scaled or not), whatever
+// path its size would take otherwise. Then only some ranks' buffers do:
+// the usual paths, the same bits.
+TEST_P(SharedBufferTest, ReduceBetweenTheBuffersWithThePlainPathsBits) {
+  const SharedCase c = GetParam();
+  for (bool everyone : {true, false}) {
+    const uint64_t before = ShmBlockAllreduces();
+    int calls = 0;
+    RunRanks(
+        c.size,
+        [&](Context& ctx, int rank) {
+          const bool shared = everyone || rank % 2 == 0;
+          for (size_t n : kSharedSizes) {
+            for (double post : {1.0, 1.0 / c.size}) {
+              std::vector<float> plain = Noise(rank, n);
+              StatusOr<void*> block =
+                  ShmHeap::Process().Allocate((n + 16) * sizeof(float));
+              ASSERT_TRUE(block.ok());
+              float* buf = static_cast<float*>(*block) + 16;
+              if (!shared) buf = new float[n];
+              std::memcpy(buf, plain.data(), n * sizeof(float));
+              // The shared buffer first: nothing of this input is in the
+              // slots yet.
+              Status s = ctx.backend().AllreduceScaled(
+                  buf, n, DataType::kFloat32, ReduceOp::kSum, post);
+              ASSERT_TRUE(s.ok()) << s.ToString();
+              s = ctx.backend().AllreduceScaled(
+                  plain.data(), n, DataType::kFloat32, ReduceOp::kSum, post);
+              ASSERT_TRUE(s.ok()) << s.ToString();
+              EXPECT_EQ(std::memcmp(buf, plain.data(), n * sizeof(float)), 0)
+                  << "n " << n << " post " << post << " rank " << rank;
+              if (rank == 0) ++calls;
+              // Nothing may be freed before every peer is done with it.
+              ASSERT_TRUE(ctx.backend().Barrier().ok());
+              if (!shared) delete[] buf;
+              ASSERT_TRUE(ShmHeap::Process().Free(*block).ok());
+            }
+          }
+          // Another type and op, in place in one block.
+          StatusOr<void*> block = ShmHeap::Process().Allocate(4099 * 4);
+          ASSERT_TRUE(block.ok());
+          std::vector<int32_t> local(4099);
+          int32_t* ints = shared ? static_cast<int32_t*>(*block) : local.data();
+          for (int i = 0; i < 4099; ++i) ints[i] = (i * 7 + rank * 13) % 101;
+          ASSERT_TRUE(
+              ctx.backend()
+                  .Allreduce(ints, 4099, DataType::kInt32, ReduceOp::kMax)
+                  .ok());
+          for (int i = 0; i < 4099; ++i) {
+            int32_t want = 0;
+            for (int r = 0; r < c.size; ++r) {
+              want = std::max(want, (i * 7 + r * 13) % 101);
+            }
+            ASSERT_EQ(ints[i], want) << i;
+          }
+          if (rank == 0) ++calls;
+          ASSERT_TRUE(ctx.backend().Barrier().ok());
+          ASSERT_TRUE(ShmHeap::Process().Free(*block).ok());
+        },
+        [&](WorkerConfig& w) {
+          w.shm_single_copy_bytes = 1 << 20;
+          if (c.small_slots) w.shm_slot_bytes = 4096;
+        });
+    // Ranks are threads here: the count is the process's, every rank's.
+    const uint64_t ran = ShmBlockAllreduces() - before;
+    if (everyone) {
+      EXPECT_EQ(ran, static_cast<uint64_t>(calls) * c.size);
+    } else {
+      EXPECT_EQ(ran, 0u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, SharedBufferTest,
+    ::testing::Values(SharedCase{2, false}, SharedCase{3, false},
+                      SharedCase{4, false}, SharedCase{2, true},
+                      SharedCase{3, true}),
+    [](const auto& info) {
+      return "np" + std::to_string(info.param.size) +
+             (info.param.small_slots ? "_small_slots" : "");
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     WorldSizesAndBackends, BackendMatrixTest,

@@ -289,6 +289,18 @@ Status stop_timeline();
 // synchronises otherwise may call it once per step.
 void mark_step();
 
+// Memory that the ranks of a host reduce between directly, in the manner
+// of MPI_Alloc_mem: when every rank of a host allreduces a buffer that
+// lies in such memory, each rank reduces its share of the elements
+// straight from the peers' buffers and writes the result into all of them
+// (no copy through a shared segment or the kernel). Other buffers take
+// the usual paths. `bytes` of zeroed, page-aligned memory, usable before
+// init() and after shutdown(); ResourceExhausted when the system refuses.
+StatusOr<void*> alloc_shared(size_t bytes);
+// Frees what alloc_shared returned (InvalidArgument for any other
+// pointer). The memory must not be in use by a pending operation.
+Status free_shared(void* p);
+
 // Stops the engine and releases everything init() made: threads, sockets,
 // shared-memory segments, NCCL communicators. Operations still pending on
 // other ranks complete with an error saying this rank shut down. Safe to

@@ -22,6 +22,7 @@
 
 #include "common/logging.h"
 #include "common/random.h"
+#include "runtime/transport/shm/shm_heap.h"
 
 namespace hvd::runtime {
 namespace {
@@ -29,6 +30,9 @@ namespace {
 // Single-copy reduction works on pieces this large, so that a peer's piece
 // read into scratch is still in cache when it is reduced.
 constexpr size_t kPieceBytes = 256 << 10;
+// Reducing between shared blocks works on pieces small enough that the
+// result is still in cache when it is copied to the peers' buffers.
+constexpr size_t kBlockPieceBytes = 64 << 10;
 
 // Reads `bytes` at `remote` in process `pid` into `local` (cross-memory
 // attach: one copy, by the kernel). The errno when it fails.
@@ -47,6 +51,8 @@ int ReadPeer(pid_t pid, uint64_t remote, void* local, size_t bytes) {
   return 0;
 }
 
+std::atomic<uint64_t> g_block_allreduces{0};
+
 class ShmBackend final : public Backend {
  public:
   ShmBackend(const ShmOptions& o, std::unique_ptr<ShmSegment> seg)
@@ -56,13 +62,21 @@ class ShmBackend final : public Backend {
   // publishes a word and reads its peers'; single copy is used only when
   // all could (a rank alone must not take another path than its peers).
   // Every rank calls it once, in the same place, before any collective.
+  //
+  // The same for mapping the peers' shared blocks (pidfd_getfd, the same
+  // permission): each rank publishes a block of its own, and the peers
+  // take its descriptor.
   Status ProbeSingleCopy() {
-    if (o_.single_copy_bytes == 0 || o_.size == 1) return Status::Ok();
+    if (o_.size == 1) return Status::Ok();
     // Under Yama's ptrace_scope=1 a process may read only its descendants
     // unless it names its readers; the peers are siblings (as OpenMPI's
     // shared-memory transport does, any process of this user may).
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     ShmRankState& self = seg_->state(o_.rank);
+    StatusOr<void*> probe_block = ShmHeap::Process().Allocate(1);
+    std::optional<ShmBlock> mine;
+    if (probe_block.ok()) mine = ShmHeap::Process().Find(*probe_block, 1);
+    PublishBlock(0, mine);
     // Each rank's word: a pattern and its rank, so a read of the wrong
     // memory shows.
     auto word = [](int rank) {
@@ -72,7 +86,7 @@ class ShmBackend final : public Backend {
     self.buffer[0].store(reinterpret_cast<uintptr_t>(&probe_),
                          std::memory_order_release);
     HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
-    std::string why;
+    std::string why, why_blocks = mine ? "" : "no block of its own";
     // The peers' processes stay the same for the backend's life.
     peer_pid_.resize(o_.size);
     peer_buffer_.resize(o_.size);
@@ -91,13 +105,38 @@ class ShmBackend final : public Backend {
         why = "local rank " + std::to_string(q) + "'s memory read wrong";
       }
     }
-    self.can_read.store(why.empty() ? 1 : 2, std::memory_order_release);
-    HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
-    bool all = true;
-    for (int q = 0; q < o_.size; ++q) {
-      all &= seg_->state(q).can_read.load(std::memory_order_acquire) == 1;
+    for (int q = 0; q < o_.size && why_blocks.empty(); ++q) {
+      if (q == o_.rank) continue;
+      std::optional<ShmBlock> theirs = PeerBlock(0, q);
+      Status s = theirs ? peer_blocks_.Probe(peer_pid_[q], *theirs)
+                        : Status::Unavailable("shared memory", "no block");
+      if (!s.ok()) {
+        why_blocks = "taking local rank " + std::to_string(q) +
+                     "'s descriptor failed: " + s.message();
+      }
     }
-    if (!why.empty()) {
+    // Bit 1: this rank reads every peer; bit 2: it maps every peer's blocks.
+    self.can_read.store(
+        1u | (why.empty() ? 2u : 0u) | (why_blocks.empty() ? 4u : 0u),
+        std::memory_order_release);
+    HVD_RETURN_IF_ERROR(seg_->Barrier("single-copy probe"));
+    if (probe_block.ok()) (void)ShmHeap::Process().Free(*probe_block);
+    self.block_id[0].store(0, std::memory_order_relaxed);
+    bool all = true, all_blocks = true;
+    for (int q = 0; q < o_.size; ++q) {
+      const uint32_t can =
+          seg_->state(q).can_read.load(std::memory_order_acquire);
+      all &= (can & 2u) != 0;
+      all_blocks &= (can & 4u) != 0;
+    }
+    blocks_ = all_blocks;
+    if (!why_blocks.empty()) {
+      HVD_LOG(Warning) << "shared memory: buffers from alloc_shared are "
+                          "copied like any other ("
+                       << why_blocks << ")";
+    }
+    if (o_.single_copy_bytes == 0) all = false;
+    if (!why.empty() && o_.single_copy_bytes != 0) {
       HVD_LOG(Warning) << "shared memory: single-copy allreduce is off (" << why
                        << "; containers may forbid cross-memory attach): "
                           "the two-copy path is used";
@@ -122,14 +161,22 @@ class ShmBackend final : public Backend {
       if (post != 1.0) ScaleBuffer(type, data, count, post);
       return Status::Ok();
     }
+    // Where this op's first data set is published: whether this rank's
+    // buffer lies in a shared block (the peers learn it at the first
+    // barrier, and every rank then takes the same path).
+    const bool in_block = PublishBlock(
+        static_cast<int>(set_counter_ & 1),
+        blocks_ ? ShmHeap::Process().Find(data, count * DataTypeSize(type))
+                : std::nullopt);
     if (direct_ && single_copy_on_ &&
         count * DataTypeSize(type) >= o_.single_copy_bytes) {
       return Run("allreduce",
                  [&] { return AllreduceDirect(data, count, type, op, post); });
     }
     if (o_.size == 2) {
-      return Run("allreduce",
-                 [&] { return AllreducePair(data, count, type, op, post); });
+      return Run("allreduce", [&] {
+        return AllreducePair(data, count, type, op, post, in_block);
+      });
     }
     return Run("allreduce", [&]() -> Status {
       const size_t esize = DataTypeSize(type);
@@ -138,8 +185,15 @@ class ShmBackend final : public Backend {
       for (size_t off = 0; off < count; off += per_chunk) {
         const size_t c = std::min(per_chunk, count - off);
         const int set = NextSet();
-        std::memcpy(In(set, o_.rank), bytes + off * esize, c * esize);
+        if (off > 0 || !in_block) {
+          std::memcpy(In(set, o_.rank), bytes + off * esize, c * esize);
+        }
         HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+        if (off == 0) {
+          HVD_ASSIGN_OR_RETURN(bool all,
+                               AllInBlocks(set, in_block, bytes, c * esize));
+          if (all) return AllreduceInBlocks(set, data, count, type, op, post);
+        }
         // This rank's share of the chunk, over every rank's slot in rank
         // order, into the shared result.
         const size_t lo = c * o_.rank / o_.size,
@@ -319,7 +373,7 @@ class ShmBackend final : public Backend {
   // general path do together, but with one barrier per chunk instead of
   // two and no copy out of a shared result.
   Status AllreducePair(void* data, size_t count, DataType type, ReduceOp op,
-                       double post) {
+                       double post, bool in_block) {
     const size_t esize = DataTypeSize(type);
     const size_t per_chunk = o_.slot_bytes / esize;
     const int peer = 1 - o_.rank;
@@ -328,8 +382,13 @@ class ShmBackend final : public Backend {
       const size_t c = std::min(per_chunk, count - off);
       const int set = NextSet();
       uint8_t* mine = bytes + off * esize;
-      std::memcpy(In(set, o_.rank), mine, c * esize);
+      if (off > 0 || !in_block) std::memcpy(In(set, o_.rank), mine, c * esize);
       HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+      if (off == 0) {
+        HVD_ASSIGN_OR_RETURN(bool all,
+                             AllInBlocks(set, in_block, mine, c * esize));
+        if (all) return AllreduceInBlocks(set, data, count, type, op, post);
+      }
       // This rank's part is still in its buffer: the peer reads the slot.
       const uint8_t* theirs = In(set, peer);
       ReduceBuffers(type, op, mine, o_.rank == 0 ? mine : theirs,
@@ -354,6 +413,9 @@ class ShmBackend final : public Backend {
     seg_->state(o_.rank).buffer[set].store(reinterpret_cast<uintptr_t>(data),
                                            std::memory_order_release);
     HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    if (EveryBufferInABlock(set)) {
+      return AllreduceInBlocks(set, data, count, type, op, post);
+    }
     for (int q = 0; q < n; ++q) {
       peer_buffer_[q] =
           seg_->state(q).buffer[set].load(std::memory_order_acquire);
@@ -403,6 +465,112 @@ class ShmBackend final : public Backend {
     return seg_->Barrier("allreduce");
   }
 
+  // Publishes for data set `set` the block this rank's buffer lies in (or
+  // that it lies in none); whether it does.
+  bool PublishBlock(int set, const std::optional<ShmBlock>& b) {
+    if (!blocks_ && !b) return false;  // never published: nothing to clear
+    ShmRankState& self = seg_->state(o_.rank);
+    // The barrier that follows publishes these.
+    self.block_id[set].store(b ? b->id : 0, std::memory_order_relaxed);
+    if (!b) return false;
+    self.block_fd[set].store(b->fd, std::memory_order_relaxed);
+    self.block_bytes[set].store(b->bytes, std::memory_order_relaxed);
+    self.block_offset[set].store(b->offset, std::memory_order_relaxed);
+    return true;
+  }
+
+  // What rank q published for `set` (after the barrier that follows).
+  std::optional<ShmBlock> PeerBlock(int set, int q) {
+    const ShmRankState& s = seg_->state(q);
+    const uint64_t id = s.block_id[set].load(std::memory_order_relaxed);
+    if (id == 0) return std::nullopt;
+    return ShmBlock{id, s.block_fd[set].load(std::memory_order_relaxed),
+                    s.block_bytes[set].load(std::memory_order_relaxed),
+                    s.block_offset[set].load(std::memory_order_relaxed)};
+  }
+
+  bool EveryBufferInABlock(int set) {
+    if (!blocks_) return false;
+    for (int q = 0; q < o_.size; ++q) {
+      if (seg_->state(q).block_id[set].load(std::memory_order_relaxed) == 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // After the first chunk's barrier of a path through the slots: whether
+  // every rank's buffer lies in a block (then the caller reduces between
+  // the blocks). If only some do, those put the chunk they held back into
+  // their slots now, and every rank passes one more barrier (every rank
+  // sees the same blocks, so every rank takes it).
+  StatusOr<bool> AllInBlocks(int set, bool in_block, const uint8_t* chunk,
+                             size_t bytes) {
+    if (!blocks_) return false;
+    if (EveryBufferInABlock(set)) return true;
+    bool any = false;
+    for (int q = 0; q < o_.size; ++q) {
+      any |= seg_->state(q).block_id[set].load(std::memory_order_relaxed) != 0;
+    }
+    if (!any) return false;
+    if (in_block) std::memcpy(In(set, o_.rank), chunk, bytes);
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    return false;
+  }
+
+  // Every rank's buffer lies in a shared block, mapped here: each rank
+  // reduces its share of the elements over every rank's buffer in rank
+  // order, and writes the result into every buffer. No copy through the
+  // segment or the kernel; two barriers in all (the one before, which
+  // published the blocks, and the one after, which keeps each buffer in
+  // place until every peer has written its share into it).
+  Status AllreduceInBlocks(int set, void* data, size_t count, DataType type,
+                           ReduceOp op, double post) {
+    const size_t esize = DataTypeSize(type);
+    const int n = o_.size;
+    block_base_.resize(n);
+    for (int q = 0; q < n; ++q) {
+      if (q == o_.rank) {
+        block_base_[q] = static_cast<uint8_t*>(data);
+        continue;
+      }
+      std::optional<ShmBlock> b = PeerBlock(set, q);
+      StatusOr<uint8_t*> base = peer_blocks_.Map(peer_pid_[q], *b);
+      if (!base.ok()) {
+        return Status::Unavailable(
+            "allreduce", "mapping local rank " + std::to_string(q) +
+                             "'s shared buffer: " + base.status().message());
+      }
+      block_base_[q] = *base + b->offset;
+    }
+    g_block_allreduces.fetch_add(1, std::memory_order_relaxed);
+    if (!said_blocks_ && o_.rank == 0) {
+      HVD_LOG(Debug) << "shared memory: an allreduce straight between the "
+                        "ranks' shared buffers";
+    }
+    said_blocks_ = true;
+    const size_t piece = std::max<size_t>(kBlockPieceBytes / esize, 1);
+    if (n > 2 && scratch_.size() < piece * esize)
+      scratch_.resize(piece * esize);
+    const size_t lo = count * o_.rank / n, hi = count * (o_.rank + 1) / n;
+    for (size_t at = lo; at < hi; at += piece) {
+      const size_t c = std::min(piece, hi - at), off = at * esize;
+      uint8_t* out = block_base_[o_.rank] + off;
+      // part 0 op part 1 op ...: through scratch while this rank's own
+      // part is still to be read, the last step into its buffer.
+      for (int q = 1; q < n; ++q) {
+        uint8_t* dst = q == n - 1 ? out : scratch_.data();
+        const uint8_t* acc = q == 1 ? block_base_[0] + off : scratch_.data();
+        ReduceBuffers(type, op, dst, acc, block_base_[q] + off, c);
+      }
+      if (post != 1.0) ScaleBuffer(type, out, c, post);
+      for (int q = 0; q < n; ++q) {
+        if (q != o_.rank) std::memcpy(block_base_[q] + off, out, c * esize);
+      }
+    }
+    return seg_->Barrier("allreduce");
+  }
+
   template <typename F>
   Status Run(const char* what, F&& body) {
     if (!broken_.ok()) return broken_;
@@ -436,9 +604,18 @@ class ShmBackend final : public Backend {
   std::vector<pid_t> peer_pid_;
   std::vector<uint64_t> peer_buffer_;  // this call's, by local rank
   std::vector<uint8_t> scratch_;
+  // Shared blocks: on when every rank of the host maps its peers' blocks.
+  bool blocks_ = false;
+  bool said_blocks_ = false;
+  ShmPeerBlocks peer_blocks_;
+  std::vector<uint8_t*> block_base_;  // this call's, by local rank
 };
 
 }  // namespace
+
+uint64_t ShmBlockAllreduces() {
+  return g_block_allreduces.load(std::memory_order_relaxed);
+}
 
 StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& o,
                                                     Store& store) {

@@ -33,6 +33,10 @@ namespace hvd::runtime {
 StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
                                                     Store& store);
 
+// How many allreduces this process's shared-memory backends have run
+// straight between the ranks' shared buffers (shm_heap.h), for tests.
+uint64_t ShmBlockAllreduces();
+
 // The engine's control plane through a segment of its own (slot_bytes per
 // rank and round; longer messages take several rounds).
 StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(

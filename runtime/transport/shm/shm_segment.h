@@ -49,6 +49,13 @@ struct alignas(kShmAlign) ShmRankState {
   // rank could read every peer when the backend started (1), or not (2).
   std::atomic<uint64_t> buffer[2] = {0, 0};
   std::atomic<uint32_t> can_read{0};
+  // Reducing between buffers in shared blocks (shm_heap.h): per data set,
+  // the block this rank's buffer lies in (id 0: none), the owner's
+  // descriptor of it, its size and the buffer's offset in it.
+  std::atomic<uint64_t> block_id[2] = {0, 0};
+  std::atomic<uint64_t> block_bytes[2] = {0, 0};
+  std::atomic<uint64_t> block_offset[2] = {0, 0};
+  std::atomic<int32_t> block_fd[2] = {0, 0};
 };
 
 struct ShmOptions {
@@ -91,7 +98,8 @@ class ShmSegment {
   // Spins until `done()` holds, at most until `until` (yielding instead of
   // pausing where the host's ranks outnumber its CPUs); whether it held.
   template <typename Done>
-  bool SpinUntil(Done&& done, std::chrono::steady_clock::time_point until) const;
+  bool SpinUntil(Done&& done,
+                 std::chrono::steady_clock::time_point until) const;
 
   static long Futex(std::atomic<uint32_t>* word, int op, uint32_t val,
                     const timespec* timeout);
