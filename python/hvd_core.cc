@@ -47,6 +47,26 @@ struct Bytes {
   size_t size = 0;
 };
 
+// Memory from hvd::alloc_shared, freed when the last view of it goes
+// (torch.frombuffer keeps this object alive with its tensor).
+class SharedBuffer {
+ public:
+  explicit SharedBuffer(size_t bytes) : size_(bytes) {
+    hvd::StatusOr<void*> p = hvd::alloc_shared(bytes);
+    if (!p.ok()) throw std::bad_alloc();
+    data_ = *p;
+  }
+  SharedBuffer(const SharedBuffer&) = delete;
+  SharedBuffer& operator=(const SharedBuffer&) = delete;
+  ~SharedBuffer() { (void)hvd::free_shared(data_); }
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_;
+};
+
 // One submitted operation: libhvd's handle, and the output it fills.
 class Op {
  public:
@@ -209,6 +229,16 @@ PYBIND11_MODULE(_core, m) {
                                {static_cast<py::ssize_t>(b.size)}, {1});
       })
       .def("__len__", [](const Bytes& b) { return b.size; });
+
+  py::class_<SharedBuffer, std::shared_ptr<SharedBuffer>>(m, "SharedBuffer",
+                                                          py::buffer_protocol())
+      .def(py::init<size_t>())
+      .def_buffer([](SharedBuffer& b) {
+        return py::buffer_info(b.data(), 1,
+                               py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {1});
+      })
+      .def("__len__", &SharedBuffer::size);
 
   py::class_<Op, std::shared_ptr<Op>>(m, "Op")
       .def("poll", &Op::poll)

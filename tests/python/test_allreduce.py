@@ -187,3 +187,34 @@ def test_ranks_that_disagree_get_horovod_internal_error() -> None:
         hvd.allreduce(torch.ones(2, dtype=dtype), name="mismatched.dtype")
     # The job goes on after such an error.
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == hvd.size()
+
+
+@pytest.mark.parametrize("shape", [(7,), (300, 1001), (1 << 20,)],
+                         ids=["small", "mid", "large"])
+def test_tensors_in_shared_memory(shape: tuple) -> None:
+    """hvd.empty_shared: zeroed, and an in-place allreduce of it gives what
+    a plain tensor's does, the fused form included."""
+    t = hvd.empty_shared(shape, dtype=torch.float32)
+    assert t.shape == torch.Size(shape) and t.dtype == torch.float32
+    assert int(t.count_nonzero()) == 0
+    data = torch.arange(t.numel(), dtype=torch.float32).view(shape) % 7
+    t.copy_(data + hvd.rank())
+    plain = (data + hvd.rank()).clone()
+    hvd.allreduce_(t, op=hvd.Sum, name=f"shared.{shape}")
+    hvd.allreduce_(plain, op=hvd.Sum, name=f"plain.{shape}")
+    assert torch.equal(t, plain)
+    want = data * hvd.size() + sum(range(hvd.size()))
+    assert torch.equal(t, want)
+    # The tensor outlives its Python buffer object; the memory goes with
+    # the last view.
+    view = t[:1]
+    del t
+    hvd.barrier()
+    assert float(view.flatten()[0]) == float(want.flatten()[0])
+
+
+def test_empty_shared_shapes_and_dtypes() -> None:
+    assert hvd.empty_shared(2, 3, dtype=torch.int64).shape == (2, 3)
+    assert hvd.empty_shared(0).numel() == 0
+    h = hvd.empty_shared([4], dtype=torch.float16)
+    assert h.dtype == torch.float16 and h.shape == (4,)

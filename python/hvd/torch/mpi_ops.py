@@ -150,6 +150,25 @@ def _from_output(op: Any, dtype: torch.dtype,
 # ---------------------------------------------------------------- allreduce
 
 
+def empty_shared(*size: int, dtype: torch.dtype = torch.float32
+                 ) -> torch.Tensor:
+    """A zeroed CPU tensor in memory the ranks of a host reduce between
+    directly (hvd::alloc_shared): when every rank of a host allreduces such
+    a tensor in place, each reads its peers' tensors and writes the result
+    into all of them, with no copy through shared segments. hvd's own, not
+    Horovod's. The shape as torch.empty takes it: ints, or one sequence."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    shape = torch.Size(size)
+    count = shape.numel()
+    if count == 0:
+        return torch.zeros(shape, dtype=dtype)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    buffer = _core.SharedBuffer(count * itemsize)
+    return torch.frombuffer(buffer, dtype=dtype, count=count).view(shape)
+
+
+
 def _allreduce_async(tensor: torch.Tensor, output: torch.Tensor,
                      name: Optional[str], op: int, prescale_factor: float,
                      postscale_factor: float,
@@ -770,5 +789,5 @@ __all__ = [
     "broadcast_", "broadcast_async", "broadcast_async_", "alltoall",
     "alltoall_async", "reducescatter", "reducescatter_async",
     "grouped_reducescatter", "grouped_reducescatter_async", "poll",
-    "synchronize", "join", "barrier", "Compression",
+    "synchronize", "join", "barrier", "Compression", "empty_shared",
 ]
