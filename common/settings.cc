@@ -161,6 +161,14 @@ std::vector<Setting> Build() {
           "each other's buffers directly (one copy, process_vm_readv) instead "
           "of through the segment; 0 never",
           "B"));
+  t.push_back(Int(
+      "shm_single_copy_limit", {}, "HOROVOD_SHM_SINGLE_COPY_LIMIT", "", kTune,
+      0, int64_t{1} << 40, "16777216",
+      "allreduces of more bytes go through the segment again: reading a "
+      "peer's buffer that no cache holds with process_vm_readv falls behind "
+      "the segment's copies (between 16 and 32 MiB on a 2-core VM); 0 no "
+      "limit",
+      "B"));
   t.push_back(Make("autotune", {"--autotune"}, Kind::kSwitch,
                    "HOROVOD_AUTOTUNE", "autotune.enabled", kAuto,
                    "tune fusion threshold and cycle time while training"));

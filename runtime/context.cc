@@ -44,6 +44,7 @@ ShmOptions LocalShm(const WorkerConfig& config, const rendezvous::Assignment& a,
   shm.job_id = config.job_id;
   shm.slot_bytes = slot_bytes;
   shm.single_copy_bytes = config.shm_single_copy_bytes;
+  shm.single_copy_limit = config.shm_single_copy_limit;
   shm.connect_timeout = PeerWait(config);
   shm.op_timeout = config.gloo_timeout;
   return shm;

@@ -130,6 +130,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
                        read.Int("shm_single_copy_threshold"));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);
+  HVD_ASSIGN_OR_RETURN(int64_t single_copy_limit,
+                       read.Int("shm_single_copy_limit"));
+  c.shm_single_copy_limit = static_cast<size_t>(single_copy_limit);
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
                        read.OptionalBool("hierarchical_allreduce"));
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allgather,

@@ -75,6 +75,9 @@ struct WorkerConfig {
   // read the peers' buffers directly; 0 never.
   size_t shm_single_copy_bytes =
       size_t(settings::DefaultInt("shm_single_copy_threshold"));
+  // HOROVOD_SHM_SINGLE_COPY_LIMIT: and up to this many; 0 no limit.
+  size_t shm_single_copy_limit =
+      size_t(settings::DefaultInt("shm_single_copy_limit"));
   // HVD_BIND_TO (horovodrun --bind-to): "core" keeps each local rank to
   // its block of the host's CPUs (runtime/affinity.h), "none" leaves
   // placement to the kernel. Unset: "core" where the job's data goes

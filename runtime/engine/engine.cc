@@ -242,8 +242,14 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
 }
 
 Status Engine::Wait(const std::shared_ptr<Completion>& done, bool notified) {
-  if (!done->done()) Drive(*done, notified);
-  return done->Wait();
+  if (done->done()) return done->Wait();
+  // A waiting caller has ended its burst of submissions: the engine
+  // thread need not wait for more (LetBurstFinish).
+  waiting_.fetch_add(1, std::memory_order_relaxed);
+  Drive(*done, notified);
+  Status s = done->Wait();
+  waiting_.fetch_sub(1, std::memory_order_relaxed);
+  return s;
 }
 
 void Engine::Drive(Completion& done, bool notified) {
@@ -349,6 +355,11 @@ void Engine::Loop(std::promise<void>* ready) {
       // Sleep until something is new here or a peer starts a cycle; wake
       // every 100 ms for the stall inspector (whose times are seconds).
       control_->Wait(std::chrono::milliseconds(100), &peer);
+    }
+    // (Measured to help on shared memory, fused step 540 -> 425 us; over
+    // TCP, whose exchange blocks on the peer, it did not.)
+    if (!peer && cycle_time_.count() == 0 && control_->Drivable()) {
+      LetBurstFinish();
     }
     std::lock_guard<std::mutex> cycle(cycle_mu_);
     // A caller may have run the cycle the peer started meanwhile: ask

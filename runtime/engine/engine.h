@@ -231,6 +231,13 @@ class Engine {
   // Paced cycles: sleeps until the cycle time has passed since the last
   // cycle began (or until shutdown).
   void Pace();
+  // Cycles on demand: the engine thread, woken by a submission, lets a
+  // burst of them (a step's gradients, a group submitted one by one)
+  // finish before it starts a cycle: it sleeps while requests keep coming,
+  // until none has for a short gap (or a bound passes). A cycle started
+  // on the first would run the rest in many small cycles.
+  void LetBurstFinish();
+  std::atomic<int> waiting_{0};       // callers in Wait
   std::unique_ptr<Autotuner> tuner_;  // rank 0 with --autotune
   std::optional<Knobs> outgoing_knobs_;
   uint64_t cycle_bytes_ = 0;  // allreduced this cycle

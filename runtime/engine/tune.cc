@@ -78,4 +78,29 @@ void Engine::Pace() {
   last_cycle_start_ = std::chrono::steady_clock::now();
 }
 
+void Engine::LetBurstFinish() {
+  using std::chrono::microseconds;
+  // Submitting a request takes a microsecond or two; a burst's requests
+  // come closer than the gap. The bound keeps a steady trickle from
+  // holding the cycle back.
+  constexpr microseconds kGap(10), kMost(200);
+  const auto start = std::chrono::steady_clock::now();
+  size_t seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen = fresh_.size();
+  }
+  for (;;) {
+    if (waiting_.load(std::memory_order_relaxed) > 0) return;
+    // Sleeping, not spinning: the submitter may need this CPU.
+    std::this_thread::sleep_for(kGap);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || fresh_.size() == seen ||
+        std::chrono::steady_clock::now() - start >= kMost) {
+      return;
+    }
+    seen = fresh_.size();
+  }
+}
+
 }  // namespace hvd::runtime

@@ -230,6 +230,31 @@ TEST(ShmBackendTest, SingleCopyGivesTheTwoCopyPathsBits) {
       [](WorkerConfig& c) { c.shm_single_copy_bytes = 1 << 20; });
 }
 
+// Single copy takes the sizes from its threshold up to its limit; the
+// others go through the segment.
+TEST(ShmBackendTest, SingleCopyRunsFromItsThresholdUpToItsLimit) {
+  const uint64_t before = ShmAllreducePaths().single_copy;
+  RunRanks(
+      2,
+      [&](Context& ctx, int rank) {
+        for (size_t n : {size_t{100000}, size_t{300000}, size_t{600000}}) {
+          std::vector<float> x(n, static_cast<float>(rank + 1));
+          ASSERT_TRUE(
+              ctx.backend()
+                  .Allreduce(x.data(), n, DataType::kFloat32, ReduceOp::kSum)
+                  .ok());
+          ASSERT_EQ(x.front(), 3.0f);
+          ASSERT_EQ(x.back(), 3.0f);
+        }
+      },
+      [](WorkerConfig& c) {
+        c.shm_single_copy_bytes = 1 << 20;  // 400 KB: below
+        c.shm_single_copy_limit = 2 << 20;  // 2.4 MB: above
+      });
+  // Only the 1.2 MB allreduce, on both ranks.
+  EXPECT_EQ(ShmAllreducePaths().single_copy - before, 2u);
+}
+
 // Inputs for the shared-buffer tests: pseudo-random floats per rank.
 std::vector<float> Noise(int rank, size_t n) {
   std::vector<float> x(n);
@@ -264,7 +289,7 @@ class SharedBufferTest : public ::testing::TestWithParam<SharedCase> {};
 TEST_P(SharedBufferTest, ReduceBetweenTheBuffersWithThePlainPathsBits) {
   const SharedCase c = GetParam();
   for (bool everyone : {true, false}) {
-    const uint64_t before = ShmBlockAllreduces();
+    const uint64_t before = ShmAllreducePaths().shared_buffers;
     int calls = 0;
     RunRanks(
         c.size,
@@ -322,7 +347,7 @@ TEST_P(SharedBufferTest, ReduceBetweenTheBuffersWithThePlainPathsBits) {
           if (c.small_slots) w.shm_slot_bytes = 4096;
         });
     // Ranks are threads here: the count is the process's, every rank's.
-    const uint64_t ran = ShmBlockAllreduces() - before;
+    const uint64_t ran = ShmAllreducePaths().shared_buffers - before;
     if (everyone) {
       EXPECT_EQ(ran, static_cast<uint64_t>(calls) * c.size);
     } else {

@@ -51,7 +51,10 @@ int ReadPeer(pid_t pid, uint64_t remote, void* local, size_t bytes) {
   return 0;
 }
 
-std::atomic<uint64_t> g_block_allreduces{0};
+// How often each path ran, for tests.
+struct {
+  std::atomic<uint64_t> shared_buffers{0}, single_copy{0};
+} g_paths;
 
 class ShmBackend final : public Backend {
  public:
@@ -144,7 +147,10 @@ class ShmBackend final : public Backend {
     direct_ = all;
     if (all && o_.rank == 0) {
       HVD_LOG(Debug) << "shared memory: single-copy allreduce from "
-                     << o_.single_copy_bytes << " bytes";
+                     << o_.single_copy_bytes << " bytes"
+                     << (o_.single_copy_limit
+                             ? " up to " + std::to_string(o_.single_copy_limit)
+                             : std::string());
     }
     return Status::Ok();
   }
@@ -168,8 +174,9 @@ class ShmBackend final : public Backend {
         static_cast<int>(set_counter_ & 1),
         blocks_ ? ShmHeap::Process().Find(data, count * DataTypeSize(type))
                 : std::nullopt);
-    if (direct_ && single_copy_on_ &&
-        count * DataTypeSize(type) >= o_.single_copy_bytes) {
+    const size_t bytes = count * DataTypeSize(type);
+    if (direct_ && single_copy_on_ && bytes >= o_.single_copy_bytes &&
+        (o_.single_copy_limit == 0 || bytes <= o_.single_copy_limit)) {
       return Run("allreduce",
                  [&] { return AllreduceDirect(data, count, type, op, post); });
     }
@@ -416,6 +423,7 @@ class ShmBackend final : public Backend {
     if (EveryBufferInABlock(set)) {
       return AllreduceInBlocks(set, data, count, type, op, post);
     }
+    g_paths.single_copy.fetch_add(1, std::memory_order_relaxed);
     for (int q = 0; q < n; ++q) {
       peer_buffer_[q] =
           seg_->state(q).buffer[set].load(std::memory_order_acquire);
@@ -543,7 +551,7 @@ class ShmBackend final : public Backend {
       }
       block_base_[q] = *base + b->offset;
     }
-    g_block_allreduces.fetch_add(1, std::memory_order_relaxed);
+    g_paths.shared_buffers.fetch_add(1, std::memory_order_relaxed);
     if (!said_blocks_ && o_.rank == 0) {
       HVD_LOG(Debug) << "shared memory: an allreduce straight between the "
                         "ranks' shared buffers";
@@ -613,8 +621,9 @@ class ShmBackend final : public Backend {
 
 }  // namespace
 
-uint64_t ShmBlockAllreduces() {
-  return g_block_allreduces.load(std::memory_order_relaxed);
+ShmPaths ShmAllreducePaths() {
+  return {g_paths.shared_buffers.load(std::memory_order_relaxed),
+          g_paths.single_copy.load(std::memory_order_relaxed)};
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& o,

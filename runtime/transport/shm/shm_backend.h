@@ -34,8 +34,13 @@ StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
                                                     Store& store);
 
 // How many allreduces this process's shared-memory backends have run
-// straight between the ranks' shared buffers (shm_heap.h), for tests.
-uint64_t ShmBlockAllreduces();
+// straight between the ranks' shared buffers (shm_heap.h), and reading
+// the peers' buffers (single copy): for tests.
+struct ShmPaths {
+  uint64_t shared_buffers = 0;
+  uint64_t single_copy = 0;
+};
+ShmPaths ShmAllreducePaths();
 
 // The engine's control plane through a segment of its own (slot_bytes per
 // rank and round; longer messages take several rounds).

@@ -68,6 +68,8 @@ struct ShmOptions {
   // Allreduces of at least this many bytes read the peers' buffers
   // directly (cross-memory attach); 0 never.
   size_t single_copy_bytes = 0;
+  // ... and at most this many (0: no limit).
+  size_t single_copy_limit = 0;
   std::chrono::milliseconds connect_timeout{
       std::chrono::seconds(settings::DefaultInt("start_timeout"))};
   std::chrono::milliseconds op_timeout{
