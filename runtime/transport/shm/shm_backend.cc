@@ -197,8 +197,9 @@ class ShmBackend final : public Backend {
         }
         HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
         if (off == 0) {
-          HVD_ASSIGN_OR_RETURN(bool all,
-                               AllInBlocks(set, in_block, bytes, c * esize));
+          HVD_ASSIGN_OR_RETURN(
+              bool all,
+              AllInBlocks(set, in_block, In(set, o_.rank), bytes, c * esize));
           if (all) return AllreduceInBlocks(set, data, count, type, op, post);
         }
         // This rank's share of the chunk, over every rank's slot in rank
@@ -387,17 +388,19 @@ class ShmBackend final : public Backend {
     uint8_t* bytes = static_cast<uint8_t*>(data);
     for (size_t off = 0; off < count; off += per_chunk) {
       const size_t c = std::min(per_chunk, count - off);
+      const size_t at = SlotOffset(c * esize);
       const int set = NextSet();
       uint8_t* mine = bytes + off * esize;
-      if (off > 0 || !in_block) std::memcpy(In(set, o_.rank), mine, c * esize);
+      uint8_t* slot = In(set, o_.rank) + at;
+      if (off > 0 || !in_block) std::memcpy(slot, mine, c * esize);
       HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
       if (off == 0) {
         HVD_ASSIGN_OR_RETURN(bool all,
-                             AllInBlocks(set, in_block, mine, c * esize));
+                             AllInBlocks(set, in_block, slot, mine, c * esize));
         if (all) return AllreduceInBlocks(set, data, count, type, op, post);
       }
       // This rank's part is still in its buffer: the peer reads the slot.
-      const uint8_t* theirs = In(set, peer);
+      const uint8_t* theirs = In(set, peer) + at;
       ReduceBuffers(type, op, mine, o_.rank == 0 ? mine : theirs,
                     o_.rank == 0 ? theirs : mine, c);
       if (post != 1.0) ScaleBuffer(type, mine, c, post);
@@ -512,8 +515,8 @@ class ShmBackend final : public Backend {
   // the blocks). If only some do, those put the chunk they held back into
   // their slots now, and every rank passes one more barrier (every rank
   // sees the same blocks, so every rank takes it).
-  StatusOr<bool> AllInBlocks(int set, bool in_block, const uint8_t* chunk,
-                             size_t bytes) {
+  StatusOr<bool> AllInBlocks(int set, bool in_block, uint8_t* slot,
+                             const uint8_t* chunk, size_t bytes) {
     if (!blocks_) return false;
     if (EveryBufferInABlock(set)) return true;
     bool any = false;
@@ -521,7 +524,7 @@ class ShmBackend final : public Backend {
       any |= seg_->state(q).block_id[set].load(std::memory_order_relaxed) != 0;
     }
     if (!any) return false;
-    if (in_block) std::memcpy(In(set, o_.rank), chunk, bytes);
+    if (in_block) std::memcpy(slot, chunk, bytes);
     HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
     return false;
   }
@@ -589,6 +592,18 @@ class ShmBackend final : public Backend {
           s.message());
     }
     return s.ok() ? s : broken_;
+  }
+
+  // Where in its slot a chunk of `bytes` goes (the pair path): a chunk
+  // smaller than the slot moves through it from one chunk to the next
+  // (whole pages), so that a rank writes lines its peer read longest ago
+  // rather than lines still in the peer's cache, which each write must
+  // first take back (256 KiB: 30 -> 26 us, and steadier). Every rank
+  // counts chunks alike; call before NextSet.
+  size_t SlotOffset(size_t bytes) const {
+    const size_t span = (bytes + 4095) / 4096 * 4096;
+    const size_t places = o_.slot_bytes / span;
+    return places > 1 ? (set_counter_ / 2 % places) * span : 0;
   }
 
   // The data sets alternate: a phase may overwrite set s only when every
