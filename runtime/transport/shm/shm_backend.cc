@@ -170,11 +170,10 @@ class ShmBackend final : public Backend {
     // Where this op's first data set is published: whether this rank's
     // buffer lies in a shared block (the peers learn it at the first
     // barrier, and every rank then takes the same path).
+    const size_t bytes = count * DataTypeSize(type);
     const bool in_block = PublishBlock(
         static_cast<int>(set_counter_ & 1),
-        blocks_ ? ShmHeap::Process().Find(data, count * DataTypeSize(type))
-                : std::nullopt);
-    const size_t bytes = count * DataTypeSize(type);
+        blocks_ ? ShmHeap::Process().Find(data, bytes) : std::nullopt);
     if (direct_ && single_copy_on_ && bytes >= o_.single_copy_bytes &&
         (o_.single_copy_limit == 0 || bytes <= o_.single_copy_limit)) {
       return Run("allreduce",
@@ -503,15 +502,16 @@ class ShmBackend final : public Backend {
                     s.block_offset[set].load(std::memory_order_relaxed)};
   }
 
-  bool EveryBufferInABlock(int set) {
-    if (!blocks_) return false;
+  // How many ranks published a block for `set` (after its barrier).
+  int BuffersInBlocks(int set) {
+    if (!blocks_) return 0;
+    int n = 0;
     for (int q = 0; q < o_.size; ++q) {
-      if (seg_->state(q).block_id[set].load(std::memory_order_relaxed) == 0) {
-        return false;
-      }
+      n += seg_->state(q).block_id[set].load(std::memory_order_relaxed) != 0;
     }
-    return true;
+    return n;
   }
+  bool EveryBufferInABlock(int set) { return BuffersInBlocks(set) == o_.size; }
 
   // After the first chunk's barrier of a path through the slots: whether
   // every rank's buffer lies in a block (then the caller reduces between
@@ -520,13 +520,9 @@ class ShmBackend final : public Backend {
   // sees the same blocks, so every rank takes it).
   StatusOr<bool> AllInBlocks(int set, bool in_block, uint8_t* slot,
                              const uint8_t* chunk, size_t bytes) {
-    if (!blocks_) return false;
-    if (EveryBufferInABlock(set)) return true;
-    bool any = false;
-    for (int q = 0; q < o_.size; ++q) {
-      any |= seg_->state(q).block_id[set].load(std::memory_order_relaxed) != 0;
-    }
-    if (!any) return false;
+    const int in_blocks = BuffersInBlocks(set);
+    if (in_blocks == o_.size) return true;
+    if (in_blocks == 0) return false;
     if (in_block) std::memcpy(slot, chunk, bytes);
     HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
     return false;
