@@ -25,16 +25,24 @@ for t in "${targets[@]}"; do
     exit 2
   }
 done
-command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing: run packaging/install-deps.sh" >&2; exit 2; }
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing: install clang and libclang-rt-14-dev (apt-get)" >&2; exit 2; }
 
 dir=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+mkdir -p "$dir"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DHVD_FUZZ=ON -DHVD_WITH_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="$san -fsanitize=fuzzer-no-link -fno-omit-frame-pointer" \
   -DCMAKE_C_FLAGS="$san -fno-omit-frame-pointer" \
-  -DCMAKE_EXE_LINKER_FLAGS="$san" >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS="$san" >"$dir/configure.log" 2>&1 || {
+  cat "$dir/configure.log" >&2
+  exit 2
+}
+if ! grep -q '^-- hvd: libFuzzer targets on' "$dir/configure.log"; then
+  grep '^-- hvd: libFuzzer targets' "$dir/configure.log" >&2
+  exit 2
+fi
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 
 run_one() {  # target; its exit status lands in $dir/$t.rc
