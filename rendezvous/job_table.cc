@@ -710,4 +710,9 @@ size_t JobTable::JoinedCount() const {
   return n;
 }
 
+size_t JobTable::BlockedCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiters_.size();
+}
+
 }  // namespace hvd::rendezvous

@@ -163,6 +163,8 @@ class JobTable {
   size_t JobCount() const;
   // Ranks joined over every job.
   size_t JoinedCount() const;
+  // Waits and barriers blocked now, over every job.
+  size_t BlockedCount() const;
 
  private:
   struct Waiter {

@@ -13,6 +13,8 @@ const std::vector<metrics::Family>& Families() {
       {"hvd_rendezvous_jobs", metrics::Type::kGauge, "Jobs registered now."},
       {"hvd_rendezvous_workers", metrics::Type::kGauge,
        "Workers joined to the jobs now."},
+      {"hvd_rendezvous_blocked_waits", metrics::Type::kGauge,
+       "Waits and barriers blocked in the daemon now."},
       {"hvd_rendezvous_calls_total", metrics::Type::kCounter,
        "Calls answered, by method and status code."},
       {"hvd_rendezvous_refused_total", metrics::Type::kCounter,
@@ -46,6 +48,8 @@ std::string ServerStats::Exposition(const JobTable& table) const {
                                     static_cast<double>(table.JobCount())));
   samples.push_back(metrics::Sample("hvd_rendezvous_workers", {},
                                     static_cast<double>(table.JoinedCount())));
+  samples.push_back(metrics::Sample("hvd_rendezvous_blocked_waits", {},
+                                    static_cast<double>(table.BlockedCount())));
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [method, m] : methods_) {

@@ -203,7 +203,10 @@ TEST_F(ElasticNetnsTest, KilledHostLeavesAndTheRestFinishFromTheLastCommit) {
   ASSERT_TRUE(WaitForWorkers(*job, 4)) << job->StderrSoFar();
   auto victims = HostPids(1, 2);
   ASSERT_EQ(victims.size(), 2u);
-  std::this_thread::sleep_for(seconds(2));  // mid-training
+  // Mid-training: rank 0 has finished step 20 of 120.
+  ASSERT_FALSE(
+      job->WaitForStdout("(STEP step=20 size=4 )", seconds(60)).empty())
+      << job->StderrSoFar();
   for (pid_t pid : victims) kill(pid, SIGKILL);
   Result r = job->Wait(kTimeout);
   EXPECT_NE(r.err.find("host " + net_->address(1) + " leaves the job"),
@@ -304,7 +307,10 @@ TEST_F(ElasticNetnsTest, PythonTorchStateSurvivesAKilledHost) {
   ASSERT_TRUE(WaitForWorkers(*job, 4)) << job->StderrSoFar();
   auto victims = HostPids(1, 2);
   ASSERT_EQ(victims.size(), 2u);
-  std::this_thread::sleep_for(seconds(3));
+  // Mid-training: rank 0 has finished step 20 of 150.
+  ASSERT_FALSE(
+      job->WaitForStdout("(STEP step=20 size=4 )", seconds(60)).empty())
+      << job->StderrSoFar();
   for (pid_t pid : victims) kill(pid, SIGKILL);
   Result r = job->Wait(kTimeout);
   ExpectFinished(r, 2, 150, 1);
@@ -318,14 +324,11 @@ std::vector<pid_t> WorkersOfHost(const std::string& host,
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream f(e.path() / "environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(f)),
-                    std::istreambuf_iterator<char>());
+    std::string env, cmd;
+    if (!ReadProcFile(e.path() / "environ", &env)) continue;  // it ended
     if (env.find(std::string("HVD_HOST=") + host + '\0') != std::string::npos &&
         env.find("HVD_JOB_TOKEN=") != std::string::npos) {
-      std::ifstream c(e.path() / "cmdline", std::ios::binary);
-      std::string cmd((std::istreambuf_iterator<char>(c)),
-                      std::istreambuf_iterator<char>());
+      if (!ReadProcFile(e.path() / "cmdline", &cmd)) continue;
       // Not the remote wrapper that started it (its command line names
       // the program too).
       if (cmd.find(program) != std::string::npos &&
@@ -359,7 +362,10 @@ TEST_F(ElasticNetnsTest, PythonExampleLosesAHostAndStillLearns) {
     victims = WorkersOfHost(net_->address(1), "pytorch_mnist_elastic.py");
   }
   ASSERT_EQ(victims.size(), 2u);
-  std::this_thread::sleep_for(seconds(6));  // into the first epoch
+  // Into the first epoch: its first batch is done.
+  ASSERT_FALSE(
+      job->WaitForStdout("(Train Epoch: 1 batch 0 )", seconds(120)).empty())
+      << job->StderrSoFar();
   for (pid_t pid : victims) kill(pid, SIGKILL);
   Result r = job->Wait(kTimeout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -387,9 +393,18 @@ TEST_F(ElasticNetnsTest, TrainMnistLosesAHostAndStillLearns) {
                   "--test-limit", "2000", "--epochs", "3", "--warmup-epochs",
                   "1", "--log-dir", "", "--checkpoint-dir", dir_.path()}));
   ASSERT_TRUE(WaitForWorkers(*job, 4)) << job->StderrSoFar();
-  ASSERT_FALSE(job->WaitForStdout("Epoch 2/3", seconds(60)).empty())
+  ASSERT_FALSE(job->WaitForStdout("Epoch 2/3", seconds(120)).empty())
       << job->StderrSoFar();
-  std::this_thread::sleep_for(milliseconds(300));  // a few batches in
+  // A batch into the second epoch: its progress bar has drawn.
+  const std::regex bar(R"(\d+/\d+ \[)");
+  bool in_epoch = false;
+  for (int tries = 0; tries < 6000 && !in_epoch; ++tries) {
+    const std::string out = job->StdoutSoFar();
+    const std::string after = out.substr(out.find("Epoch 2/3"));
+    in_epoch = std::regex_search(after, bar);
+    if (!in_epoch) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(in_epoch) << job->StdoutSoFar();
   auto victims = WorkersOfHost(net_->address(1), "train_mnist");
   ASSERT_EQ(victims.size(), 2u);
   for (pid_t pid : victims) kill(pid, SIGKILL);

@@ -85,7 +85,10 @@ TEST(HorovodrunTest, SecondSigintKillsAtOnce) {
                     "/$HOROVOD_RANK.pid; while :; do sleep 0.1; done"});
   ASSERT_TRUE(WaitForPids(dir.path(), 2, seconds(30)));
   kill(p.pid(), SIGINT);
-  std::this_thread::sleep_for(milliseconds(300));
+  // The second only once the first is taken (two pending SIGINTs are one).
+  ASSERT_FALSE(
+      p.WaitForStderr("(received SIGINT; stopping)", seconds(30)).empty())
+      << p.StderrSoFar();
   auto before = std::chrono::steady_clock::now();
   kill(p.pid(), SIGINT);
   Result r = p.Wait(seconds(30));

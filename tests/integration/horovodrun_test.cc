@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/util/job_pids.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -311,11 +312,21 @@ long CpuTicks(pid_t pid) {
 // them (with no join timeout set, the default, it once woke at once for a
 // deadline it then ignored, and spun half a core away from the workers).
 TEST(HorovodrunTest, IdleWhileItsWorkersRun) {
-  Subprocess run({HVD_HOROVODRUN, "-np", "2", "/bin/sleep", "3"});
-  std::this_thread::sleep_for(milliseconds(700));
+  TempDir dir;
+  // The workers say when they run and wait for the test to let them end,
+  // so the 2 s measured lie inside the job however slow its start.
+  const std::string d = dir.path();
+  Subprocess run({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
+                  "touch " + d + "/$HOROVOD_RANK.up; while [ ! -e " + d +
+                      "/done ]; do sleep 0.05; done"});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(WaitForFile(d + "/" + std::to_string(i) + ".up", seconds(60)))
+        << run.StderrSoFar();
+  }
   const long before = CpuTicks(run.pid());
   std::this_thread::sleep_for(seconds(2));
   const long after = CpuTicks(run.pid());
+  dir.Write("done", "");
   Result r = run.Wait(kTimeout);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   ASSERT_GE(before, 0);

@@ -22,7 +22,10 @@
 //                        weight=W resets=N"
 //   --steps N --work allreduce|compute   N training steps of one kind:
 //                        20 allreduces of 1 MiB, or 20 ms of CPU work;
-//                        each ends with hvd::mark_step() (the metrics tests)
+//                        each ends with hvd::mark_step() (the metrics tests);
+//                        --until-file F: then more steps until F exists,
+//                        --min-seconds S: until S seconds have passed (rank
+//                        0 decides; every rank stops after the same step)
 //   --elastic-job N      N steps under hvd::elastic::run in an elastic job
 //                        (no failure of its own), committing every
 //                        --commit-every K (5) and sleeping --step-ms M (50)
@@ -87,16 +90,45 @@ hvd::Status AverageAndAddOne(std::vector<float>& weights) {
   return hvd::Status::Ok();
 }
 
+// When --steps' job may stop: rank 0 decides and every rank learns it in
+// one allreduce, so that all run the same number of steps.
+struct StopWhen {
+  std::string file;        // once it exists (the test has seen enough)
+  double min_seconds = 0;  // once this long has passed since the start
+  bool set() const { return !file.empty() || min_seconds > 0; }
+};
+
+bool AllMayStop(const StopWhen& when,
+                std::chrono::steady_clock::time_point start, bool* stop) {
+  float vote = 1.0f;
+  if (hvd::rank() == 0) {
+    const std::chrono::duration<double> ran =
+        std::chrono::steady_clock::now() - start;
+    const bool file_ok =
+        when.file.empty() || std::filesystem::exists(when.file);
+    vote = file_ok && ran.count() >= when.min_seconds ? 1.0f : 0.0f;
+  }
+  if (!hvd::allreduce(&vote, 1, hvd::ReduceOp::kMin).ok()) return false;
+  *stop = vote > 0.5f;
+  return true;
+}
+
 // --steps N --work KIND: see the top of the file.
-int Steps(int steps, const std::string& work) {
+int Steps(int steps, const std::string& work, const StopWhen& when) {
   if (work != "allreduce" && work != "compute") {
     std::fprintf(stderr, "test_worker: --work allreduce or compute\n");
     return 2;
   }
   std::vector<float> data(1 << 18, 1.0f);
   volatile double sink = 0;
+  const auto start = std::chrono::steady_clock::now();
   hvd::mark_step();  // the clock starts here
-  for (int s = 0; s < steps; ++s) {
+  for (int s = 0;; ++s) {
+    if (s >= steps) {
+      bool stop = true;
+      if (when.set() && !AllMayStop(when, start, &stop)) return 5;
+      if (stop) break;
+    }
     if (work == "allreduce") {
       // As many on every rank (a rank's clock must not decide).
       for (int i = 0; i < 20; ++i) {
@@ -201,6 +233,7 @@ int main(int argc, char** argv) {
   int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
   std::string fail_host, work;
   int steps = 0;
+  StopWhen stop_when;
   std::string pid_dir;
   int fail_rank = -1, code = 0, sleep_s = 0, lines = 0;
   for (int i = 1; i < argc; ++i) {
@@ -246,6 +279,10 @@ int main(int argc, char** argv) {
       steps = std::stoi(next());
     else if (a == "--work")
       work = next();
+    else if (a == "--until-file")
+      stop_when.file = next();
+    else if (a == "--min-seconds")
+      stop_when.min_seconds = std::stod(next());
     else {
       std::fprintf(stderr, "test_worker: unknown flag %s\n", a.c_str());
       return 2;
@@ -263,7 +300,7 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
-  if (steps > 0) return Steps(steps, work);
+  if (steps > 0) return Steps(steps, work, stop_when);
   if (elastic_steps > 0)
     return ElasticJob(elastic_steps, commit_every, step_ms, pid_dir, fail_host);
   if (elastic) {

@@ -7,6 +7,9 @@
 
 #include "rendezvous/client.h"
 #include "tests/rendezvous/daemon_fixture.h"
+#include "tests/util/http_get.h"
+#include "tests/util/job_pids.h"
+#include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
 namespace {
@@ -15,9 +18,26 @@ using rendezvous::RendezvousClient;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+// Waits until the daemon's metrics say `n` calls block in it (60 s at most).
+bool WaitForBlocked(int metrics_port, int n) {
+  const std::string line =
+      "hvd_rendezvous_blocked_waits " + std::to_string(n) + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HttpGet(metrics_port, "/metrics").body.find(line) !=
+        std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
 TEST(DaemonFaultTest, SigtermCancelsBlockedWaitsAndExitsZero) {
   TempDir dir;
-  Daemon d(dir, {"--shutdown-grace-seconds", "2"});
+  const int metrics = FreePort("127.0.0.1");
+  Daemon d(dir, {"--shutdown-grace-seconds", "2", "--metrics-port",
+                 std::to_string(metrics)});
   auto job = RendezvousClient::CreateJob(d.address(), Daemon::kAdminToken,
                                          {{"localhost", 3}}, 3, seconds(10));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
@@ -29,7 +49,8 @@ TEST(DaemonFaultTest, SigtermCancelsBlockedWaitsAndExitsZero) {
       return c->Wait({"never" + std::to_string(i)}, seconds(60)).status();
     }));
   }
-  std::this_thread::sleep_for(milliseconds(300));
+  // SIGTERM only once all four block in the daemon.
+  ASSERT_TRUE(WaitForBlocked(metrics, 4)) << d.process().StderrSoFar();
   auto start = std::chrono::steady_clock::now();
   Result r = d.Stop(SIGTERM);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -45,7 +66,9 @@ TEST(DaemonFaultTest, SigtermCancelsBlockedWaitsAndExitsZero) {
 
 TEST(DaemonFaultTest, RestartDuringAJobGivesClearErrorsNotHangs) {
   TempDir dir;
-  auto d = std::make_unique<Daemon>(dir);
+  const int metrics = FreePort("127.0.0.1");
+  auto d = std::make_unique<Daemon>(
+      dir, std::vector<std::string>{"--metrics-port", std::to_string(metrics)});
   std::string address = d->address();
   auto job = RendezvousClient::CreateJob(address, Daemon::kAdminToken,
                                          {{"localhost", 2}}, 2, seconds(10));
@@ -54,7 +77,7 @@ TEST(DaemonFaultTest, RestartDuringAJobGivesClearErrorsNotHangs) {
   ASSERT_TRUE(worker->Join("localhost", 0, seconds(10)).ok());
   auto blocked = std::async(
       std::launch::async, [&] { return worker->Wait({"peer"}, seconds(120)); });
-  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_TRUE(WaitForBlocked(metrics, 1)) << d->process().StderrSoFar();
   auto start = std::chrono::steady_clock::now();
   d->Stop(SIGKILL);
   auto r = blocked.get();
@@ -76,10 +99,12 @@ TEST(DaemonFaultTest, LauncherDeathEndsItsJobByTtl) {
   // horovodrun creates the job and is killed before it can end it; once the
   // job is gone by TTL, a daemon limited to one job takes a new one.
   Daemon one(dir, {"--job-ttl-seconds", "1", "--max-jobs", "1"});
+  // Its worker starts once the job exists, and says so.
+  const std::string up = dir.path() + "/up";
   Subprocess run2({HVD_HOROVODRUN, "-np", "1", "--rendezvous-addr",
                    one.address(), "--rendezvous-token-file", one.token_file(),
-                   "/bin/sleep", "60"});
-  std::this_thread::sleep_for(milliseconds(800));
+                   "/bin/sh", "-c", "touch " + up + "; exec sleep 60"});
+  ASSERT_TRUE(WaitForFile(up, seconds(60))) << run2.StderrSoFar();
   kill(run2.pid(), SIGKILL);
   run2.Wait(seconds(30));
   auto deadline = std::chrono::steady_clock::now() + seconds(10);

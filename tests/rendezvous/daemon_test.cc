@@ -98,6 +98,7 @@ TEST(DaemonTest, ServesItsOwnMetrics) {
   ASSERT_EQ(r.code, 200);
   for (const char* line :
        {"hvd_rendezvous_jobs 1\n", "hvd_rendezvous_workers 1\n",
+        "hvd_rendezvous_blocked_waits 0\n",
         "hvd_rendezvous_calls_total{method=\"create_job\",code=\"OK\"} 1\n",
         "hvd_rendezvous_refused_total{method=\"create_job\",reason="
         "\"UNAUTHENTICATED\"} 1\n",

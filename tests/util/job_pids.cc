@@ -19,6 +19,15 @@ std::vector<pid_t> ReadPids(const std::string& dir) {
   return pids;
 }
 
+bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 bool WaitForPids(const std::string& dir, size_t count,
                  std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

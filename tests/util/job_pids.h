@@ -1,5 +1,6 @@
-// The pid files test workers leave (hvd_test_worker --pid-dir), and the
-// check that none of those processes outlived its job.
+// The pid files test workers leave (hvd_test_worker --pid-dir), the files
+// that say a process is ready, and the check that none of those processes
+// outlived its job.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +13,10 @@ namespace hvd::testing {
 
 // Pids from every DIR/*.pid file.
 std::vector<pid_t> ReadPids(const std::string& dir);
+
+// Waits until `path` exists (a process's word that it got somewhere);
+// false on timeout.
+bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout);
 
 // Waits until at least `count` pid files exist; false on timeout.
 bool WaitForPids(const std::string& dir, size_t count,

@@ -20,6 +20,22 @@ bool Installed(const std::string& path) {
   return ::access(path.c_str(), X_OK) == 0;
 }
 
+// The last `n` lines of a daemon's output that say "error:", joined: why
+// it did not come up (the folder holding it goes with the test).
+std::string LastErrors(const std::string& log, size_t n) {
+  std::ifstream f(log);
+  std::vector<std::string> errors;
+  for (std::string line; std::getline(f, line);) {
+    if (line.find("error:") != std::string::npos) errors.push_back(line);
+  }
+  std::string out;
+  for (size_t i = errors.size() > n ? errors.size() - n : 0; i < errors.size();
+       ++i) {
+    out += (out.empty() ? "" : "; ") + errors[i];
+  }
+  return out.empty() ? "no errors in " + log : out;
+}
+
 }  // namespace
 
 SlurmCluster::SlurmCluster(const TempDir& dir, int nodes, int cpus) {
@@ -100,10 +116,7 @@ SlurmCluster::SlurmCluster(const TempDir& dir, int nodes, int cpus) {
       return;
     }
   }
-  if (!WaitIdle(nodes)) {
-    error_ = "the nodes did not come up within 30 s (see " + dir_ + ")";
-    return;
-  }
+  if (!WaitIdle(nodes)) return;
   ok_ = true;
 }
 
@@ -139,12 +152,27 @@ pid_t SlurmCluster::Start(const std::vector<std::string>& argv,
 bool SlurmCluster::WaitIdle(int nodes) {
   const std::string cmd = "SLURM_CONF=" + conf_ +
                           " sinfo -h -N -o %T 2>/dev/null | grep -c '^idle'";
-  for (int tries = 0; tries < 300; ++tries) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
     std::string out;
     ShellCapture(cmd, &out);
     if (std::atoi(out.c_str()) >= nodes) return true;
+    // The daemons after munged and slurmctld are the slurmds, node i at 2+i.
+    for (size_t d = 0; d < daemons_.size(); ++d) {
+      int status = 0;
+      if (waitpid(daemons_[d], &status, WNOHANG) != daemons_[d]) continue;
+      const std::string name = d == 0   ? "munged"
+                               : d == 1 ? "slurmctld"
+                                        : "slurmd-" + node(d - 2);
+      error_ = name + " exited: " + LastErrors(dir_ + "/" + name + ".out", 3);
+      daemons_.erase(daemons_.begin() + d);
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  error_ = "the nodes were not idle within 60 s: " +
+           LastErrors(dir_ + "/slurmd-" + node(0) + ".out", 3);
   return false;
 }
 

@@ -30,6 +30,8 @@ class SlurmCluster {
 
  private:
   pid_t Start(const std::vector<std::string>& argv, const std::string& log);
+  // Waits until `nodes` nodes are idle: true, or false with error_ saying
+  // why (a daemon that ended says so at once, with its last errors).
   bool WaitIdle(int nodes);
   void StopAll();
 

@@ -158,11 +158,22 @@ Result RunCommand(const std::vector<std::string>& argv,
   return p.Wait(timeout);
 }
 
+bool ReadProcFile(const std::string& path, std::string* out) {
+  out->clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) out->append(buf, n);
+  ::close(fd);
+  return n == 0;
+}
+
 bool ProcessAlive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return false;
-  std::string content((std::istreambuf_iterator<char>(stat)),
-                      std::istreambuf_iterator<char>());
+  std::string content;
+  if (!ReadProcFile("/proc/" + std::to_string(pid) + "/stat", &content)) {
+    return false;
+  }
   size_t close_paren = content.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= content.size()) {
     return false;

@@ -54,6 +54,10 @@ Result RunCommand(const std::vector<std::string>& argv,
                   std::chrono::milliseconds timeout,
                   const std::vector<std::string>& extra_env = {});
 
+// Reads a /proc file whole into `out`; false when it cannot (the process
+// ended, even while it was being read: ESRCH, which a stream would throw).
+bool ReadProcFile(const std::string& path, std::string* out);
+
 // True while `pid` exists and is not a zombie.
 bool ProcessAlive(pid_t pid);
 
