@@ -85,7 +85,11 @@ class [[nodiscard]] Status {
     if (ok() && !other.ok()) *this = other;
   }
 
-  bool operator==(const Status&) const = default;
+  // Spelled out rather than defaulted: the public headers are C++17.
+  bool operator==(const Status& other) const {
+    return code_ == other.code_ && message_ == other.message_;
+  }
+  bool operator!=(const Status& other) const { return !(*this == other); }
 
  private:
   static std::string Join(std::string_view context, std::string_view detail);
