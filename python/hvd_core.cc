@@ -124,21 +124,10 @@ class Op {
   std::shared_ptr<Bytes> bytes_;
 };
 
-hvd::Tensor MakeTensor(uintptr_t data, int dtype, std::vector<int64_t> shape,
-                       int device) {
-  if (dtype < 0 || dtype > static_cast<int>(hvd::DataType::kInt16)) {
-    throw py::value_error("unknown data type code " + std::to_string(dtype));
-  }
-  return hvd::Tensor{reinterpret_cast<void*>(data),
-                     static_cast<hvd::DataType>(dtype), std::move(shape),
+hvd::Tensor MakeTensor(uintptr_t data, hvd::DataType dtype,
+                       std::vector<int64_t> shape, int device) {
+  return hvd::Tensor{reinterpret_cast<void*>(data), dtype, std::move(shape),
                      device};
-}
-
-hvd::ReduceOp MakeOp(int op) {
-  if (op < 0 || op > static_cast<int>(hvd::ReduceOp::kProduct)) {
-    throw py::value_error("unknown reduce op code " + std::to_string(op));
-  }
-  return static_cast<hvd::ReduceOp>(op);
 }
 
 template <typename Submit>
@@ -156,6 +145,28 @@ std::shared_ptr<Op> Start(bool has_output, Submit&& submit) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "libhvd's C++ API on raw memory (used by hvd.torch)";
+
+  // libhvd's enums, by name: the Python package maps torch's dtypes and
+  // Horovod's op constants onto these and copies no numbers. A type or op
+  // added to hvd.h needs its name here.
+  static_assert(static_cast<int>(hvd::DataType::kInt16) == 8);
+  static_assert(static_cast<int>(hvd::ReduceOp::kProduct) == 4);
+  py::enum_<hvd::DataType>(m, "DataType")
+      .value("uint8", hvd::DataType::kUInt8)
+      .value("int8", hvd::DataType::kInt8)
+      .value("int16", hvd::DataType::kInt16)
+      .value("int32", hvd::DataType::kInt32)
+      .value("int64", hvd::DataType::kInt64)
+      .value("float16", hvd::DataType::kFloat16)
+      .value("bfloat16", hvd::DataType::kBFloat16)
+      .value("float32", hvd::DataType::kFloat32)
+      .value("float64", hvd::DataType::kFloat64);
+  py::enum_<hvd::ReduceOp>(m, "ReduceOp")
+      .value("Average", hvd::ReduceOp::kAverage)
+      .value("Sum", hvd::ReduceOp::kSum)
+      .value("Min", hvd::ReduceOp::kMin)
+      .value("Max", hvd::ReduceOp::kMax)
+      .value("Product", hvd::ReduceOp::kProduct);
 
   m.def("set_internal_error", [](py::object cls) {
     // Kept alive by the module that defines it (hvd.common.exceptions).
@@ -248,19 +259,19 @@ PYBIND11_MODULE(_core, m) {
       .def("received_splits", &Op::received_splits);
 
   // Every operation takes the process set last (0: the whole job).
-  m.def("allreduce", [](const std::string& name, uintptr_t data, int dtype,
-                        std::vector<int64_t> shape, int device, int op,
+  m.def("allreduce", [](const std::string& name, uintptr_t data, hvd::DataType dtype,
+                        std::vector<int64_t> shape, int device, hvd::ReduceOp op,
                         double prescale, double postscale, int process_set) {
     hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    hvd::ReduceOp o = MakeOp(op);
     return Start(false, [&](hvd::Output*) {
-      return hvd::allreduce_async(name, t, o, prescale, postscale, process_set);
+      return hvd::allreduce_async(name, t, op, prescale, postscale, process_set);
     });
   });
   m.def(
       "grouped_allreduce",
-      [](const std::string& name, const std::vector<uintptr_t>& data, int dtype,
-         const std::vector<std::vector<int64_t>>& shapes, int device, int op,
+      [](const std::string& name, const std::vector<uintptr_t>& data,
+         hvd::DataType dtype,
+         const std::vector<std::vector<int64_t>>& shapes, int device, hvd::ReduceOp op,
          double prescale, double postscale, int process_set) {
         if (data.size() != shapes.size()) {
           throw py::value_error("grouped_allreduce: one shape per tensor");
@@ -269,11 +280,10 @@ PYBIND11_MODULE(_core, m) {
         for (size_t i = 0; i < data.size(); ++i) {
           tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
         }
-        hvd::ReduceOp o = MakeOp(op);
-        std::vector<hvd::Handle> handles;
+            std::vector<hvd::Handle> handles;
         {
           py::gil_scoped_release release;
-          handles = hvd::grouped_allreduce_async(name, tensors, o, prescale,
+          handles = hvd::grouped_allreduce_async(name, tensors, op, prescale,
                                                  postscale, process_set);
         }
         std::vector<std::shared_ptr<Op>> ops;
@@ -286,7 +296,7 @@ PYBIND11_MODULE(_core, m) {
         return ops;
       });
   m.def("allgather",
-        [](const std::string& name, uintptr_t data, int dtype,
+        [](const std::string& name, uintptr_t data, hvd::DataType dtype,
            std::vector<int64_t> shape, int device, int process_set) {
           hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
           return Start(true, [&](hvd::Output* out) {
@@ -294,14 +304,14 @@ PYBIND11_MODULE(_core, m) {
           });
         });
   m.def("broadcast",
-        [](const std::string& name, uintptr_t data, int dtype,
+        [](const std::string& name, uintptr_t data, hvd::DataType dtype,
            std::vector<int64_t> shape, int device, int root, int process_set) {
           hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
           return Start(false, [&](hvd::Output*) {
             return hvd::broadcast_async(name, t, root, process_set);
           });
         });
-  m.def("alltoall", [](const std::string& name, uintptr_t data, int dtype,
+  m.def("alltoall", [](const std::string& name, uintptr_t data, hvd::DataType dtype,
                        std::vector<int64_t> shape, int device,
                        const std::vector<int64_t>& splits, int process_set) {
     hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
@@ -310,13 +320,12 @@ PYBIND11_MODULE(_core, m) {
     });
   });
   m.def("reducescatter",
-        [](const std::string& name, uintptr_t data, int dtype,
-           std::vector<int64_t> shape, int device, int op, double prescale,
+        [](const std::string& name, uintptr_t data, hvd::DataType dtype,
+           std::vector<int64_t> shape, int device, hvd::ReduceOp op, double prescale,
            double postscale, int process_set) {
           hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-          hvd::ReduceOp o = MakeOp(op);
-          return Start(true, [&](hvd::Output* out) {
-            return hvd::reducescatter_async(name, t, out, o, prescale,
+                return Start(true, [&](hvd::Output* out) {
+            return hvd::reducescatter_async(name, t, out, op, prescale,
                                             postscale, process_set);
           });
         });

@@ -6,19 +6,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "hvd/hvd.h"
+
 namespace hvd::runtime {
 
-enum class DataType {
-  kUInt8,
-  kInt8,
-  kInt32,
-  kInt64,
-  kFloat16,
-  kBFloat16,
-  kFloat32,
-  kFloat64,
-  kInt16,  // last: the values travel in negotiation messages
-};
+// The public header's, so that a tensor's type crosses into the engine
+// without a conversion. Its values travel in negotiation messages: new
+// types go last.
+using DataType = ::hvd::DataType;
 inline constexpr DataType kAllDataTypes[] = {
     DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
     DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,

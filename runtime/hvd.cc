@@ -339,10 +339,6 @@ Status SubmitAndWait(F&& submit) {
   return h.wait();
 }
 
-runtime::DataType ToRuntime(DataType t) {
-  return static_cast<runtime::DataType>(static_cast<int>(t));
-}
-
 // Average is Sum with a 1/size postscale in the engine.
 void SetReduceOp(ReduceOp op, runtime::Request& r) {
   r.average = op == ReduceOp::kAverage;
@@ -366,7 +362,7 @@ runtime::Request RequestFor(const std::string& name, runtime::OpType type,
   runtime::Request r;
   r.name = name;
   r.type = type;
-  r.dtype = ToRuntime(tensor.dtype);
+  r.dtype = tensor.dtype;
   r.count = tensor.num_elements();
   r.shape = tensor.shape.empty() ? std::vector<int64_t>{1} : tensor.shape;
   r.device = tensor.device < 0 ? -1 : tensor.device;

@@ -39,23 +39,16 @@ Min = 3
 Max = 4
 Product = 5
 
-# Horovod's op -> libhvd's (hvd::ReduceOp).
-_CORE_OP = {Average: 0, Sum: 1, Min: 2, Max: 3, Product: 4}
+# Horovod's op -> libhvd's (hvd::ReduceOp, bound by name in hvd._core).
+_CORE_OP = {Average: _core.ReduceOp.Average, Sum: _core.ReduceOp.Sum,
+            Min: _core.ReduceOp.Min, Max: _core.ReduceOp.Max,
+            Product: _core.ReduceOp.Product}
 _OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min",
              Max: "Max", Product: "Product"}
 
-# torch dtype -> libhvd's (hvd::DataType).
-_DTYPE = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int32: 2,
-    torch.int64: 3,
-    torch.float16: 4,
-    torch.bfloat16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.int16: 8,
-}
+# torch dtype -> libhvd's (hvd::DataType), by the same names.
+_DTYPE = {getattr(torch, name): value
+          for name, value in _core.DataType.__members__.items()}
 
 
 class _Entry:
@@ -83,7 +76,7 @@ _on_shutdown.append(_handle_map.clear)
 _on_shutdown.append(_barriers.clear)
 
 
-def _dtype_code(tensor: torch.Tensor) -> int:
+def _dtype_code(tensor: torch.Tensor) -> "_core.DataType":
     code = _DTYPE.get(tensor.dtype)
     if code is None:
         raise ValueError(f"Tensor type {tensor.type()} is not supported.")

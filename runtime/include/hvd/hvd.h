@@ -60,7 +60,7 @@ enum class DataType {
   kBFloat16,  // bfloat16, as uint16_t bits
   kFloat32,
   kFloat64,
-  kInt16,
+  kInt16,  // last: the values travel between ranks; new types go after it
 };
 
 // Average is Sum followed by a 1/size postscale, as in Horovod.
