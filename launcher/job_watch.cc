@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/metrics_format.h"
+#include "common/worker_env.h"
 #include "launcher/health.h"
 
 namespace hvd::launcher {
@@ -25,7 +26,8 @@ std::string Prefixed(const std::string& text) {
 
 void JobWatch::AskWorkers(const LaunchOptions& o,
                           std::map<std::string, std::string>& env) {
-  if (o.metrics_port > 0 || o.monitor) env["HVD_METRICS_INTERVAL_MS"] = "1000";
+  if (o.metrics_port > 0 || o.monitor)
+    env[worker_env::kMetricsIntervalMs] = "1000";
 }
 
 StatusOr<std::unique_ptr<JobWatch>> JobWatch::Start(const LaunchOptions& o,

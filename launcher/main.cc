@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/worker_env.h"
 #include "launcher/cli.h"
 #include "launcher/elastic/driver.h"
 #include "launcher/job_rendezvous.h"
@@ -284,7 +285,7 @@ class TempFile {
 
 // Every worker in one process that starts them all: an srun step of the
 // job's Slurm allocation, or mpirun. Each worker finds its place in the
-// plan from its task index (rendezvous::kTaskHostsVar).
+// plan from its task index (worker_env::kTaskHosts).
 int RunStepJob(const LaunchOptions& options, LaunchPlan& plan,
                const std::map<std::string, std::string>& env,
                const std::string& here, const std::string& program) {
@@ -332,26 +333,13 @@ int RunStepJob(const LaunchOptions& options, LaunchPlan& plan,
   JobRendezvous* job = rendezvous->get();
   const JobAccess& access = job->access();
   // The job-wide variables; each worker's own come from its task index.
-  std::vector<std::string> worker_env =
-      WorkerEnvironment(env, plan, plan.workers.front(), access);
-  static const std::set<std::string> kPerWorker = {
-      "HVD_HOST",           "HVD_SLOT",           "HOROVOD_HOSTNAME",
-      "HOROVOD_RANK",       "HOROVOD_SIZE",       "HOROVOD_LOCAL_RANK",
-      "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
-      "HVD_GLOO_ADDR",      "HVD_RENDEZVOUS_ADDR"};
-  std::vector<std::string> step_env;
-  for (const std::string& kv : worker_env) {
-    if (!kPerWorker.count(kv.substr(0, kv.find('=')))) step_env.push_back(kv);
-  }
   const int port = RendezvousPort(access);
-  step_env.push_back(
-      "HVD_RENDEZVOUS_ADDR=" +
-      (us.empty() ? access.rendezvous_addr
-                  : (us.find(':') != std::string::npos ? "[" + us + "]" : us) +
-                        ":" + std::to_string(port)));
-  if (plan.all_local) step_env.push_back("HVD_GLOO_ADDR=127.0.0.1");
-  step_env.push_back(std::string(rendezvous::kTaskHostsVar) + "=" +
-                     FormatHostList(hosts));
+  std::vector<std::string> step_env = StepEnvironment(
+      WorkerEnvironment(env, plan, plan.workers.front(), access),
+      us.empty() ? access.rendezvous_addr
+                 : (us.find(':') != std::string::npos ? "[" + us + "]" : us) +
+                       ":" + std::to_string(port),
+      plan.all_local, FormatHostList(hosts));
   std::vector<std::string> argv;
   if (mpirun) {
     argv = MpirunArgv(program, hosts, MpirunExports(step_env), options.mpi_args,

@@ -1,5 +1,10 @@
 #include "launcher/plan.h"
 
+#include <set>
+#include <string>
+
+#include "common/worker_env.h"
+
 namespace hvd::launcher {
 
 LaunchPlan PlanWithoutWorkers(const LaunchOptions& options) {
@@ -86,36 +91,36 @@ std::vector<std::string> WorkerEnvironment(
   }
   for (const auto& [k, v] : plan.tuning_env) env[k] = v;
   const rendezvous::Assignment& a = worker.assignment;
-  env["HVD_RENDEZVOUS_ADDR"] = worker.rendezvous_addr.empty()
-                                   ? access.rendezvous_addr
-                                   : worker.rendezvous_addr;
-  env["HVD_JOB_ID"] = access.job_id;
-  env["HVD_JOB_TOKEN"] = access.job_token;
-  env["HVD_HOST"] = worker.host;
-  env["HVD_SLOT"] = std::to_string(worker.slot);
+  env[worker_env::kRendezvousAddr] = worker.rendezvous_addr.empty()
+                                         ? access.rendezvous_addr
+                                         : worker.rendezvous_addr;
+  env[worker_env::kJobId] = access.job_id;
+  env[worker_env::kJobToken] = access.job_token;
+  env[worker_env::kHost] = worker.host;
+  env[worker_env::kSlot] = std::to_string(worker.slot);
   // PEM text rather than paths, so it reaches workers on any host.
   if (!access.tls_ca_pem.empty()) {
-    env["HVD_RENDEZVOUS_TLS_CA"] = access.tls_ca_pem;
+    env[worker_env::kTlsCa] = access.tls_ca_pem;
   }
   if (!access.tls_cert_pem.empty()) {
-    env["HVD_RENDEZVOUS_TLS_CERT"] = access.tls_cert_pem;
-    env["HVD_RENDEZVOUS_TLS_KEY"] = access.tls_key_pem;
+    env[worker_env::kTlsCert] = access.tls_cert_pem;
+    env[worker_env::kTlsKey] = access.tls_key_pem;
   }
   if (!worker.gloo_addr.empty()) {
-    env["HVD_GLOO_ADDR"] = worker.gloo_addr;
+    env[worker_env::kGlooAddr] = worker.gloo_addr;
   } else if (plan.all_local) {
-    env["HVD_GLOO_ADDR"] = "127.0.0.1";
+    env[worker_env::kGlooAddr] = "127.0.0.1";
   }
-  env["HOROVOD_HOSTNAME"] = worker.host;
-  env["HOROVOD_RANK"] = std::to_string(a.rank);
-  env["HOROVOD_SIZE"] = std::to_string(a.size);
-  env["HOROVOD_LOCAL_RANK"] = std::to_string(a.local_rank);
-  env["HOROVOD_LOCAL_SIZE"] = std::to_string(a.local_size);
-  env["HOROVOD_CROSS_RANK"] = std::to_string(a.cross_rank);
-  env["HOROVOD_CROSS_SIZE"] = std::to_string(a.cross_size);
-  env["HOROVOD_CONTROLLER"] = "gloo";
-  env["HOROVOD_CPU_OPERATIONS"] = "gloo";
-  env["HOROVOD_START_TIMEOUT"] = std::to_string(plan.start_timeout_s);
+  env[worker_env::kHostname] = worker.host;
+  env[worker_env::kRank] = std::to_string(a.rank);
+  env[worker_env::kSize] = std::to_string(a.size);
+  env[worker_env::kLocalRank] = std::to_string(a.local_rank);
+  env[worker_env::kLocalSize] = std::to_string(a.local_size);
+  env[worker_env::kCrossRank] = std::to_string(a.cross_rank);
+  env[worker_env::kCrossSize] = std::to_string(a.cross_size);
+  env[worker_env::kController] = "gloo";
+  env[worker_env::kCpuOperations] = "gloo";
+  env[worker_env::kStartTimeout] = std::to_string(plan.start_timeout_s);
   env["HVD_JOIN_TIMEOUT"] = std::to_string(plan.join_timeout_s);
   if (plan.verbose && !env.count("HOROVOD_LOG_LEVEL")) {
     env["HOROVOD_LOG_LEVEL"] = "INFO";
@@ -123,6 +128,26 @@ std::vector<std::string> WorkerEnvironment(
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<std::string> StepEnvironment(
+    const std::vector<std::string>& job_env, const std::string& rendezvous_addr,
+    bool all_local, const std::string& task_hosts) {
+  std::set<std::string> per_task;
+  for (const worker_env::Var& v : worker_env::kAll) {
+    if (v.per_task) per_task.insert(v.name);
+  }
+  std::vector<std::string> out;
+  for (const std::string& kv : job_env) {
+    if (!per_task.count(kv.substr(0, kv.find('=')))) out.push_back(kv);
+  }
+  auto var = [](const char* name, const std::string& value) {
+    return std::string(name) + "=" + value;
+  };
+  out.push_back(var(worker_env::kRendezvousAddr, rendezvous_addr));
+  if (all_local) out.push_back(var(worker_env::kGlooAddr, "127.0.0.1"));
+  out.push_back(var(worker_env::kTaskHosts, task_hosts));
   return out;
 }
 

@@ -72,6 +72,16 @@ std::vector<std::string> WorkerEnvironment(
     const std::map<std::string, std::string>& launcher_env,
     const LaunchPlan& plan, const WorkerPlan& worker, const JobAccess& access);
 
+// The environment of one srun or mpirun step that starts every worker:
+// `job_env` (WorkerEnvironment of any worker) less what differs between
+// tasks (worker_env's per-task variables, which each task's wrapper or
+// libhvd finds from its task index), plus the rendezvous as the hosts
+// reach it (`rendezvous_addr`), loopback for Gloo on one machine, and the
+// plan's hosts in rank order.
+std::vector<std::string> StepEnvironment(
+    const std::vector<std::string>& job_env, const std::string& rendezvous_addr,
+    bool all_local, const std::string& task_hosts);
+
 // `search_path` (PYTHONPATH's form, ':'-separated) with `dir` added at
 // the end, unless it is there already: entries the user set come first.
 std::string AppendToPath(const std::string& search_path,

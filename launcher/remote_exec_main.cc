@@ -24,6 +24,7 @@
 
 #include "common/host_port.h"
 #include "common/shm_names.h"
+#include "common/worker_env.h"
 #include "launcher/local_host.h"
 #include "launcher/remote_protocol.h"
 #include "launcher/spawner.h"
@@ -143,13 +144,15 @@ int SrunTask(int argc, char** args) {
     size_t eq = kv.find('=');
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (!env.count("HVD_GLOO_ADDR") && env.count("HVD_RENDEZVOUS_ADDR")) {
+  if (!env.count(hvd::worker_env::kGlooAddr) &&
+      env.count(hvd::worker_env::kRendezvousAddr)) {
     // Gloo listens where this node reaches the launcher: an address the
     // other nodes reach too.
-    auto rdv = hvd::ParseHostPort(env["HVD_RENDEZVOUS_ADDR"], "rendezvous");
+    auto rdv =
+        hvd::ParseHostPort(env[hvd::worker_env::kRendezvousAddr], "rendezvous");
     if (rdv.ok()) {
       auto here = hvd::LocalAddressToward(rdv->host);
-      if (here.ok()) env["HVD_GLOO_ADDR"] = *here;
+      if (here.ok()) env[hvd::worker_env::kGlooAddr] = *here;
     }
   }
   auto program = hvd::launcher::ResolveProgram(
@@ -189,7 +192,9 @@ int SrunTask(int argc, char** args) {
                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                          : 1;
   kill(-pid, SIGKILL);  // what the worker left in its group
-  SweepSegments(env.count("HVD_JOB_ID") ? env["HVD_JOB_ID"] : "", {pid});
+  SweepSegments(
+      env.count(hvd::worker_env::kJobId) ? env[hvd::worker_env::kJobId] : "",
+      {pid});
   if (code != 0) {
     std::fprintf(stderr, "%s\n", hvd::launcher::SrunExitMarker(code).c_str());
     std::fflush(stderr);

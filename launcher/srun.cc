@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "common/parse.h"
+#include "common/worker_env.h"
 
 namespace hvd::launcher {
 namespace {
@@ -25,7 +26,7 @@ constexpr char kMarker[] = "[hvd-exit] ";
 
 StatusOr<SrunPlacement> PlaceSrunTask(
     const std::map<std::string, std::string>& env) {
-  HVD_ASSIGN_OR_RETURN(std::string hosts, Need(env, rendezvous::kTaskHostsVar));
+  HVD_ASSIGN_OR_RETURN(std::string hosts, Need(env, worker_env::kTaskHosts));
   HVD_ASSIGN_OR_RETURN(std::string procid, Need(env, "SLURM_PROCID"));
   HVD_ASSIGN_OR_RETURN(int64_t task,
                        ParseInt64(procid, "SLURM_PROCID", 0, 1 << 24));
@@ -43,15 +44,18 @@ StatusOr<SrunPlacement> PlaceSrunTask(
 
 std::vector<std::string> SrunWorkerEnv(const SrunPlacement& p) {
   const rendezvous::Assignment& a = p.assignment;
-  return {"HVD_HOST=" + p.host,
-          "HVD_SLOT=" + std::to_string(p.slot),
-          "HOROVOD_HOSTNAME=" + p.host,
-          "HOROVOD_RANK=" + std::to_string(a.rank),
-          "HOROVOD_SIZE=" + std::to_string(a.size),
-          "HOROVOD_LOCAL_RANK=" + std::to_string(a.local_rank),
-          "HOROVOD_LOCAL_SIZE=" + std::to_string(a.local_size),
-          "HOROVOD_CROSS_RANK=" + std::to_string(a.cross_rank),
-          "HOROVOD_CROSS_SIZE=" + std::to_string(a.cross_size)};
+  auto var = [](const char* name, const std::string& value) {
+    return std::string(name) + "=" + value;
+  };
+  return {var(worker_env::kHost, p.host),
+          var(worker_env::kSlot, std::to_string(p.slot)),
+          var(worker_env::kHostname, p.host),
+          var(worker_env::kRank, std::to_string(a.rank)),
+          var(worker_env::kSize, std::to_string(a.size)),
+          var(worker_env::kLocalRank, std::to_string(a.local_rank)),
+          var(worker_env::kLocalSize, std::to_string(a.local_size)),
+          var(worker_env::kCrossRank, std::to_string(a.cross_rank)),
+          var(worker_env::kCrossSize, std::to_string(a.cross_size))};
 }
 
 std::vector<std::string> SrunArgv(const std::string& srun,

@@ -3,7 +3,7 @@
 // worker's place in the job. Pure: environments are handed in.
 //
 // The mapping is checked, not trusted: task i is rank i of the launcher's
-// plan (rendezvous::kTaskHostsVar lists its hosts and slots in rank order),
+// plan (worker_env::kTaskHosts lists its hosts and slots in rank order),
 // and the
 // node srun ran it on (SLURMD_NODENAME) must be the plan's host for it.
 // The worker still takes its rank from the rendezvous, as every worker.

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "common/parse.h"
+#include "common/worker_env.h"
 
 namespace hvd::rendezvous {
 
@@ -88,7 +89,8 @@ StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task) {
     const size_t colon = item.rfind(':');
     int slots = 0;
     if (colon != std::string::npos) {
-      auto n = ParseInt64(item.substr(colon + 1), kTaskHostsVar, 1, 1 << 20);
+      auto n = ParseInt64(item.substr(colon + 1), worker_env::kTaskHosts, 1,
+                          1 << 20);
       if (n.ok()) slots = static_cast<int>(*n);
     }
     std::string host = colon == std::string::npos ? "" : item.substr(0, colon);
@@ -97,7 +99,7 @@ StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task) {
     }
     if (host.empty() || slots == 0) {
       return Status::InvalidArgument(
-          kTaskHostsVar,
+          worker_env::kTaskHosts,
           "'" + item + "' is not HOST:SLOTS (got '" + task_hosts + "')");
     }
     hosts.push_back({host, slots, 0});

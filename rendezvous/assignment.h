@@ -50,9 +50,8 @@ inline constexpr const char* kMetricsKeyPrefix = "hvd/metrics/";
 
 // Workers a workload manager or mpirun started know only their task index
 // (SLURM_PROCID, OMPI_COMM_WORLD_RANK). The launcher hands them its plan's
-// hosts in rank order, in this variable, as "host:slots,..." ("[v6]:n" for
-// IPv6); task i is rank i of that plan.
-inline constexpr const char* kTaskHostsVar = "HVD_TASK_HOSTS";
+// hosts in rank order, in worker_env::kTaskHosts, as "host:slots,..."
+// ("[v6]:n" for IPv6); task i is rank i of that plan.
 
 struct TaskPlace {
   std::string host;
@@ -60,7 +59,7 @@ struct TaskPlace {
   Assignment assignment;
 };
 
-// The place of task `task` in the hosts of `task_hosts` (kTaskHostsVar's
+// The place of task `task` in the hosts of `task_hosts` (that variable's
 // text). Errors name the variable or say the task is past the plan.
 StatusOr<TaskPlace> PlaceTask(const std::string& task_hosts, int64_t task);
 

@@ -6,6 +6,7 @@
 #include "common/host_port.h"
 #include "common/local_address.h"
 #include "common/parse.h"
+#include "common/worker_env.h"
 #include "rendezvous/assignment.h"
 
 namespace hvd::runtime {
@@ -36,8 +37,9 @@ namespace {
 
 // This host's address that reaches the rendezvous (and so the launcher).
 StatusOr<std::string> AddressTowardRendezvous(const WorkerConfig& c) {
-  HVD_ASSIGN_OR_RETURN(HostPort rdv,
-                       ParseHostPort(c.rendezvous_addr, "HVD_RENDEZVOUS_ADDR"));
+  HVD_ASSIGN_OR_RETURN(
+      HostPort rdv,
+      ParseHostPort(c.rendezvous_addr, worker_env::kRendezvousAddr));
   return LocalAddressToward(rdv.host);
 }
 
@@ -52,7 +54,7 @@ Status PlaceMpiTask(const std::map<std::string, std::string>& env,
                                   "OMPI_COMM_WORLD_RANK", 0, 1 << 24));
   HVD_ASSIGN_OR_RETURN(
       rendezvous::TaskPlace place,
-      rendezvous::PlaceTask(get(rendezvous::kTaskHostsVar), task));
+      rendezvous::PlaceTask(get(worker_env::kTaskHosts), task));
   const std::string where =
       " but horovodrun planned rank " + std::to_string(task) + " as slot " +
       std::to_string(place.slot) + " of " + place.host + " in a job of " +
@@ -72,7 +74,7 @@ Status PlaceMpiTask(const std::map<std::string, std::string>& env,
   }
   c.host = place.host;
   c.slot = place.slot;
-  if (!env.count("HVD_GLOO_ADDR")) {
+  if (!env.count(worker_env::kGlooAddr)) {
     // Gloo listens where this host reaches the launcher: an address the
     // other hosts reach too (loopback when the job is all here).
     HVD_ASSIGN_OR_RETURN(c.gloo_addr, AddressTowardRendezvous(c));
@@ -173,13 +175,13 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   c.timeline = read.String("timeline_filename");
   HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
                        read.Bool("timeline_mark_cycles"));
-  if (auto addr = Lookup(env, "HVD_GLOO_ADDR")) c.gloo_addr = *addr;
+  if (auto addr = Lookup(env, worker_env::kGlooAddr)) c.gloo_addr = *addr;
 
-  auto addr = Lookup(env, "HVD_RENDEZVOUS_ADDR");
+  auto addr = Lookup(env, worker_env::kRendezvousAddr);
   if (!addr) {
     int64_t size = 1;
-    if (auto v = Lookup(env, "HOROVOD_SIZE")) {
-      HVD_ASSIGN_OR_RETURN(size, ParseInt64(*v, "HOROVOD_SIZE", 1, 1 << 24));
+    if (auto v = Lookup(env, worker_env::kSize)) {
+      HVD_ASSIGN_OR_RETURN(size, ParseInt64(*v, worker_env::kSize, 1, 1 << 24));
     }
     if (size != 1) {
       return Status::FailedPrecondition(
@@ -193,9 +195,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   c.launched = true;
   c.rendezvous_addr = *addr;
   constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
-  HVD_ASSIGN_OR_RETURN(c.job_id, Require(env, "HVD_JOB_ID", kHint));
-  HVD_ASSIGN_OR_RETURN(c.job_token, Require(env, "HVD_JOB_TOKEN", kHint));
-  if (!Lookup(env, "HVD_HOST") && Lookup(env, rendezvous::kTaskHostsVar) &&
+  HVD_ASSIGN_OR_RETURN(c.job_id, Require(env, worker_env::kJobId, kHint));
+  HVD_ASSIGN_OR_RETURN(c.job_token, Require(env, worker_env::kJobToken, kHint));
+  if (!Lookup(env, worker_env::kHost) && Lookup(env, worker_env::kTaskHosts) &&
       Lookup(env, "OMPI_COMM_WORLD_RANK")) {
     // Started by mpirun (horovodrun --mpi): the task's place in the plan.
     HVD_RETURN_IF_ERROR(PlaceMpiTask(env, c));
@@ -205,37 +207,38 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
       // the one that reaches the launcher.
       HVD_ASSIGN_OR_RETURN(c.gloo_addr, AddressTowardRendezvous(c));
     }
-    HVD_ASSIGN_OR_RETURN(c.host, Require(env, "HVD_HOST", kHint));
-    HVD_ASSIGN_OR_RETURN(std::string slot, Require(env, "HVD_SLOT", kHint));
+    HVD_ASSIGN_OR_RETURN(c.host, Require(env, worker_env::kHost, kHint));
+    HVD_ASSIGN_OR_RETURN(std::string slot,
+                         Require(env, worker_env::kSlot, kHint));
     HVD_ASSIGN_OR_RETURN(int64_t slot_n,
-                         ParseInt64(slot, "HVD_SLOT", 0, 1 << 20));
+                         ParseInt64(slot, worker_env::kSlot, 0, 1 << 20));
     c.slot = static_cast<int>(slot_n);
   }
-  if (auto ms = Lookup(env, "HVD_METRICS_INTERVAL_MS")) {
+  if (auto ms = Lookup(env, worker_env::kMetricsIntervalMs)) {
     HVD_ASSIGN_OR_RETURN(
-        int64_t n, ParseInt64(*ms, "HVD_METRICS_INTERVAL_MS", 0, 3600000));
+        int64_t n, ParseInt64(*ms, worker_env::kMetricsIntervalMs, 0, 3600000));
     c.metrics_interval = std::chrono::milliseconds(n);
   }
-  if (auto ca = Lookup(env, "HVD_RENDEZVOUS_TLS_CA")) c.tls_ca_pem = *ca;
-  if (auto cert = Lookup(env, "HVD_RENDEZVOUS_TLS_CERT")) {
+  if (auto ca = Lookup(env, worker_env::kTlsCa)) c.tls_ca_pem = *ca;
+  if (auto cert = Lookup(env, worker_env::kTlsCert)) {
     c.tls_cert_pem = *cert;
   }
-  if (auto key = Lookup(env, "HVD_RENDEZVOUS_TLS_KEY")) c.tls_key_pem = *key;
+  if (auto key = Lookup(env, worker_env::kTlsKey)) c.tls_key_pem = *key;
 
   // In an elastic job HOROVOD_RANK is only the rank a worker started with:
   // the membership may change before it joins, and at every reset.
   HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Bool("elastic"));
-  if (!elastic_job && Lookup(env, "HOROVOD_RANK")) {
+  if (!elastic_job && Lookup(env, worker_env::kRank)) {
     rendezvous::Assignment a;
     struct Field {
       const char* name;
       int* out;
-    } fields[] = {{"HOROVOD_RANK", &a.rank},
-                  {"HOROVOD_SIZE", &a.size},
-                  {"HOROVOD_LOCAL_RANK", &a.local_rank},
-                  {"HOROVOD_LOCAL_SIZE", &a.local_size},
-                  {"HOROVOD_CROSS_RANK", &a.cross_rank},
-                  {"HOROVOD_CROSS_SIZE", &a.cross_size}};
+    } fields[] = {{worker_env::kRank, &a.rank},
+                  {worker_env::kSize, &a.size},
+                  {worker_env::kLocalRank, &a.local_rank},
+                  {worker_env::kLocalSize, &a.local_size},
+                  {worker_env::kCrossRank, &a.cross_rank},
+                  {worker_env::kCrossSize, &a.cross_size}};
     for (const Field& f : fields) {
       HVD_ASSIGN_OR_RETURN(std::string v, Require(env, f.name, kHint));
       HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(v, f.name, 0, 1 << 24));

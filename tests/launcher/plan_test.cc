@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+
+#include "common/settings.h"
+#include "common/worker_env.h"
+#include "launcher/job_watch.h"
+#include "launcher/srun.h"
 
 namespace hvd::launcher {
 namespace {
@@ -118,6 +124,69 @@ TEST(WorkerEnvironmentTest, HorovodVariablesAndAccess) {
   EXPECT_TRUE(Has(env, "HVD_JOB_TOKEN=secret"));
   EXPECT_TRUE(Has(env, "HOROVOD_CONTROLLER=gloo"));
   EXPECT_TRUE(Has(env, "HOROVOD_START_TIMEOUT=30"));
+}
+
+// Every variable the launcher writes for its workers is declared: in
+// common/worker_env.h or, for a tuning knob, in the settings table; and
+// every variable worker_env.h declares is written by one of the launcher's
+// paths (tests/runtime/worker_config_test.cc checks that libhvd reads
+// each one declared for it).
+TEST(WorkerEnvironmentTest, WritesExactlyTheDeclaredVariables) {
+  LaunchOptions o = Options(4, {{"x", 1, ""}, {"y", 3, ""}});
+  o.verbose = true;
+  o.monitor = true;
+  auto p = MakePlan(o, AllLocal());
+  ASSERT_TRUE(p.ok());
+  const JobAccess access{"127.0.0.1:5000", "job1", "secret", "CA",
+                         "CERT",           "KEY"};
+  std::vector<std::string> written =
+      WorkerEnvironment({{"PATH", "/bin"}}, *p, p->workers[2], access);
+  const std::vector<std::string> step =
+      StepEnvironment(written, "10.0.0.1:5000", /*all_local=*/true, "x:1,y:3");
+  written.insert(written.end(), step.begin(), step.end());
+  std::map<std::string, std::string> asked;
+  JobWatch::AskWorkers(o, asked);
+  for (const auto& [k, v] : asked) written.push_back(k + "=" + v);
+  SrunPlacement placed{"y", 1, p->workers[2].assignment};
+  for (const std::string& kv : SrunWorkerEnv(placed)) written.push_back(kv);
+
+  std::set<std::string> declared, tuning, seen;
+  for (const worker_env::Var& v : worker_env::kAll) declared.insert(v.name);
+  for (const settings::Setting& s : settings::Table()) {
+    if (!s.env.empty()) tuning.insert(s.env);
+  }
+  for (const std::string& kv : written) {
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "PATH") continue;  // the launcher's own, passed on
+    EXPECT_TRUE(declared.count(key) || tuning.count(key))
+        << key << " is written but declared nowhere";
+    if (declared.count(key)) seen.insert(key);
+  }
+  EXPECT_EQ(seen, declared);
+}
+
+// The step's environment holds what every task shares, and none of what
+// each task's wrapper sets from its own place.
+TEST(WorkerEnvironmentTest, StepEnvironmentLeavesOutThePerTaskVariables) {
+  auto p = MakePlan(Options(4, {{"x", 1, ""}, {"y", 3, ""}}), AllLocal());
+  ASSERT_TRUE(p.ok());
+  JobAccess access{"127.0.0.1:5000", "job1", "secret", "", "", ""};
+  auto env = StepEnvironment(WorkerEnvironment({}, *p, p->workers[0], access),
+                             "10.0.0.1:5000",
+                             /*all_local=*/false, "x:1,y:3");
+  EXPECT_TRUE(Has(env, "HVD_JOB_ID=job1"));
+  EXPECT_TRUE(Has(env, "HVD_RENDEZVOUS_ADDR=10.0.0.1:5000"));
+  EXPECT_TRUE(Has(env, "HVD_TASK_HOSTS=x:1,y:3"));
+  EXPECT_TRUE(Has(env, "HOROVOD_CONTROLLER=gloo"));
+  for (const char* per_task : {"HVD_HOST", "HVD_SLOT", "HOROVOD_RANK",
+                               "HOROVOD_HOSTNAME", "HVD_GLOO_ADDR"}) {
+    EXPECT_FALSE(HasKey(env, per_task)) << per_task;
+  }
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& kv) {
+                            return kv.rfind("HVD_RENDEZVOUS_ADDR=", 0) == 0;
+                          }),
+            1);
 }
 
 }  // namespace

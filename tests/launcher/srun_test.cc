@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/worker_env.h"
+
 namespace hvd::launcher {
 namespace {
 
 std::map<std::string, std::string> Task(const std::string& procid,
                                         const std::string& node) {
-  return {{rendezvous::kTaskHostsVar, "a:2,b:1"},
+  return {{worker_env::kTaskHosts, "a:2,b:1"},
           {"SLURM_PROCID", procid},
           {"SLURMD_NODENAME", node}};
 }
@@ -44,7 +46,7 @@ TEST(SrunTest, MisplacedOrMissingIsRefused) {
   EXPECT_NE(p.status().message().find("is past the job's 3 workers"),
             std::string::npos);
   auto env = Task("0", "a");
-  env.erase(rendezvous::kTaskHostsVar);
+  env.erase(worker_env::kTaskHosts);
   p = PlaceSrunTask(env);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("HVD_TASK_HOSTS: is not set"),

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <set>
+
+#include "common/worker_env.h"
 #include "runtime/affinity.h"
 
 namespace hvd::runtime {
@@ -47,6 +51,105 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   EXPECT_TRUE(c->disable_group_fusion);
   EXPECT_EQ(c->num_nccl_streams, 4);
   EXPECT_FALSE(c->expected.has_value());
+}
+
+// Every variable declared for libhvd (common/worker_env.h) is read: each
+// row sets one to a value of its own and finds it in the config, and the
+// rows cover the declared variables exactly (tests/launcher/plan_test.cc
+// checks the launcher's side).
+TEST(WorkerConfigTest, EveryDeclaredVariableForLibhvdIsRead) {
+  namespace we = worker_env;
+  const Env launched = {{we::kRendezvousAddr, "127.0.0.1:1"},
+                        {we::kJobId, "j"},
+                        {we::kJobToken, "t"},
+                        {we::kHost, "h"},
+                        {we::kSlot, "0"}};
+  // The four Horovod place variables come together: libhvd checks them
+  // as one assignment.
+  const Env place = {{we::kRank, "5"},      {we::kSize, "8"},
+                     {we::kLocalRank, "1"}, {we::kLocalSize, "2"},
+                     {we::kCrossRank, "2"}, {we::kCrossSize, "4"}};
+  struct Row {
+    std::vector<std::string> vars;
+    Env set;  // over `launched`
+    std::vector<std::string> unset;
+    std::function<bool(const WorkerConfig&)> seen;
+  };
+  const std::vector<Row> rows = {
+      {{we::kRendezvousAddr},
+       {{we::kRendezvousAddr, "10.1.2.3:7"}},
+       {},
+       [](auto& c) { return c.launched && c.rendezvous_addr == "10.1.2.3:7"; }},
+      {{we::kJobId},
+       {{we::kJobId, "job-x"}},
+       {},
+       [](auto& c) { return c.job_id == "job-x"; }},
+      {{we::kJobToken},
+       {{we::kJobToken, "tok-x"}},
+       {},
+       [](auto& c) { return c.job_token == "tok-x"; }},
+      {{we::kTlsCa},
+       {{we::kTlsCa, "CA"}},
+       {},
+       [](auto& c) { return c.tls_ca_pem == "CA"; }},
+      {{we::kTlsCert},
+       {{we::kTlsCert, "CERT"}},
+       {},
+       [](auto& c) { return c.tls_cert_pem == "CERT"; }},
+      {{we::kTlsKey},
+       {{we::kTlsKey, "KEY"}},
+       {},
+       [](auto& c) { return c.tls_key_pem == "KEY"; }},
+      {{we::kHost},
+       {{we::kHost, "host-x"}},
+       {},
+       [](auto& c) { return c.host == "host-x"; }},
+      {{we::kSlot},
+       {{we::kSlot, "3"}},
+       {},
+       [](auto& c) { return c.slot == 3; }},
+      {{we::kGlooAddr},
+       {{we::kGlooAddr, "10.4.4.4"}},
+       {},
+       [](auto& c) { return c.gloo_addr == "10.4.4.4"; }},
+      {{we::kMetricsIntervalMs},
+       {{we::kMetricsIntervalMs, "250"}},
+       {},
+       [](auto& c) {
+         return c.metrics_interval == std::chrono::milliseconds(250);
+       }},
+      {{we::kTaskHosts},
+       {{we::kTaskHosts, "a:1,b:2"},
+        {"OMPI_COMM_WORLD_RANK", "2"},
+        {"OMPI_COMM_WORLD_SIZE", "3"},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}},
+       {we::kHost, we::kSlot},
+       [](auto& c) { return c.host == "b" && c.slot == 1; }},
+      {{we::kRank, we::kSize, we::kLocalRank, we::kLocalSize, we::kCrossRank,
+        we::kCrossSize},
+       place,
+       {},
+       [](auto& c) {
+         return c.expected && c.expected->rank == 5 && c.expected->size == 8 &&
+                c.expected->local_rank == 1 && c.expected->local_size == 2 &&
+                c.expected->cross_rank == 2 && c.expected->cross_size == 4;
+       }},
+  };
+  std::set<std::string> covered;
+  for (const Row& row : rows) {
+    Env env = launched;
+    for (const auto& [k, v] : row.set) env[k] = v;
+    for (const std::string& k : row.unset) env.erase(k);
+    auto c = WorkerConfig::FromEnv(env);
+    ASSERT_TRUE(c.ok()) << row.vars[0] << ": " << c.status().ToString();
+    EXPECT_TRUE(row.seen(*c)) << row.vars[0] << " was not read";
+    covered.insert(row.vars.begin(), row.vars.end());
+  }
+  std::set<std::string> declared;
+  for (const we::Var& v : we::kAll) {
+    if (v.reader == we::Reader::kLibhvd) declared.insert(v.name);
+  }
+  EXPECT_EQ(covered, declared);
 }
 
 // Started by mpirun (horovodrun --mpi): the worker's place comes from
