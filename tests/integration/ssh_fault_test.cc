@@ -33,6 +33,7 @@ pid_t ReadPid(const std::string& path) {
 class SshFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (std::string why = WhyNoRootLogin(); !why.empty()) GTEST_SKIP() << why;
     host_ = std::make_unique<SshHost>(dir_, "h1");
     ASSERT_TRUE(host_->ok()) << host_->error();
     pids_ = dir_.path() + "/pids";

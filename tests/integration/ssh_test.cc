@@ -57,6 +57,7 @@ void ExpectHello(const Result& r, int np) {
 class SshTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (std::string why = WhyNoRootLogin(); !why.empty()) GTEST_SKIP() << why;
     host_ = std::make_unique<SshHost>(dir_, "h1");
     ASSERT_TRUE(host_->ok()) << host_->error();
   }

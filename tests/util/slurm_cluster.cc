@@ -20,13 +20,16 @@ bool Installed(const std::string& path) {
   return ::access(path.c_str(), X_OK) == 0;
 }
 
-// The last `n` lines of a daemon's output that say "error:", joined: why
-// it did not come up (the folder holding it goes with the test).
+// The last `n` lines of a daemon's output that say "error:" or "fatal:",
+// joined: why it did not come up (its folder goes with the test).
 std::string LastErrors(const std::string& log, size_t n) {
   std::ifstream f(log);
   std::vector<std::string> errors;
   for (std::string line; std::getline(f, line);) {
-    if (line.find("error:") != std::string::npos) errors.push_back(line);
+    if (line.find("error:") != std::string::npos ||
+        line.find("fatal:") != std::string::npos) {
+      errors.push_back(line);
+    }
   }
   std::string out;
   for (size_t i = errors.size() > n ? errors.size() - n : 0; i < errors.size();

@@ -129,6 +129,12 @@ SshHost::SshHost(const TempDir& dir, const std::string& name,
 
 pid_t SshHost::pid() const { return sshd_ ? sshd_->pid() : -1; }
 
+std::string WhyNoRootLogin() {
+  if (geteuid() == 0) return "";
+  return "the SSH tests log in as root@127.0.0.1 to an sshd of their own, "
+         "which only root can start for that; run the suite as root";
+}
+
 std::vector<pid_t> Descendants(pid_t root) {
   std::map<pid_t, pid_t> parent;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {

@@ -17,6 +17,11 @@ namespace hvd::testing {
 // A TCP port of `addr` free right now (0 when none).
 int FreePort(const std::string& addr);
 
+// Why this process cannot run the SSH tests ("" when it can): they log in
+// as root@127.0.0.1 to an sshd of their own, and an sshd not started by
+// root authenticates only the user it runs as.
+std::string WhyNoRootLogin();
+
 class SshHost {
  public:
   // Keys live in `dir`. `netns` empty: sshd on 127.0.0.1 on a free port.
