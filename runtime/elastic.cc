@@ -117,10 +117,12 @@ Status run(State& state, const std::function<Status(State&)>& train,
     return Status::FailedPrecondition("hvd::elastic::run",
                                       "call hvd::init() first");
   }
-  // Every rank starts from rank 0's state, as after a reset.
-  HVD_RETURN_IF_ERROR(state.sync());
+  // Every rank starts from rank 0's state, as after a reset. The sync is a
+  // collective like any other: a peer lost during it (killed as the job
+  // starts or resets) is a reset too, as in Horovod, not the end of run().
   for (int resets = 0;; ++resets) {
-    Status s = train(state);
+    Status s = state.sync();
+    if (s.ok()) s = train(state);
     if (s.ok()) return s;
     const bool hosts = state.take_hosts_updated();
     if (!hosts && !IsRecoverable(s)) return s;
@@ -136,7 +138,6 @@ Status run(State& state, const std::function<Status(State&)>& train,
     (void)shutdown();
     HVD_RETURN_IF_ERROR(init());
     state.on_reset();
-    HVD_RETURN_IF_ERROR(state.sync());
   }
 }
 

@@ -95,8 +95,9 @@ bool hosts_changed();
 // go on) rather than a mistake in the program (mismatched tensors).
 bool IsRecoverable(const Status& s);
 
-// Calls train(state) until it returns Ok, resetting as described above on
-// a recoverable failure or a host change, at most `reset_limit` times
+// Syncs the state from rank 0 and calls train(state) until it returns Ok,
+// resetting as described above on a recoverable failure (of the sync too)
+// or a host change, at most `reset_limit` times
 // (--reset-limit; 0: no limit). Any other error is returned as it is.
 // hvd::init() must have been called.
 Status run(State& state, const std::function<Status(State&)>& train,
