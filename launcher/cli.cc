@@ -1,261 +1,339 @@
 #include "launcher/cli.h"
 
-#include <yaml-cpp/yaml.h>
-
-#include <algorithm>
-#include <cmath>
 #include <optional>
 #include <sstream>
 
 #include "common/host_port.h"
 #include "common/parse.h"
+#include "launcher/config_file.h"
 #include "launcher/flags.h"
+
+// horovodrun's command line in four phases, each a function of its own:
+// Tokenize (words -> checked flag values), MergeConfigFile (--config-file
+// under them), Validate (rules between flags, on the values given) and
+// Bind (typed LaunchOptions, with what only the bound values or the
+// environment can tell). Flags are named by key:: constants, never by text.
 
 namespace hvd::launcher {
 namespace {
+
+using Env = std::map<std::string, std::string>;
+
+constexpr int64_t kWeekS = 7 * 86400;
 
 bool IsOption(const std::string& word) {
   return word.size() > 1 && word[0] == '-';
 }
 
-std::string Upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), ::toupper);
-  return s;
-}
+// --- Tokenize ----------------------------------------------------------------
 
-// Checks `value` against the flag's kind and returns its canonical text.
-// `what` names the flag or config key in errors.
-StatusOr<std::string> Canonical(const FlagSpec& f, const std::string& value,
-                                const std::string& what) {
-  switch (f.kind) {
-    case FlagKind::kInt: {
-      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, f.min, f.max));
-      return std::to_string(n);
-    }
-    case FlagKind::kDouble: {
-      HVD_ASSIGN_OR_RETURN(double d, ParseDouble(value, what, f.dmin, f.dmax));
-      (void)d;
-      return value;
-    }
-    case FlagKind::kString:
-      if (value.empty()) return Status::InvalidArgument(what, "is empty");
-      return value;
-    case FlagKind::kChoice: {
-      std::string up = Upper(value);
-      if (std::find(f.choices.begin(), f.choices.end(), up) ==
-          f.choices.end()) {
-        std::string list;
-        for (const std::string& c : f.choices) {
-          list += (list.empty() ? "" : ", ") + c;
-        }
-        return Status::InvalidArgument(
-            what, "must be one of " + list + " (got '" + value + "')");
-      }
-      return up;
-    }
-    case FlagKind::kSwitch: {
-      HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, what));
-      return std::string(b ? "1" : "0");
-    }
-    case FlagKind::kIntList:
-      HVD_RETURN_IF_ERROR(ParseIntList(value, what, 0, 1 << 20).status());
-      return value;
+struct Tokens {
+  FlagValues given;
+  std::vector<std::string> notes;    // flags accepted but meaningless
+  std::vector<std::string> command;  // everything after the options
+  bool help = false, version = false, check_build = false;
+};
+
+// The value words of flag `f` given as `word` (its text after '=' when
+// inline), advancing `i` past those it takes from `args`.
+StatusOr<std::string> FlagValue(const FlagSpec& f, const std::string& word,
+                                const std::optional<std::string>& inline_value,
+                                const std::vector<std::string>& args,
+                                size_t& i) {
+  if (f.kind == FlagKind::kSwitch) {
+    if (inline_value) return Status::InvalidArgument(word, "takes no value");
+    return f.switch_value;
   }
-  return Status::Internal(what, "unknown flag kind");
-}
-
-using Settings = std::map<std::string, std::string>;  // key -> canonical
-
-constexpr int64_t kWeekS = 7 * 86400;
-
-// Reads Horovod's YAML config file into settings, as Horovod reads it: a
-// top-level `controller`, then sections of keys. What hvd does not know is
-// one warning, not an error (a file written for a newer Horovod still
-// loads); Horovod keys that mean nothing for hvd are noted (--verbose).
-Status ReadConfigSections(const std::string& text, const std::string& path,
-                          Settings& out, std::vector<std::string>& notes,
-                          std::vector<std::string>& warnings);
-
-// Any conversion yaml-cpp refuses deep inside (a key that is a list, a
-// value of the wrong shape) is the file's mistake, not a crash (found by
-// fuzzing).
-Status ReadConfigFile(const std::string& text, const std::string& path,
-                      Settings& out, std::vector<std::string>& notes,
-                      std::vector<std::string>& warnings) {
-  try {
-    return ReadConfigSections(text, path, out, notes, warnings);
-  } catch (const YAML::Exception& e) {
+  if (inline_value) return *inline_value;
+  if (i + static_cast<size_t>(f.values) >= args.size()) {
     return Status::InvalidArgument(
-        path, std::string("is YAML of a shape hvd cannot read: ") + e.what());
+        word, f.values == 1 ? "needs a value"
+                            : "needs " + std::to_string(f.values) +
+                                  " values (" + f.metavar + ")");
   }
+  std::string value;
+  for (int k = 0; k < f.values; ++k) value += (k ? " " : "") + args[++i];
+  return value;
 }
 
-Status ReadConfigSections(const std::string& text, const std::string& path,
-                          Settings& out, std::vector<std::string>& notes,
-                          std::vector<std::string>& warnings) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(
-        path, std::string("is not valid YAML: ") + e.what());
+// Keeps flag `f`'s value. Two forms of one switch (--autotune and
+// --no-autotune) that disagree contradict each other, as in Horovod's
+// argparse groups; a repeatable flag gathers its values.
+Status Record(const FlagSpec& f, const std::string& value,
+              std::map<std::string, std::string>& set_by, FlagValues& given) {
+  auto by = set_by.find(f.key);
+  if (f.kind == FlagKind::kSwitch && by != set_by.end() &&
+      by->second != f.names[0] && given.Get(f) != value) {
+    return Status::InvalidArgument(f.names[0], "conflicts with " + by->second);
   }
-  if (root.IsNull()) return Status::Ok();
-  if (!root.IsMap()) {
-    return Status::InvalidArgument(path, "must be a mapping of sections");
-  }
-  for (const auto& section : root) {
-    if (!section.first.IsScalar()) {
-      return Status::InvalidArgument(path,
-                                     "has a section name that is not a word");
-    }
-    std::string name = section.first.as<std::string>();
-    if (name == "controller" && section.second.IsScalar()) {
-      std::string c = Upper(section.second.as<std::string>());
-      if (c == "MPI") {
-        out["mpi"] = "1";  // mpirun starts the workers, as --mpi
-        continue;
-      }
-      if (c != "GLOO") {
-        return Status::InvalidArgument(path + ": controller",
-                                       "no such controller '" +
-                                           section.second.as<std::string>() +
-                                           "' (gloo is the one hvd runs)");
-      }
-      continue;
-    }
-    static const char* const kSections[] = {
-        "params",          "autotune", "timeline", "stall_check",
-        "library_options", "logging",  "elastic"};
-    const bool known = std::any_of(std::begin(kSections), std::end(kSections),
-                                   [&](const char* k) { return name == k; });
-    if (!known) {
-      warnings.push_back(path + ": " + name +
-                         ": not a section hvd knows, ignored");
-      continue;
-    }
-    if (!section.second.IsMap()) {
-      return Status::InvalidArgument(path + ": " + name,
-                                     "must be a mapping of settings");
-    }
-    for (const auto& entry : section.second) {
-      std::string key = entry.first.as<std::string>();
-      std::string where = path + ": " + name + "." + key;
-      const std::string full = name + "." + key;
-      const FlagSpec* spec = FindYamlKey(full);
-      std::string value;
-      if (spec != nullptr && spec->values > 1 && entry.second.IsSequence()) {
-        // A flag of several words is a list in YAML: [10, 100].
-        for (const auto& item : entry.second) {
-          if (!item.IsScalar()) {
-            return Status::InvalidArgument(where, "must be a list of values");
-          }
-          value += (value.empty() ? "" : " ") + item.as<std::string>();
-        }
-      } else if (!entry.second.IsScalar()) {
-        return Status::InvalidArgument(where, "must be a single value");
-      } else {
-        value = entry.second.as<std::string>();
-      }
-      // Two keys are the inverse of a flag.
-      if (full == "stall_check.enabled" || full == "logging.with_timestamp") {
-        HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, where));
-        out[key == "enabled" ? "no_stall_check" : "log_without_timestamp"] =
-            b ? "0" : "1";
-        continue;
-      }
-      if (full == "library_options.mpi_threads_disable" ||
-          full == "library_options.ccl_bgt_affinity") {
-        notes.push_back(where + " ignored: hvd runs on Gloo, not MPI or CCL");
-        continue;
-      }
-      if (spec == nullptr) {
-        warnings.push_back(where + ": unknown setting, ignored");
-        continue;
-      }
-      HVD_ASSIGN_OR_RETURN(out[spec->key], Canonical(*spec, value, where));
-    }
-  }
+  set_by[f.key] = f.names[0];
+  auto before = given.Get(f);
+  given.Set(f, f.repeatable && before ? *before + "," + value : value);
   return Status::Ok();
 }
 
-bool On(const Settings& s, const std::string& key) {
-  auto it = s.find(key);
-  return it != s.end() && it->second == "1";
-}
-
-std::optional<std::string> Get(const Settings& s, const std::string& key) {
-  auto it = s.find(key);
-  if (it == s.end()) return std::nullopt;
-  return it->second;
-}
-
-// HOROVOD_* for the workers, from the tuning settings that were given.
-StatusOr<std::map<std::string, std::string>> WorkerEnv(const Settings& s) {
-  std::map<std::string, std::string> env;
-  for (const FlagSpec& f : FlagTable()) {
-    auto v = Get(s, f.key);
-    if (!v || f.env.empty()) continue;
-    if (f.env_scale != 1) {
-      // Converted once, here: the variable's unit is the table's.
-      env[f.env] = std::to_string(std::stoll(*v) * f.env_scale);
-    } else if (f.key == "network_interface") {
-      // Gloo binds one interface: the first given; NCCL may use them all.
-      env[f.env] = v->substr(0, v->find(','));
-      env["NCCL_SOCKET_IFNAME"] = *v;
-    } else {
-      env[f.env] = *v;
+// Options up to the first word that is not one (or "--"); the rest is the
+// command, as with argparse's REMAINDER. -h, -v and -cb end it at once.
+StatusOr<Tokens> Tokenize(const std::vector<std::string>& args) {
+  Tokens t;
+  std::map<std::string, std::string> set_by;  // key -> the flag that set it
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    std::string word = args[i];
+    if (word == "--") {
+      ++i;
+      break;
     }
+    if (!IsOption(word)) break;
+    std::optional<std::string> inline_value;
+    if (size_t eq = word.find('=');
+        word.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = word.substr(eq + 1);
+      word = word.substr(0, eq);
+    }
+    HVD_ASSIGN_OR_RETURN(const FlagSpec* f, FindFlagOrAbbreviation(word));
+    if (f == nullptr) {
+      return Status::InvalidArgument(word,
+                                     "unknown option (see horovodrun --help)");
+    }
+    if (!f->refused_why.empty()) {
+      return Status::InvalidArgument(f->names[0], f->refused_why);
+    }
+    HVD_ASSIGN_OR_RETURN(std::string value,
+                         FlagValue(*f, word, inline_value, args, i));
+    HVD_ASSIGN_OR_RETURN(std::string canonical,
+                         CanonicalValue(*f, value, word));
+    if (!f->ignored_why.empty()) {
+      t.notes.push_back(f->names[0] + " ignored: " + f->ignored_why);
+      continue;
+    }
+    HVD_RETURN_IF_ERROR(Record(*f, canonical, set_by, t.given));
+    t.help = f->key == key::kHelp.name();
+    t.version = f->key == key::kVersion.name();
+    t.check_build = f->key == key::kCheckBuild.name();
+    if (t.help || t.version || t.check_build) return t;
   }
-  // --tcp: as Horovod, NCCL keeps to TCP sockets.
-  if (On(s, "tcp")) env["NCCL_IB_DISABLE"] = "1";
-  if (auto w = Get(s, "stall_check_warning_time_seconds"),
-      d = Get(s, "stall_check_shutdown_time_seconds");
-      w && d && *d != "0" && std::stoll(*d) < std::stoll(*w)) {
-    return Status::InvalidArgument(
-        "--stall-check-shutdown-time-seconds",
-        *d + " is shorter than the warning time " + *w);
-  }
-  return env;
+  t.command.assign(args.begin() + i, args.end());
+  return t;
 }
 
-// The elastic settings; an error for those given to a job that is not
-// elastic, since they would change nothing.
-Status ParseElastic(const Settings& s, ElasticLaunchOptions& e) {
-  e.discovery_script = Get(s, "host_discovery_script").value_or("");
-  auto min_np = Get(s, "min_np");
-  auto max_np = Get(s, "max_np");
-  e.enabled = !e.discovery_script.empty() || min_np || max_np;
-  if (!e.enabled) {
-    for (const char* key : {"slots_per_host", "reset_limit",
-                            "blacklist_cooldown_range", "elastic_timeout"}) {
-      if (Get(s, key)) {
+// --- MergeConfigFile ---------------------------------------------------------
+
+// The config file's values, with the command line's over them (in both
+// directions: a flag given turns a file's switch on or off).
+StatusOr<FlagValues> MergeConfigFile(const Tokens& t,
+                                     const ReadFileFn& read_file,
+                                     std::vector<std::string>& notes,
+                                     std::vector<std::string>& warnings) {
+  FlagValues merged;
+  if (auto cfg = t.given.Get(key::kConfigFile)) {
+    HVD_ASSIGN_OR_RETURN(std::string text, read_file(*cfg));
+    HVD_RETURN_IF_ERROR(ReadConfigFile(text, *cfg, merged, notes, warnings));
+  }
+  merged.Override(t.given);
+  return merged;
+}
+
+// --- Validate ----------------------------------------------------------------
+// Rules between flags, on the values given; each error names the flag to
+// change. Values are already checked one by one (CanonicalValue).
+
+bool Elastic(const FlagValues& s) {
+  return s.Has(key::kHostDiscoveryScript) || s.Has(key::kMinNp) ||
+         s.Has(key::kMaxNp);
+}
+
+int IntOf(const FlagValues& s, FlagKey k) { return std::stoi(*s.Get(k)); }
+
+// The elastic flags: only for an elastic job, and consistent.
+Status ValidateElastic(const FlagValues& s) {
+  if (!Elastic(s)) {
+    for (FlagKey k : {key::kSlotsPerHost, key::kResetLimit,
+                      key::kBlacklistCooldownRange, key::kElasticTimeout}) {
+      if (s.Has(k)) {
         return Status::InvalidArgument(
-            FindFlagByKey(key)->names[0],
+            FindFlagByKey(k.name())->names[0],
             "is for elastic jobs; give --host-discovery-script or "
             "--min-np/--max-np too, or drop it");
       }
     }
     return Status::Ok();
   }
-  if (min_np) e.min_np = std::stoi(*min_np);
-  if (max_np) e.max_np = std::stoi(*max_np);
-  if (e.max_np > 0 && e.min_np > e.max_np) {
+  auto min_np = s.Get(key::kMinNp), max_np = s.Get(key::kMaxNp);
+  if (min_np && max_np && std::stoi(*max_np) > 0 &&
+      std::stoi(*min_np) > std::stoi(*max_np)) {
     return Status::InvalidArgument("--min-np " + *min_np,
                                    "is more than --max-np " + *max_np);
   }
-  if (auto n = Get(s, "slots_per_host")) {
-    if (e.discovery_script.empty()) {
-      return Status::InvalidArgument(
-          "--slots-per-host",
-          "is the slots of hosts the discovery script prints without "
-          ":SLOTS; give --host-discovery-script too, or drop it");
-    }
-    e.slots_per_host = std::stoi(*n);
+  if (s.Has(key::kSlotsPerHost) && !s.Has(key::kHostDiscoveryScript)) {
+    return Status::InvalidArgument(
+        "--slots-per-host",
+        "is the slots of hosts the discovery script prints without "
+        ":SLOTS; give --host-discovery-script too, or drop it");
   }
-  if (auto n = Get(s, "reset_limit")) e.reset_limit = std::stoi(*n);
-  if (auto n = Get(s, "elastic_timeout")) e.timeout_s = std::stoi(*n);
-  if (auto range = Get(s, "blacklist_cooldown_range")) {
+  return Status::Ok();
+}
+
+// -np (or --min-np), the command, and where the hosts come from.
+Status ValidateJob(const FlagValues& s,
+                   const std::vector<std::string>& command) {
+  const bool elastic = Elastic(s);
+  auto np = s.Get(key::kNumProc);
+  if (!np && s.Has(key::kMinNp) && IntOf(s, key::kMinNp) > 0) {
+    np = s.Get(key::kMinNp);
+  }
+  if (!np) {
+    return Status::InvalidArgument(
+        "-np", elastic ? "is required: the number of processes to start with "
+                         "(or give --min-np)"
+                       : "is required: the number of processes");
+  }
+  if (elastic && s.Has(key::kMinNp) && IntOf(s, key::kMinNp) > std::stoi(*np)) {
+    return Status::InvalidArgument(
+        "--min-np " + *s.Get(key::kMinNp),
+        "is more than -np " + *np + "; the job starts with -np processes");
+  }
+  if (elastic && s.Has(key::kMaxNp) && IntOf(s, key::kMaxNp) > 0 &&
+      IntOf(s, key::kMaxNp) < std::stoi(*np)) {
+    return Status::InvalidArgument("--max-np " + *s.Get(key::kMaxNp),
+                                   "is less than -np " + *np);
+  }
+  if (command.empty()) {
+    return Status::InvalidArgument(
+        "command", "missing: give the program to run after the options");
+  }
+  const bool hosts = s.Has(key::kHosts), hostfile = s.Has(key::kHostfile);
+  if (hosts && hostfile) {
+    return Status::InvalidArgument("-H", "give -H or --hostfile, not both");
+  }
+  if (s.Has(key::kHostDiscoveryScript) && (hosts || hostfile)) {
+    return Status::InvalidArgument(
+        "--host-discovery-script",
+        "gives the hosts; drop " + std::string(hosts ? "-H" : "--hostfile"));
+  }
+  return Status::Ok();
+}
+
+// How workers start: --mpi, --launcher, --mpi-args, --launcher-cmd.
+Status ValidateLaunch(const FlagValues& s, const Env& env) {
+  const bool srun = s.Get(key::kLauncher) == std::optional<std::string>("SRUN");
+  if (s.On(key::kMpi)) {
+    if (s.Has(key::kLauncher)) {
+      return Status::InvalidArgument("--mpi", "conflicts with --launcher");
+    }
+    if (s.On(key::kGloo)) {
+      return Status::InvalidArgument("--mpi", "conflicts with --gloo");
+    }
+    if (Elastic(s)) {
+      return Status::InvalidArgument(
+          "--mpi",
+          "an elastic job starts and stops workers one by one, "
+          "itself; drop --mpi");
+    }
+  }
+  if (s.Has(key::kMpiArgs) && !s.On(key::kMpi)) {
+    return Status::InvalidArgument("--mpi-args",
+                                   "is for mpirun; give --mpi too");
+  }
+  if (auto t = s.Get(key::kLauncherCmd)) {
+    if (t->find("{host}") == std::string::npos) {
+      return Status::InvalidArgument(
+          "--launcher-cmd",
+          "must name the host as {host}, e.g. 'kubectl exec -i {host} --' "
+          "(got '" +
+              *t + "')");
+    }
+    if (s.On(key::kMpi) || srun) {
+      return Status::InvalidArgument(
+          "--launcher-cmd",
+          std::string("conflicts with ") +
+              (s.On(key::kMpi) ? "--mpi"
+                               : "--launcher srun (give --launcher "
+                                 "ssh inside a Slurm allocation)"));
+    }
+  }
+  if (srun && !env.count("SLURM_JOB_ID")) {
+    return Status::InvalidArgument(
+        "--launcher srun",
+        "starts workers in a Slurm allocation, and SLURM_JOB_ID is not set: "
+        "run horovodrun under salloc or sbatch, or use --launcher ssh");
+  }
+  if (srun && Elastic(s)) {
+    return Status::InvalidArgument(
+        "--launcher srun",
+        "an elastic job starts and stops workers one by one, over SSH; "
+        "use --launcher ssh");
+  }
+  return Status::Ok();
+}
+
+// A running daemon (--rendezvous-*) and what needs horovodrun's own.
+Status ValidateRendezvous(const FlagValues& s) {
+  const bool daemon = s.Has(key::kRendezvousAddr);
+  if (!daemon) {
+    for (FlagKey k : {key::kRendezvousTokenFile, key::kRendezvousTlsCa,
+                      key::kRendezvousTlsCert, key::kRendezvousTlsKey}) {
+      if (s.Has(k)) {
+        return Status::InvalidArgument("--rendezvous-*",
+                                       "these options need --rendezvous-addr");
+      }
+    }
+  } else if (!s.Has(key::kRendezvousTokenFile)) {
+    return Status::InvalidArgument(
+        "--rendezvous-addr",
+        "needs --rendezvous-token-file with the daemon's admin token");
+  }
+  if (s.Has(key::kMonitorInterval) && !s.On(key::kMonitor)) {
+    return Status::InvalidArgument("--monitor-interval",
+                                   "is for --monitor; give it too");
+  }
+  if (daemon && Elastic(s)) {
+    return Status::InvalidArgument(
+        "--rendezvous-addr",
+        "an elastic job's membership is kept by horovodrun's own "
+        "rendezvous; drop --rendezvous-addr");
+  }
+  if (s.Has(key::kRendezvousTlsCert) != s.Has(key::kRendezvousTlsKey)) {
+    return Status::InvalidArgument("--rendezvous-tls-cert/--rendezvous-tls-key",
+                                   "give both or neither");
+  }
+  if (s.Has(key::kRendezvousTlsCert) && !s.Has(key::kRendezvousTlsCa)) {
+    return Status::InvalidArgument("--rendezvous-tls-cert",
+                                   "needs --rendezvous-tls-ca");
+  }
+  auto w = s.Get(key::kStallWarningSeconds);
+  auto d = s.Get(key::kStallShutdownSeconds);
+  if (w && d && *d != "0" && std::stoll(*d) < std::stoll(*w)) {
+    return Status::InvalidArgument(
+        "--stall-check-shutdown-time-seconds",
+        *d + " is shorter than the warning time " + *w);
+  }
+  return Status::Ok();
+}
+
+Status Validate(const FlagValues& s, const std::vector<std::string>& command,
+                const Env& env) {
+  HVD_RETURN_IF_ERROR(ValidateElastic(s));
+  HVD_RETURN_IF_ERROR(ValidateJob(s, command));
+  HVD_RETURN_IF_ERROR(ValidateLaunch(s, env));
+  return ValidateRendezvous(s);
+}
+
+// --- Bind --------------------------------------------------------------------
+// Typed options from validated values, and the rules that need what only
+// binding knows (parsed hosts, the Slurm allocation, the environment).
+
+Status BindElastic(const FlagValues& s, ElasticLaunchOptions& e) {
+  e.enabled = Elastic(s);
+  if (!e.enabled) return Status::Ok();
+  e.discovery_script = s.Get(key::kHostDiscoveryScript).value_or("");
+  if (s.Has(key::kMinNp)) e.min_np = IntOf(s, key::kMinNp);
+  if (s.Has(key::kMaxNp)) e.max_np = IntOf(s, key::kMaxNp);
+  if (s.Has(key::kSlotsPerHost))
+    e.slots_per_host = IntOf(s, key::kSlotsPerHost);
+  if (s.Has(key::kResetLimit)) e.reset_limit = IntOf(s, key::kResetLimit);
+  if (s.Has(key::kElasticTimeout)) e.timeout_s = IntOf(s, key::kElasticTimeout);
+  if (auto range = s.Get(key::kBlacklistCooldownRange)) {
     std::istringstream in(*range);
     std::string lo, hi, extra;
     in >> lo >> hi >> extra;
@@ -276,147 +354,35 @@ Status ParseElastic(const Settings& s, ElasticLaunchOptions& e) {
   return Status::Ok();
 }
 
-}  // namespace
+// -np, the timeouts (the flag, else the launcher's own variable, else the
+// table's default) and --verbose.
+Status BindJob(const FlagValues& s, const Env& env, LaunchOptions& o) {
+  HVD_RETURN_IF_ERROR(BindElastic(s, o.elastic));
+  o.num_proc =
+      s.Has(key::kNumProc) ? IntOf(s, key::kNumProc) : o.elastic.min_np;
+  if (o.elastic.enabled && o.elastic.min_np == 0) {
+    o.elastic.min_np = o.num_proc;
+  }
+  const settings::Reader from_env(env);
+  HVD_ASSIGN_OR_RETURN(int64_t start, from_env.Int(key::kStartTimeout.name()));
+  o.start_timeout_s = static_cast<int>(start);
+  if (s.Has(key::kStartTimeout))
+    o.start_timeout_s = IntOf(s, key::kStartTimeout);
+  HVD_ASSIGN_OR_RETURN(int64_t join, from_env.Int(key::kJoinTimeout.name()));
+  o.join_timeout_s = static_cast<int>(join);
+  if (s.Has(key::kJoinTimeout)) o.join_timeout_s = IntOf(s, key::kJoinTimeout);
+  o.verbose = s.On(key::kVerbose);
+  return Status::Ok();
+}
 
-StatusOr<LaunchOptions> ParseCommandLine(
-    const std::vector<std::string>& args,
-    const std::map<std::string, std::string>& env,
-    const ReadFileFn& read_file) {
-  Settings cli;
-  std::map<std::string, std::string> set_by;  // key -> the flag that set it
-  std::vector<std::string> notes, warnings;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    std::string word = args[i];
-    if (word == "--") {
-      ++i;
-      break;
-    }
-    if (!IsOption(word)) break;
-    std::optional<std::string> inline_value;
-    if (word.rfind("--", 0) == 0) {
-      if (size_t eq = word.find('='); eq != std::string::npos) {
-        inline_value = word.substr(eq + 1);
-        word = word.substr(0, eq);
-      }
-    }
-    HVD_ASSIGN_OR_RETURN(const FlagSpec* f, FindFlagOrAbbreviation(word));
-    if (f == nullptr) {
-      return Status::InvalidArgument(word,
-                                     "unknown option (see horovodrun --help)");
-    }
-    if (!f->refused_why.empty()) {
-      return Status::InvalidArgument(f->names[0], f->refused_why);
-    }
-    std::string value;
-    if (f->kind == FlagKind::kSwitch) {
-      if (inline_value) return Status::InvalidArgument(word, "takes no value");
-      value = f->switch_value;
-    } else if (inline_value) {
-      value = *inline_value;
-    } else if (i + static_cast<size_t>(f->values) < args.size()) {
-      for (int k = 0; k < f->values; ++k) {
-        value += (k ? " " : "") + args[++i];
-      }
-    } else {
-      return Status::InvalidArgument(
-          word, f->values == 1 ? "needs a value"
-                               : "needs " + std::to_string(f->values) +
-                                     " values (" + f->metavar + ")");
-    }
-    HVD_ASSIGN_OR_RETURN(std::string canonical, Canonical(*f, value, word));
-    if (!f->ignored_why.empty()) {
-      notes.push_back(f->names[0] + " ignored: " + f->ignored_why);
-      continue;
-    }
-    // Two forms of one switch (--autotune and --no-autotune) on one command
-    // line contradict each other, as in Horovod's argparse groups.
-    if (auto by = set_by.find(f->key);
-        f->kind == FlagKind::kSwitch && by != set_by.end() &&
-        by->second != f->names[0] && cli[f->key] != canonical) {
-      return Status::InvalidArgument(f->names[0],
-                                     "conflicts with " + by->second);
-    }
-    set_by[f->key] = f->names[0];
-    if (f->repeatable && cli.count(f->key)) {
-      cli[f->key] += "," + canonical;
-    } else {
-      cli[f->key] = canonical;
-    }
-    if (f->key == "help" || f->key == "version" || f->key == "check_build") {
-      LaunchOptions o;
-      o.show_help = f->key == "help";
-      o.show_version = f->key == "version";
-      o.check_build = f->key == "check_build";
-      return o;
-    }
-  }
-
-  Settings s;
-  if (auto cfg = Get(cli, "config_file")) {
-    HVD_ASSIGN_OR_RETURN(std::string text, read_file(*cfg));
-    HVD_RETURN_IF_ERROR(ReadConfigFile(text, *cfg, s, notes, warnings));
-  }
-  for (const auto& [k, v] : cli) s[k] = v;  // the command line wins
-
-  LaunchOptions o;
-  o.notes = std::move(notes);
-  o.warnings = std::move(warnings);
-  o.command.assign(args.begin() + i, args.end());
-  HVD_RETURN_IF_ERROR(ParseElastic(s, o.elastic));
-  auto np = Get(s, "num_proc");
-  if (!np && o.elastic.min_np > 0) np = std::to_string(o.elastic.min_np);
-  if (!np) {
-    return Status::InvalidArgument(
-        "-np", o.elastic.enabled
-                   ? "is required: the number of processes to start with "
-                     "(or give --min-np)"
-                   : "is required: the number of processes");
-  }
-  o.num_proc = std::stoi(*np);
-  if (o.elastic.enabled) {
-    if (o.elastic.min_np == 0) o.elastic.min_np = o.num_proc;
-    if (o.elastic.min_np > o.num_proc) {
-      return Status::InvalidArgument(
-          "--min-np " + std::to_string(o.elastic.min_np),
-          "is more than -np " + *np + "; the job starts with -np processes");
-    }
-    if (o.elastic.max_np > 0 && o.elastic.max_np < o.num_proc) {
-      return Status::InvalidArgument(
-          "--max-np " + std::to_string(o.elastic.max_np),
-          "is less than -np " + *np);
-    }
-  }
-  if (o.command.empty()) {
-    return Status::InvalidArgument(
-        "command", "missing: give the program to run after the options");
-  }
-  // The flag, else the launcher's own HOROVOD_START_TIMEOUT, else the
-  // table's default.
-  HVD_ASSIGN_OR_RETURN(int64_t start_timeout,
-                       settings::Reader(env).Int("start_timeout"));
-  o.start_timeout_s = static_cast<int>(start_timeout);
-  if (auto t = Get(s, "start_timeout")) o.start_timeout_s = std::stoi(*t);
-  HVD_ASSIGN_OR_RETURN(int64_t join_timeout,
-                       settings::Reader(env).Int("join_timeout"));
-  o.join_timeout_s = static_cast<int>(join_timeout);
-  if (auto t = Get(s, "join_timeout")) o.join_timeout_s = std::stoi(*t);
-  o.verbose = On(s, "verbose");
-
-  auto hosts = Get(s, "hosts");
-  auto hostfile = Get(s, "hostfile");
-  if (hosts && hostfile) {
-    return Status::InvalidArgument("-H", "give -H or --hostfile, not both");
-  }
-  if (!o.elastic.discovery_script.empty() && (hosts || hostfile)) {
-    return Status::InvalidArgument(
-        "--host-discovery-script",
-        "gives the hosts; drop " + std::string(hosts ? "-H" : "--hostfile"));
-  }
-  if (hosts) {
+// The hosts: -H, --hostfile, the Slurm allocation, the discovery script,
+// or this machine.
+Status BindHosts(const FlagValues& s, const Env& env,
+                 const ReadFileFn& read_file, LaunchOptions& o) {
+  if (auto hosts = s.Get(key::kHosts)) {
     HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostList(*hosts));
     o.hosts_from = "-H " + *hosts;
-  } else if (hostfile) {
+  } else if (auto hostfile = s.Get(key::kHostfile)) {
     HVD_ASSIGN_OR_RETURN(std::string text, read_file(*hostfile));
     HVD_ASSIGN_OR_RETURN(o.hosts, ParseHostFile(text, *hostfile));
     o.hosts_from = "--hostfile " + *hostfile;
@@ -440,30 +406,24 @@ StatusOr<LaunchOptions> ParseCommandLine(
         "-H or --hostfile for a fixed set");
   } else if (o.elastic.discovery_script.empty()) {
     o.hosts = {{"localhost", o.num_proc, ""}};
-    o.hosts_from = "-H localhost:" + *np;
+    o.hosts_from = "-H localhost:" + std::to_string(o.num_proc);
   } else {
     o.hosts_from = "--host-discovery-script " + o.elastic.discovery_script;
   }
+  return Status::Ok();
+}
 
-  if (auto l = Get(s, "launcher")) {
+// How workers start: mpirun, one srun step (asked for, or inside a Slurm
+// allocation given no hosts), a command, or SSH.
+Status BindLaunch(const FlagValues& s, LaunchOptions& o) {
+  const bool from_slurm = o.hosts_from == "the Slurm allocation";
+  if (auto l = s.Get(key::kLauncher)) {
     o.launcher = *l == "SRUN" ? Launcher::kSrun : Launcher::kSsh;
     o.launcher_given = true;
-  } else if (o.hosts_from == "the Slurm allocation") {
+  } else if (from_slurm) {
     o.launcher = Launcher::kSrun;
   }
-  if (On(s, "mpi")) {
-    if (o.launcher_given) {
-      return Status::InvalidArgument("--mpi", "conflicts with --launcher");
-    }
-    if (On(s, "gloo")) {
-      return Status::InvalidArgument("--mpi", "conflicts with --gloo");
-    }
-    if (o.elastic.enabled) {
-      return Status::InvalidArgument(
-          "--mpi",
-          "an elastic job starts and stops workers one by one, "
-          "itself; drop --mpi");
-    }
+  if (s.On(key::kMpi)) {
     o.launcher = Launcher::kMpirun;
     o.launcher_given = true;
     for (const HostSpec& h : o.hosts) {
@@ -474,99 +434,65 @@ StatusOr<LaunchOptions> ParseCommandLine(
       }
     }
   }
-  if (auto a = Get(s, "mpi_args")) {
-    if (o.launcher != Launcher::kMpirun) {
-      return Status::InvalidArgument("--mpi-args",
-                                     "is for mpirun; give --mpi too");
-    }
+  if (auto a = s.Get(key::kMpiArgs)) {
     HVD_ASSIGN_OR_RETURN(o.mpi_args, SplitWords(*a, "--mpi-args"));
   }
-  if (auto t = Get(s, "launcher_cmd")) {
-    HVD_ASSIGN_OR_RETURN(auto words, SplitWords(*t, "--launcher-cmd"));
-    if (t->find("{host}") == std::string::npos || words.empty()) {
+  if (auto t = s.Get(key::kLauncherCmd)) {
+    HVD_RETURN_IF_ERROR(SplitWords(*t, "--launcher-cmd").status());
+    if (o.launcher == Launcher::kSrun) {
       return Status::InvalidArgument(
           "--launcher-cmd",
-          "must name the host as {host}, e.g. 'kubectl exec -i {host} --' "
-          "(got '" +
-              *t + "')");
-    }
-    if (o.launcher != Launcher::kSsh) {
-      return Status::InvalidArgument(
-          "--launcher-cmd", std::string("conflicts with ") +
-                                (o.launcher == Launcher::kMpirun
-                                     ? "--mpi"
-                                     : "--launcher srun (give --launcher "
-                                       "ssh inside a Slurm allocation)"));
+          "conflicts with --launcher srun (give --launcher ssh inside a "
+          "Slurm allocation)");
     }
     o.launcher_cmd = *t;
   }
-  if (o.launcher == Launcher::kSrun && o.launcher_given &&
-      !env.count("SLURM_JOB_ID")) {
-    return Status::InvalidArgument(
-        "--launcher srun",
-        "starts workers in a Slurm allocation, and SLURM_JOB_ID is not set: "
-        "run horovodrun under salloc or sbatch, or use --launcher ssh");
-  }
+  // An elastic job inside an allocation starts its workers over SSH.
   if (o.launcher == Launcher::kSrun && o.elastic.enabled) {
-    if (o.launcher_given) {
-      return Status::InvalidArgument(
-          "--launcher srun",
-          "an elastic job starts and stops workers one by one, over SSH; "
-          "use --launcher ssh");
-    }
     o.launcher = Launcher::kSsh;
   }
-  if (auto p = Get(s, "ssh_port")) o.ssh_port = std::stoi(*p);
-  if (auto k = Get(s, "ssh_identity_file")) o.ssh_identity_file = *k;
-  if (auto c = Get(s, "ssh_host_key_check")) {
+  return Status::Ok();
+}
+
+// SSH, the interfaces workers use and where output goes.
+void BindRemote(const FlagValues& s, LaunchOptions& o) {
+  if (s.Has(key::kSshPort)) o.ssh_port = IntOf(s, key::kSshPort);
+  o.ssh_identity_file = s.Get(key::kSshIdentityFile).value_or("");
+  if (auto c = s.Get(key::kSshHostKeyCheck)) {
     o.host_key_check = *c == "STRICT"       ? HostKeyCheck::kStrict
                        : *c == "ACCEPT-NEW" ? HostKeyCheck::kAcceptNew
                                             : HostKeyCheck::kOff;
   }
-  if (auto n = Get(s, "network_interface")) {
+  if (auto n = s.Get(key::kNetworkInterface)) {
     std::stringstream in(*n);
     std::string item;
     while (std::getline(in, item, ',')) o.network_interfaces.push_back(item);
   }
-  if (auto d = Get(s, "output_filename")) o.output_filename = *d;
-  o.prefix_output_with_timestamp = On(s, "prefix_output_with_timestamp");
+  o.output_filename = s.Get(key::kOutputFilename).value_or("");
+  o.prefix_output_with_timestamp = s.On(key::kPrefixTimestamp);
+}
 
-  if (auto a = Get(s, "rendezvous_addr")) {
+// The rendezvous daemon, if any, and the metrics (the flag, else
+// HOROVOD_METRICS_PORT), which reach horovodrun through its own.
+Status BindRendezvous(const FlagValues& s, const Env& env, LaunchOptions& o) {
+  if (auto a = s.Get(key::kRendezvousAddr)) {
     HVD_RETURN_IF_ERROR(ParseHostPort(*a, "--rendezvous-addr").status());
     o.rendezvous_addr = *a;
   }
-  o.rendezvous_token_file = Get(s, "rendezvous_token_file").value_or("");
-  o.rendezvous_tls_ca = Get(s, "rendezvous_tls_ca").value_or("");
-  o.rendezvous_tls_cert = Get(s, "rendezvous_tls_cert").value_or("");
-  o.rendezvous_tls_key = Get(s, "rendezvous_tls_key").value_or("");
-  if (o.rendezvous_addr.empty()) {
-    for (const std::string* f :
-         {&o.rendezvous_token_file, &o.rendezvous_tls_ca,
-          &o.rendezvous_tls_cert, &o.rendezvous_tls_key}) {
-      if (!f->empty()) {
-        return Status::InvalidArgument("--rendezvous-*",
-                                       "these options need --rendezvous-addr");
-      }
-    }
-  } else if (o.rendezvous_token_file.empty()) {
-    return Status::InvalidArgument(
-        "--rendezvous-addr",
-        "needs --rendezvous-token-file with the daemon's admin token");
-  }
-  if (auto p = Get(s, "metrics_port")) {
-    o.metrics_port = std::stoi(*p);
+  o.rendezvous_token_file = s.Get(key::kRendezvousTokenFile).value_or("");
+  o.rendezvous_tls_ca = s.Get(key::kRendezvousTlsCa).value_or("");
+  o.rendezvous_tls_cert = s.Get(key::kRendezvousTlsCert).value_or("");
+  o.rendezvous_tls_key = s.Get(key::kRendezvousTlsKey).value_or("");
+  if (s.Has(key::kMetricsPort)) {
+    o.metrics_port = IntOf(s, key::kMetricsPort);
   } else if (auto e = env.find("HOROVOD_METRICS_PORT"); e != env.end()) {
     HVD_ASSIGN_OR_RETURN(
         int64_t port, ParseInt64(e->second, "HOROVOD_METRICS_PORT", 1, 65535));
     o.metrics_port = static_cast<int>(port);
   }
-  o.monitor = On(s, "monitor");
-  if (auto i = Get(s, "monitor_interval")) {
-    if (!o.monitor) {
-      return Status::InvalidArgument("--monitor-interval",
-                                     "is for --monitor; give it too");
-    }
-    o.monitor_interval_s = std::stoi(*i);
+  o.monitor = s.On(key::kMonitor);
+  if (s.Has(key::kMonitorInterval)) {
+    o.monitor_interval_s = IntOf(s, key::kMonitorInterval);
   }
   if ((o.metrics_port > 0 || o.monitor) && !o.rendezvous_addr.empty()) {
     return Status::InvalidArgument(
@@ -574,101 +500,65 @@ StatusOr<LaunchOptions> ParseCommandLine(
         "the workers' metrics reach horovodrun through its own rendezvous; "
         "drop --rendezvous-addr");
   }
-  if (o.elastic.enabled && !o.rendezvous_addr.empty()) {
-    return Status::InvalidArgument(
-        "--rendezvous-addr",
-        "an elastic job's membership is kept by horovodrun's own "
-        "rendezvous; drop --rendezvous-addr");
+  return Status::Ok();
+}
+
+// HOROVOD_* for the workers, from the tuning settings that were given.
+std::map<std::string, std::string> WorkerEnv(const FlagValues& s) {
+  std::map<std::string, std::string> env;
+  for (const FlagSpec& f : FlagTable()) {
+    auto v = s.Get(f);
+    if (!v || f.env.empty()) continue;
+    if (f.env_scale != 1) {
+      // Converted once, here: the variable's unit is the table's.
+      env[f.env] = std::to_string(std::stoll(*v) * f.env_scale);
+    } else if (f.key == key::kNetworkInterface.name()) {
+      // Gloo binds one interface: the first given; NCCL may use them all.
+      env[f.env] = v->substr(0, v->find(','));
+      env["NCCL_SOCKET_IFNAME"] = *v;
+    } else {
+      env[f.env] = *v;
+    }
   }
-  if (o.rendezvous_tls_cert.empty() != o.rendezvous_tls_key.empty()) {
-    return Status::InvalidArgument("--rendezvous-tls-cert/--rendezvous-tls-key",
-                                   "give both or neither");
-  }
-  if (!o.rendezvous_tls_cert.empty() && o.rendezvous_tls_ca.empty()) {
-    return Status::InvalidArgument("--rendezvous-tls-cert",
-                                   "needs --rendezvous-tls-ca");
-  }
-  HVD_ASSIGN_OR_RETURN(o.worker_env, WorkerEnv(s));
+  // --tcp: as Horovod, NCCL keeps to TCP sockets.
+  if (s.On(key::kTcp)) env["NCCL_IB_DISABLE"] = "1";
+  return env;
+}
+
+StatusOr<LaunchOptions> Bind(const FlagValues& s, const Env& env,
+                             const ReadFileFn& read_file) {
+  LaunchOptions o;
+  HVD_RETURN_IF_ERROR(BindJob(s, env, o));
+  HVD_RETURN_IF_ERROR(BindHosts(s, env, read_file, o));
+  HVD_RETURN_IF_ERROR(BindLaunch(s, o));
+  BindRemote(s, o);
+  HVD_RETURN_IF_ERROR(BindRendezvous(s, env, o));
+  o.worker_env = WorkerEnv(s);
   return o;
 }
 
-std::string HelpText() {
-  std::string out =
-      "usage: horovodrun -np N [options] command [args...]\n\n"
-      "Starts N copies of command on the hosts given, gives each its rank "
-      "through an\nauthenticated rendezvous, and supervises them: output is "
-      "prefixed with the\nrank, and the first failure stops the whole job.\n";
-  std::vector<std::string> groups;
-  for (const FlagSpec& f : FlagTable()) {
-    if (std::find(groups.begin(), groups.end(), f.group) == groups.end()) {
-      groups.push_back(f.group);
-    }
+}  // namespace
+
+StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& args,
+                                         const Env& env,
+                                         const ReadFileFn& read_file) {
+  HVD_ASSIGN_OR_RETURN(Tokens t, Tokenize(args));
+  if (t.help || t.version || t.check_build) {
+    LaunchOptions o;
+    o.show_help = t.help;
+    o.show_version = t.version;
+    o.check_build = t.check_build;
+    return o;
   }
-  for (const std::string& g : groups) {
-    out += "\n" + g + ":\n";
-    for (const FlagSpec& f : FlagTable()) {
-      if (f.group != g || f.hidden) continue;
-      std::string names;
-      for (const std::string& n : f.names) {
-        names += (names.empty() ? "" : ", ") + n;
-      }
-      if (!f.metavar.empty()) names += " " + f.metavar;
-      std::string line = "  " + names;
-      if (line.size() < 38) {
-        line.resize(38, ' ');
-      } else {
-        line += "\n" + std::string(38, ' ');
-      }
-      std::string help = f.help;
-      if (!f.default_value.empty() && f.kind != FlagKind::kSwitch) {
-        help += " (" + f.default_value + ")";
-      }
-      out += line + help + "\n";
-    }
-  }
-  return out;
-}
-
-// The Horovod release whose command line, config files and output this
-// horovodrun follows: -v and -cb say it first, as Horovod's would, and
-// hvd's own version after.
-constexpr char kHorovodVersion[] = "0.28.1";
-constexpr char kHvdVersion[] = "0.1.0";
-
-std::string VersionText() {
-  return std::string(kHorovodVersion) + "\nhvd " + kHvdVersion +
-         " (horovodrun compatible with Horovod " + kHorovodVersion + ")";
-}
-
-std::string CheckBuildText() {
-#ifdef HVD_WITH_NCCL
-  const char* nccl = "X";
-#else
-  const char* nccl = " ";
-#endif
-  // Horovod's listing first, line for line; then what hvd adds.
-  return std::string("Horovod v") + kHorovodVersion +
-         ":\n\n"
-         "Available Frameworks:\n"
-         "    [ ] TensorFlow\n"
-         "    [ ] PyTorch\n"
-         "    [ ] MXNet\n\n"
-         "Available Controllers:\n"
-         "    [ ] MPI\n"
-         "    [X] Gloo\n\n"
-         "Available Tensor Operations:\n"
-         "    [" +
-         nccl +
-         "] NCCL\n"
-         "    [ ] DDL\n"
-         "    [ ] CCL\n"
-         "    [ ] MPI\n"
-         "    [X] Gloo\n\n"
-         "hvd v" +
-         kHvdVersion +
-         " adds:\n"
-         "    [X] C++ (libhvd)\n"
-         "    [X] Shared memory\n";
+  std::vector<std::string> notes = std::move(t.notes), warnings;
+  HVD_ASSIGN_OR_RETURN(FlagValues s,
+                       MergeConfigFile(t, read_file, notes, warnings));
+  HVD_RETURN_IF_ERROR(Validate(s, t.command, env));
+  HVD_ASSIGN_OR_RETURN(LaunchOptions o, Bind(s, env, read_file));
+  o.notes = std::move(notes);
+  o.warnings = std::move(warnings);
+  o.command = std::move(t.command);
+  return o;
 }
 
 }  // namespace hvd::launcher

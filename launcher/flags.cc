@@ -1,5 +1,9 @@
 #include "launcher/flags.h"
 
+#include <algorithm>
+
+#include "common/parse.h"
+
 namespace hvd::launcher {
 namespace {
 
@@ -282,6 +286,47 @@ const FlagSpec* FindYamlKey(const std::string& section_key) {
     if (!f.yaml.empty() && f.yaml == section_key) return &f;
   }
   return nullptr;
+}
+
+StatusOr<std::string> CanonicalValue(const FlagSpec& f,
+                                     const std::string& value,
+                                     const std::string& what) {
+  switch (f.kind) {
+    case FlagKind::kInt: {
+      HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, f.min, f.max));
+      return std::to_string(n);
+    }
+    case FlagKind::kDouble: {
+      HVD_ASSIGN_OR_RETURN(double d, ParseDouble(value, what, f.dmin, f.dmax));
+      (void)d;
+      return value;
+    }
+    case FlagKind::kString:
+      if (value.empty()) return Status::InvalidArgument(what, "is empty");
+      return value;
+    case FlagKind::kChoice: {
+      std::string up = value;
+      std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+      if (std::find(f.choices.begin(), f.choices.end(), up) ==
+          f.choices.end()) {
+        std::string list;
+        for (const std::string& c : f.choices) {
+          list += (list.empty() ? "" : ", ") + c;
+        }
+        return Status::InvalidArgument(
+            what, "must be one of " + list + " (got '" + value + "')");
+      }
+      return up;
+    }
+    case FlagKind::kSwitch: {
+      HVD_ASSIGN_OR_RETURN(bool b, ParseBool(value, what));
+      return std::string(b ? "1" : "0");
+    }
+    case FlagKind::kIntList:
+      HVD_RETURN_IF_ERROR(ParseIntList(value, what, 0, 1 << 20).status());
+      return value;
+  }
+  return Status::Internal(what, "unknown flag kind");
 }
 
 }  // namespace hvd::launcher
