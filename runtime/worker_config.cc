@@ -82,11 +82,11 @@ Status PlaceMpiTask(const std::map<std::string, std::string>& env,
   return Status::Ok();
 }
 
-}  // namespace
+// What a missing launch variable's error adds.
+constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
 
-StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
-  WorkerConfig c;
-  const settings::Reader read(env);
+// The engine's and the transports' settings, from the settings table.
+Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   HVD_ASSIGN_OR_RETURN(int64_t start, read.Int("start_timeout"));
   c.start_timeout = std::chrono::seconds(start);
   HVD_ASSIGN_OR_RETURN(int64_t join, read.Int("join_timeout"));
@@ -139,6 +139,11 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
                        read.OptionalBool("hierarchical_allreduce"));
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allgather,
                        read.OptionalBool("hierarchical_allgather"));
+  return Status::Ok();
+}
+
+// --autotune and where its search starts.
+Status ReadAutotune(const settings::Reader& read, WorkerConfig& c) {
   HVD_ASSIGN_OR_RETURN(c.autotune, read.Bool("autotune"));
   c.autotune_log = read.String("autotune_log_file");
   HVD_ASSIGN_OR_RETURN(int64_t warm, read.Int("autotune_warmup_samples"));
@@ -172,11 +177,13 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
       c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
     }
   }
-  c.timeline = read.String("timeline_filename");
-  HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
-                       read.Bool("timeline_mark_cycles"));
-  if (auto addr = Lookup(env, worker_env::kGlooAddr)) c.gloo_addr = *addr;
+  return Status::Ok();
+}
 
+// Where the job is and this worker's place in it, from horovodrun's
+// variables (common/worker_env.h); false for a worker no launcher
+// started (a job of one).
+StatusOr<bool> ReadLaunch(const settings::EnvMap& env, WorkerConfig& c) {
   auto addr = Lookup(env, worker_env::kRendezvousAddr);
   if (!addr) {
     int64_t size = 1;
@@ -190,11 +197,10 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
               " but HVD_RENDEZVOUS_ADDR is not set; start the job with "
               "horovodrun");
     }
-    return c;  // standalone, size 1
+    return false;  // standalone, size 1
   }
   c.launched = true;
   c.rendezvous_addr = *addr;
-  constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
   HVD_ASSIGN_OR_RETURN(c.job_id, Require(env, worker_env::kJobId, kHint));
   HVD_ASSIGN_OR_RETURN(c.job_token, Require(env, worker_env::kJobToken, kHint));
   if (!Lookup(env, worker_env::kHost) && Lookup(env, worker_env::kTaskHosts) &&
@@ -225,6 +231,13 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   }
   if (auto key = Lookup(env, worker_env::kTlsKey)) c.tls_key_pem = *key;
 
+  return true;
+}
+
+// The rank horovodrun planned for this worker, which the rendezvous'
+// answer must match (CheckAssignment).
+Status ReadPlannedRank(const settings::Reader& read,
+                       const settings::EnvMap& env, WorkerConfig& c) {
   // In an elastic job HOROVOD_RANK is only the rank a worker started with:
   // the membership may change before it joins, and at every reset.
   HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Bool("elastic"));
@@ -246,6 +259,23 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
     }
     c.expected = a;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
+  WorkerConfig c;
+  const settings::Reader read(env);
+  HVD_RETURN_IF_ERROR(ReadEngine(read, c));
+  HVD_RETURN_IF_ERROR(ReadAutotune(read, c));
+  c.timeline = read.String("timeline_filename");
+  HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
+                       read.Bool("timeline_mark_cycles"));
+  if (auto addr = Lookup(env, worker_env::kGlooAddr)) c.gloo_addr = *addr;
+  HVD_ASSIGN_OR_RETURN(bool launched, ReadLaunch(env, c));
+  if (!launched) return c;
+  HVD_RETURN_IF_ERROR(ReadPlannedRank(read, env, c));
   return c;
 }
 
