@@ -202,14 +202,13 @@ int SrunTask(int argc, char** args) {
   return code;
 }
 
-int main(int argc, char** args) {
-  if (argc > 1 && std::string(args[1]) == "--watchdog") return Watchdog();
-  if (argc > 1 && std::string(args[1]) == "--srun") return SrunTask(argc, args);
-  using hvd::launcher::RemoteLaunch;
-  // If sshd's session process dies, stdin closes too; the signal covers a
-  // stdin kept open by another process. Either way the worker's group is
-  // killed first, so the signal must not kill this process outright.
-  if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return Fail("pipe");
+namespace {
+
+// If sshd's session process dies, stdin closes too; SIGHUP covers a stdin
+// kept open by another process. Either way the worker's group is killed
+// first, so the signal must not kill this process outright.
+bool InstallSignalHandlers() {
+  if (pipe2(g_sigchld_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
   struct sigaction hup {};
   hup.sa_handler = OnParentDeath;
   sigaction(SIGHUP, &hup, nullptr);
@@ -217,79 +216,69 @@ int main(int argc, char** args) {
   term.sa_handler = OnTerminate;
   sigaction(SIGTERM, &term, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGHUP);
-  std::string buffer;
-  RemoteLaunch launch;
+  return true;
+}
+
+// Reads the launch header from stdin; what came after it (control lines)
+// stays in `buffer`. Empty, or why it could not.
+std::string ReadLaunch(std::string& buffer,
+                       hvd::launcher::RemoteLaunch& launch) {
   char chunk[65536];
   for (;;) {
     auto used = hvd::launcher::DecodeRemoteLaunch(buffer, &launch);
-    if (!used.ok()) return Fail(used.status().ToString());
+    if (!used.ok()) return used.status().ToString();
     if (*used > 0) {
       buffer.erase(0, *used);
-      break;
+      return "";
     }
     ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return Fail("the launcher closed the channel before the launch");
+    if (n <= 0) return "the launcher closed the channel before the launch";
     buffer.append(chunk, static_cast<size_t>(n));
   }
-  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
-  for (const std::string& kv : launch.env) {
-    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
-  }
-  auto program = hvd::launcher::ResolveProgram(launch.argv[0], path_env);
-  if (!program.ok()) return Fail(program.status().message());
+}
 
-  if (getppid() == 1) return Fail("the session ended before the launch");
-  struct sigaction sa {};
-  sa.sa_handler = OnChild;
-  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-  sigaction(SIGCHLD, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+// Forks the worker in a process group of its own, in the launcher's
+// working directory, with stdin from /dev/null; -1 when fork fails.
+pid_t StartWorker(hvd::launcher::RemoteLaunch& launch,
+                  const std::string& program) {
   std::vector<char*> argv, envp;
   for (std::string& a : launch.argv) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (std::string& e : launch.env) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = fork();
-  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) {
-      std::fprintf(stderr, "hvd-remote-exec: cannot enter %s: %s\n",
-                   launch.cwd.c_str(), std::strerror(errno));
-      _exit(127);
-    }
-    execve(program->c_str(), argv.data(), envp.data());
-    std::fprintf(stderr, "hvd-remote-exec: cannot run %s: %s\n",
-                 program->c_str(), std::strerror(errno));
+  if (pid != 0) {
+    if (pid > 0) setpgid(pid, pid);
+    return pid;
+  }
+  setpgid(0, 0);
+  signal(SIGPIPE, SIG_DFL);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) {
+    std::fprintf(stderr, "hvd-remote-exec: cannot enter %s: %s\n",
+                 launch.cwd.c_str(), std::strerror(errno));
     _exit(127);
   }
-  setpgid(pid, pid);
-  std::string job_id;
-  for (const std::string& kv : launch.env) {
-    if (kv.rfind("HVD_JOB_ID=", 0) == 0) job_id = kv.substr(11);
-  }
-  // Every way out ends the worker's group, then sweeps what it left.
-  auto finish = [&](int code) {
-    kill(-pid, SIGKILL);
-    SweepSegments(job_id, {pid});
-    return code;
-  };
+  execve(program.c_str(), argv.data(), envp.data());
+  std::fprintf(stderr, "hvd-remote-exec: cannot run %s: %s\n", program.c_str(),
+               std::strerror(errno));
+  _exit(127);
+}
 
+// Waits for the worker while obeying the launcher's control lines (TERM,
+// KILL) and signals; the worker's exit status (128+N for signal N), or 129
+// when the session died. The launcher's going away kills the worker.
+int Supervise(pid_t pid, std::string control) {
   bool stdin_open = true;
-  std::string control = buffer;
+  char chunk[65536];
   for (;;) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      // Whatever the worker left in its group goes too.
-      if (WIFEXITED(status)) return finish(WEXITSTATUS(status));
-      if (WIFSIGNALED(status)) return finish(128 + WTERMSIG(status));
-      return finish(1);
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return 1;
     }
     // Control lines already buffered with the header.
     size_t nl;
@@ -301,13 +290,13 @@ int main(int argc, char** args) {
     }
     pollfd fds[2] = {{g_sigchld_pipe[0], POLLIN, 0},
                      {stdin_open ? STDIN_FILENO : -1, POLLIN, 0}};
-    if (poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (poll(fds, 2, 1000) < 0 && errno != EINTR) return 1;
     if (fds[0].revents) {
       char drain[64];
       while (read(g_sigchld_pipe[0], drain, sizeof(drain)) > 0) {
       }
     }
-    if (g_parent_died) return finish(129);
+    if (g_parent_died) return 129;
     if (g_terminate) {
       g_terminate = 0;
       kill(-pid, SIGTERM);
@@ -323,5 +312,43 @@ int main(int argc, char** args) {
       }
     }
   }
-  return finish(1);
+}
+
+}  // namespace
+
+int main(int argc, char** args) {
+  if (argc > 1 && std::string(args[1]) == "--watchdog") return Watchdog();
+  if (argc > 1 && std::string(args[1]) == "--srun") return SrunTask(argc, args);
+  if (!InstallSignalHandlers()) return Fail("pipe");
+  std::string buffer;
+  hvd::launcher::RemoteLaunch launch;
+  if (std::string why = ReadLaunch(buffer, launch); !why.empty()) {
+    return Fail(why);
+  }
+  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& kv : launch.env) {
+    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
+  }
+  auto program = hvd::launcher::ResolveProgram(launch.argv[0], path_env);
+  if (!program.ok()) return Fail(program.status().message());
+
+  if (getppid() == 1) return Fail("the session ended before the launch");
+  struct sigaction sa {};
+  sa.sa_handler = OnChild;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const pid_t pid = StartWorker(launch, *program);
+  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  const std::string job_var = std::string(hvd::worker_env::kJobId) + "=";
+  std::string job_id;
+  for (const std::string& kv : launch.env) {
+    if (kv.rfind(job_var, 0) == 0) job_id = kv.substr(job_var.size());
+  }
+  const int code = Supervise(pid, buffer);
+  // Every way out ends the worker's group, then sweeps what it left.
+  kill(-pid, SIGKILL);
+  SweepSegments(job_id, {pid});
+  return code;
 }
