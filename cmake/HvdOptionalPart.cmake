@@ -11,7 +11,6 @@
 
 function(hvd_part_on part what)
   message(STATUS "hvd: ${part} on (${what})")
-  set_property(GLOBAL APPEND PROPERTY HVD_PARTS_ON "${part}")
 endfunction()
 
 # why: what is missing; package: the Debian package(s) or the step that
@@ -22,7 +21,6 @@ function(hvd_part_off part why package)
   else()
     message(STATUS "hvd: ${part} off (${why}; install ${package})")
   endif()
-  set_property(GLOBAL APPEND PROPERTY HVD_PARTS_OFF "${part}")
 endfunction()
 
 # Sets out to TRUE when the caller forced package `name` missing.

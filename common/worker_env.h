@@ -6,6 +6,8 @@
 // kAll (tests/launcher/plan_test.cc, tests/runtime/worker_config_test.cc).
 #pragma once
 
+#include <string>
+
 namespace hvd::worker_env {
 
 // The rendezvous and the job.
@@ -40,6 +42,11 @@ inline constexpr char kHostname[] = "HOROVOD_HOSTNAME";
 inline constexpr char kController[] = "HOROVOD_CONTROLLER";
 inline constexpr char kCpuOperations[] = "HOROVOD_CPU_OPERATIONS";
 inline constexpr char kStartTimeout[] = "HOROVOD_START_TIMEOUT";
+
+// "NAME=value", as an environment entry.
+inline std::string Entry(const char* name, const std::string& value) {
+  return std::string(name) + "=" + value;
+}
 
 // Who reads a variable: libhvd, or only the user's program (as Horovod
 // sets it for scripts that look).

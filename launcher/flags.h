@@ -151,22 +151,16 @@ inline constexpr FlagKey kAllFlagKeys[] = {
 // canonical value.
 class FlagValues {
  public:
-  std::optional<std::string> Get(FlagKey k) const {
-    auto it = values_.find(k.name());
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
+  std::optional<std::string> Get(FlagKey k) const { return Find(k.name()); }
   // A switch given as on.
   bool On(FlagKey k) const { return Get(k) == std::optional<std::string>("1"); }
-  bool Has(FlagKey k) const { return values_.count(k.name()) > 0; }
+  bool Has(FlagKey k) const { return Find(k.name()).has_value(); }
   void Set(FlagKey k, std::string value) {
     values_[k.name()] = std::move(value);
   }
   // By the table's spec, for code that walks the table.
   std::optional<std::string> Get(const FlagSpec& f) const {
-    auto it = values_.find(f.key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
+    return Find(f.key);
   }
   void Set(const FlagSpec& f, std::string value) {
     values_[f.key] = std::move(value);
@@ -178,6 +172,12 @@ class FlagValues {
   }
 
  private:
+  std::optional<std::string> Find(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+
   std::map<std::string, std::string> values_;
 };
 

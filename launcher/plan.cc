@@ -142,12 +142,11 @@ std::vector<std::string> StepEnvironment(
   for (const std::string& kv : job_env) {
     if (!per_task.count(kv.substr(0, kv.find('=')))) out.push_back(kv);
   }
-  auto var = [](const char* name, const std::string& value) {
-    return std::string(name) + "=" + value;
-  };
-  out.push_back(var(worker_env::kRendezvousAddr, rendezvous_addr));
-  if (all_local) out.push_back(var(worker_env::kGlooAddr, "127.0.0.1"));
-  out.push_back(var(worker_env::kTaskHosts, task_hosts));
+  out.push_back(
+      worker_env::Entry(worker_env::kRendezvousAddr, rendezvous_addr));
+  if (all_local)
+    out.push_back(worker_env::Entry(worker_env::kGlooAddr, "127.0.0.1"));
+  out.push_back(worker_env::Entry(worker_env::kTaskHosts, task_hosts));
   return out;
 }
 

@@ -341,7 +341,8 @@ int main(int argc, char** args) {
 
   const pid_t pid = StartWorker(launch, *program);
   if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
-  const std::string job_var = std::string(hvd::worker_env::kJobId) + "=";
+  const std::string job_var =
+      hvd::worker_env::Entry(hvd::worker_env::kJobId, "");
   std::string job_id;
   for (const std::string& kv : launch.env) {
     if (kv.rfind(job_var, 0) == 0) job_id = kv.substr(job_var.size());

@@ -44,18 +44,16 @@ StatusOr<SrunPlacement> PlaceSrunTask(
 
 std::vector<std::string> SrunWorkerEnv(const SrunPlacement& p) {
   const rendezvous::Assignment& a = p.assignment;
-  auto var = [](const char* name, const std::string& value) {
-    return std::string(name) + "=" + value;
-  };
-  return {var(worker_env::kHost, p.host),
-          var(worker_env::kSlot, std::to_string(p.slot)),
-          var(worker_env::kHostname, p.host),
-          var(worker_env::kRank, std::to_string(a.rank)),
-          var(worker_env::kSize, std::to_string(a.size)),
-          var(worker_env::kLocalRank, std::to_string(a.local_rank)),
-          var(worker_env::kLocalSize, std::to_string(a.local_size)),
-          var(worker_env::kCrossRank, std::to_string(a.cross_rank)),
-          var(worker_env::kCrossSize, std::to_string(a.cross_size))};
+  return {
+      worker_env::Entry(worker_env::kHost, p.host),
+      worker_env::Entry(worker_env::kSlot, std::to_string(p.slot)),
+      worker_env::Entry(worker_env::kHostname, p.host),
+      worker_env::Entry(worker_env::kRank, std::to_string(a.rank)),
+      worker_env::Entry(worker_env::kSize, std::to_string(a.size)),
+      worker_env::Entry(worker_env::kLocalRank, std::to_string(a.local_rank)),
+      worker_env::Entry(worker_env::kLocalSize, std::to_string(a.local_size)),
+      worker_env::Entry(worker_env::kCrossRank, std::to_string(a.cross_rank)),
+      worker_env::Entry(worker_env::kCrossSize, std::to_string(a.cross_size))};
 }
 
 std::vector<std::string> SrunArgv(const std::string& srun,

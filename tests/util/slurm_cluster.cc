@@ -148,7 +148,7 @@ pid_t SlurmCluster::Start(const std::vector<std::string>& argv,
     execv(args[0], args.data());
     _exit(127);
   }
-  daemons_.push_back(pid);
+  daemons_.push_back({pid, log});
   return pid;
 }
 
@@ -161,15 +161,12 @@ bool SlurmCluster::WaitIdle(int nodes) {
     std::string out;
     ShellCapture(cmd, &out);
     if (std::atoi(out.c_str()) >= nodes) return true;
-    // The daemons after munged and slurmctld are the slurmds, node i at 2+i.
-    for (size_t d = 0; d < daemons_.size(); ++d) {
+    for (auto d = daemons_.begin(); d != daemons_.end(); ++d) {
       int status = 0;
-      if (waitpid(daemons_[d], &status, WNOHANG) != daemons_[d]) continue;
-      const std::string name = d == 0   ? "munged"
-                               : d == 1 ? "slurmctld"
-                                        : "slurmd-" + node(d - 2);
-      error_ = name + " exited: " + LastErrors(dir_ + "/" + name + ".out", 3);
-      daemons_.erase(daemons_.begin() + d);
+      if (waitpid(d->pid, &status, WNOHANG) != d->pid) continue;
+      const std::string name = std::filesystem::path(d->log).stem();
+      error_ = name + " exited: " + LastErrors(d->log, 3);
+      daemons_.erase(d);
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -181,16 +178,17 @@ bool SlurmCluster::WaitIdle(int nodes) {
 
 void SlurmCluster::StopAll() {
   for (auto it = daemons_.rbegin(); it != daemons_.rend(); ++it) {
-    kill(*it, SIGTERM);
+    const pid_t pid = it->pid;
+    kill(pid, SIGTERM);
     int status = 0;
     bool gone = false;
     for (int tries = 0; tries < 100 && !gone; ++tries) {
-      gone = waitpid(*it, &status, WNOHANG) == *it;
+      gone = waitpid(pid, &status, WNOHANG) == pid;
       if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (!gone) {
-      kill(*it, SIGKILL);
-      waitpid(*it, &status, 0);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
     }
   }
   daemons_.clear();

@@ -36,7 +36,11 @@ class SlurmCluster {
   void StopAll();
 
   std::string dir_, conf_, error_;
-  std::vector<pid_t> daemons_;  // in start order; stopped in reverse
+  struct Daemon {
+    pid_t pid;
+    std::string log;  // its stdout and stderr
+  };
+  std::vector<Daemon> daemons_;  // in start order; stopped in reverse
   bool ok_ = false;
 };
 
