@@ -1,8 +1,5 @@
 #include "launcher/step_output.h"
 
-#include "launcher/mpirun.h"
-#include "launcher/srun.h"
-
 namespace hvd::launcher {
 
 StepOutput::Line StepOutput::Take(Stream stream, const Piece& piece) {
@@ -12,9 +9,7 @@ StepOutput::Line StepOutput::Take(Stream stream, const Piece& piece) {
   if (task < 0 && !piece.continues) {
     int label = 0;
     size_t at = 0;
-    const bool labelled = mpirun_ ? SplitMpirunLabel(line.text, &label, &at)
-                                  : SplitSrunLabel(line.text, &label, &at);
-    if (labelled && label < tasks_) {
+    if (format_.SplitLabel(line.text, &label, &at) && label < tasks_) {
       task = label;
       line.text.remove_prefix(at);
     }
@@ -22,19 +17,17 @@ StepOutput::Line StepOutput::Take(Stream stream, const Piece& piece) {
   line.task = task;
   if (!piece.end.empty()) task = -1;
   if (line.task < 0) {
-    const std::string text(piece.text);
-    std::string node, what;
-    int rank = 0;
-    if (ParseSrunTaskError(text, &node, &what)) {
-      srun_said_ = "srun: " + node + ": " + what;
-    } else if (ParseMpirunProcessName(text, &rank) && rank < tasks_ &&
-               !mpirun_failed_) {
-      mpirun_failed_ = rank;
+    std::string said;
+    std::optional<int> failed;
+    if (format_.TaskReport(piece.text, &said, &failed)) {
+      if (!said.empty()) said_ = said;
+      // The first report stands.
+      if (failed && *failed < tasks_ && !failed_) failed_ = failed;
     }
     return line;
   }
   int code = 0;
-  if (stream == Stream::kStderr && ParseSrunExitMarker(line.text, &code)) {
+  if (stream == Stream::kStderr && format_.ExitMarker(line.text, &code)) {
     line.exit_code = code;
   }
   return line;

@@ -77,7 +77,7 @@ struct Worker {
   // kill_at, and its exit is nobody's failure.
   bool stop_requested = false;
   Clock::time_point kill_at;
-  // An srun step or mpirun (SupervisorOptions::step_hosts): its tasks'
+  // One process runs every task (SupervisorOptions::step): its tasks'
   // output files, by rank.
   std::vector<int> task_out_files, task_err_files;
 };
@@ -93,7 +93,7 @@ class Job {
  private:
   Status OpenOutputFiles(Worker& w, int size, bool append);
   Status OpenStepOrWorkerFiles(Worker& w, int size);
-  // A line piece of an srun step's output, under its task's rank.
+  // A line piece of a step's output, under its task's rank.
   template <typename WriteOut>
   void EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
                      const WriteOut& write_out);
@@ -132,8 +132,8 @@ class Job {
   bool start_checked_ = false;
   std::optional<int> first_failure_;  // index into workers_
   int exit_code_ = 0;
-  // An srun step: the first task that failed (its marker), and what srun
-  // itself last said about a task ("node2: task 3: Killed").
+  // A step: the first task that failed (its marker or the program's
+  // report).
   std::optional<int> failed_task_;
   std::optional<StepOutput> step_;  // when the one process runs every task
 };
@@ -178,9 +178,9 @@ Status Job::OpenOutputFiles(Worker& w, int size, bool append) {
 }
 
 Status Job::OpenStepOrWorkerFiles(Worker& w, int size) {
-  if (options_.step_hosts.empty()) return OpenOutputFiles(w, size, false);
+  if (!options_.step) return OpenOutputFiles(w, size, false);
   // A step: each task its rank's files, as if it were a worker of its own.
-  const int tasks = static_cast<int>(options_.step_hosts.size());
+  const int tasks = static_cast<int>(options_.step->hosts.size());
   for (int t = 0; t < tasks; ++t) {
     Worker task;
     task.rank = t;
@@ -205,8 +205,8 @@ void Job::BeginStop(std::string why) {
   stopping_ = true;
   int running = 0;
   for (const auto& w : workers_) running += w->running;
-  if (running > 0 && !options_.step_hosts.empty()) {
-    Say(why + "; stopping the srun step");
+  if (running > 0 && options_.step) {
+    Say(why + "; stopping " + options_.step->format->name());
   } else if (running > 0) {
     Say(why + "; stopping " + std::to_string(running) + " worker" +
         (running == 1 ? "" : "s"));
@@ -227,8 +227,9 @@ void Job::Reap() {
     w.running = false;
     w.wait_status = status;
     // A step's tasks say which of them failed in its output: read all of
-    // it (srun is gone, so its pipes end promptly) before judging the exit.
-    if (!options_.step_hosts.empty()) DrainWorker(w);
+    // it (the program is gone, so its pipes end promptly) before judging
+    // the exit.
+    if (options_.step) DrainWorker(w);
     if (options_.verbose) {
       Say("rank " + std::to_string(w.rank) + " " + DescribeStatus(status));
     }
@@ -245,24 +246,25 @@ void Job::Reap() {
       continue;
     }
     if (code != 0 && !stopping_ && !failed_task_ && step_ &&
-        step_->mpirun_failed_rank()) {
-      // mpirun exits with the first failed process's status.
-      failed_task_ = *step_->mpirun_failed_rank();
+        step_->failed_task()) {
+      // The program (mpirun) exits with the first failed task's status.
+      failed_task_ = *step_->failed_task();
       exit_code_ = code;
       Say("rank " + std::to_string(*failed_task_) + " on host " +
-          options_.step_hosts[*failed_task_] + " exited with code " +
+          options_.step->hosts[*failed_task_] + " exited with code " +
           std::to_string(code));
     }
     if (code != 0 && !stopping_ && !first_failure_ && !failed_task_) {
       first_failure_ = static_cast<int>(i);
       exit_code_ = code;
-      BeginStop(options_.step_hosts.empty()
+      BeginStop(!options_.step
                     ? "rank " + std::to_string(w.rank) + " on host " + w.host +
                           " " + DescribeStatus(status)
-                    : "the srun step " + DescribeStatus(status) +
-                          (step_->srun_said().empty()
+                    : options_.step->format->name() + " " +
+                          DescribeStatus(status) +
+                          (step_->program_said().empty()
                                ? ""
-                               : " (" + step_->srun_said() + ")"));
+                               : " (" + step_->program_said() + ")"));
     }
   }
 }
@@ -302,7 +304,7 @@ void Job::ReadOutput(Worker& w, int fd, Stream stream) {
     if (to_file >= 0) WriteAll(to_file, text);
   };
   auto emit = [&](const Piece& piece) {
-    if (options_.step_hosts.empty()) return write_out(w.rank, piece, file);
+    if (!options_.step) return write_out(w.rank, piece, file);
     EmitStepPiece(w, stream, piece, write_out);
   };
   for (;;) {
@@ -326,7 +328,7 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
                         const WriteOut& write_out) {
   const StepOutput::Line line = step_->Take(stream, piece);
   if (line.task < 0) {
-    // srun's or mpirun's own line: passed on as it is.
+    // The program's own line: passed on as it is.
     WriteAll(STDERR_FILENO, std::string(piece.text) + std::string(piece.end));
     return;
   }
@@ -336,7 +338,7 @@ void Job::EmitStepPiece(Worker& w, Stream stream, const Piece& piece,
       failed_task_ = line.task;
       exit_code_ = code;
       BeginStop("rank " + std::to_string(line.task) + " on host " +
-                options_.step_hosts[line.task] +
+                options_.step->hosts[line.task] +
                 (code > 128 ? " was killed by signal " +
                                   std::to_string(code - 128) + ", exit code "
                             : " exited with code ") +
@@ -374,12 +376,12 @@ void Job::CheckStartTimeout() {
   };
   for (const auto& w : workers_) {
     if (!w->running) continue;
-    if (options_.step_hosts.empty()) {
+    if (!options_.step) {
       check(w->rank, w->host);
       continue;
     }
-    for (size_t t = 0; t < options_.step_hosts.size(); ++t) {
-      check(static_cast<int>(t), options_.step_hosts[t]);
+    for (size_t t = 0; t < options_.step->hosts.size(); ++t) {
+      check(static_cast<int>(t), options_.step->hosts[t]);
     }
   }
   if (count == 0) return;
@@ -568,9 +570,9 @@ void Job::Drain() {
 
 int Job::Run(const std::vector<ProcessSpec>& specs,
              const std::vector<std::string>& hosts) {
-  if (!options_.step_hosts.empty()) {
-    step_.emplace(static_cast<int>(options_.step_hosts.size()),
-                  options_.step_is_mpirun);
+  if (options_.step) {
+    step_.emplace(static_cast<int>(options_.step->hosts.size()),
+                  *options_.step->format);
   }
   for (size_t r = 0; r < specs.size(); ++r) {
     auto w = std::make_unique<Worker>();
@@ -640,9 +642,8 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
 
   std::optional<std::pair<int, std::string>> first;  // rank, host
   if (failed_task_) {
-    first = {*failed_task_, options_.step_hosts[*failed_task_]};
-  } else if (first_failure_ && *first_failure_ >= 0 &&
-             options_.step_hosts.empty()) {
+    first = {*failed_task_, options_.step->hosts[*failed_task_]};
+  } else if (first_failure_ && *first_failure_ >= 0 && !options_.step) {
     const Worker& w = *workers_[*first_failure_];
     first = {w.rank, w.host};
   }

@@ -23,6 +23,7 @@
 
 #include "launcher/plan.h"
 #include "launcher/spawner.h"
+#include "launcher/step_output.h"
 
 namespace hvd::launcher {
 
@@ -47,13 +48,11 @@ struct SupervisorOptions {
   // The job whose shared-memory names the watchdog removes once the
   // workers are gone (common/shm_names.h). Empty: none.
   std::string job_id;
-  // Non-empty: Run gets one process, an srun step or mpirun, whose task i
-  // is rank i, on step_hosts[i]. Its output lines carry srun's labels
-  // ("3: ") or mpirun's tags ("[1,3]<stdout>:"), which become rank
-  // prefixes; a task's failure marker (launcher/srun.h) or mpirun's report
-  // names the first failing rank.
-  std::vector<std::string> step_hosts;
-  bool step_is_mpirun = false;
+  // Set: Run gets one process (an srun step, mpirun) whose task i is rank
+  // i, on step->hosts[i]. Its output lines carry the program's task
+  // labels, which become rank prefixes; a task's failure marker or the
+  // program's report names the first failing rank.
+  std::optional<TaskStep> step;
 };
 
 // An elastic job's driver as the supervisor sees it: told of the exit of

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "launcher/mpirun.h"
+#include "launcher/runners/mpirun_command.h"
 
 namespace hvd::launcher {
 namespace {

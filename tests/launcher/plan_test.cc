@@ -8,7 +8,7 @@
 #include "common/settings.h"
 #include "common/worker_env.h"
 #include "launcher/job_watch.h"
-#include "launcher/srun.h"
+#include "launcher/runners/srun_step.h"
 
 namespace hvd::launcher {
 namespace {

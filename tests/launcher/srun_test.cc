@@ -1,4 +1,4 @@
-#include "launcher/srun.h"
+#include "launcher/runners/srun_step.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/srun.h"
+#include "launcher/runners/mpirun.h"
+#include "launcher/runners/srun.h"
+#include "launcher/runners/srun_step.h"
 
 namespace hvd::launcher {
 namespace {
@@ -12,7 +14,8 @@ Piece Line(std::string_view text, bool continues = false) {
 }
 
 TEST(StepOutputTest, SrunLabelsMarkersAndItsOwnLines) {
-  StepOutput out(4, /*mpirun=*/false);
+  SrunOutputFormat srun;
+  StepOutput out(4, srun);
   auto l = out.Take(Stream::kStdout, Line("2: hello"));
   EXPECT_EQ(l.task, 2);
   EXPECT_EQ(l.text, "hello");
@@ -33,19 +36,20 @@ TEST(StepOutputTest, SrunLabelsMarkersAndItsOwnLines) {
   EXPECT_EQ(out.Take(Stream::kStdout, Line("9: x")).task, -1);
   l = out.Take(Stream::kStderr, Line("srun: error: node2: task 3: Killed"));
   EXPECT_EQ(l.task, -1);
-  EXPECT_EQ(out.srun_said(), "srun: node2: task 3: Killed");
+  EXPECT_EQ(out.program_said(), "srun: node2: task 3: Killed");
 }
 
 TEST(StepOutputTest, MpirunTagsAndItsReport) {
-  StepOutput out(3, /*mpirun=*/true);
+  MpirunOutputFormat mpirun;
+  StepOutput out(3, mpirun);
   auto l = out.Take(Stream::kStderr, Line("[1,2]<stderr>:boom"));
   EXPECT_EQ(l.task, 2);
   EXPECT_EQ(l.text, "boom");
   EXPECT_EQ(out.Take(Stream::kStdout, Line("1: not mpirun's")).task, -1);
-  EXPECT_FALSE(out.mpirun_failed_rank());
+  EXPECT_FALSE(out.failed_task());
   out.Take(Stream::kStderr, Line("  Process name: [[4,1],1]"));
   out.Take(Stream::kStderr, Line("  Process name: [[4,1],2]"));
-  EXPECT_EQ(out.mpirun_failed_rank(), 1);  // the first report stands
+  EXPECT_EQ(out.failed_task(), 1);  // the first report stands
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "launcher/mpirun.h"
+#include "launcher/runners/mpirun_command.h"
 
 #include <regex>
 

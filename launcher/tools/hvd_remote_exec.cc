@@ -27,8 +27,8 @@
 #include "common/worker_env.h"
 #include "launcher/local_host.h"
 #include "launcher/remote_protocol.h"
+#include "launcher/runners/srun_step.h"
 #include "launcher/spawner.h"
-#include "launcher/srun.h"
 
 extern char** environ;
 
@@ -113,7 +113,7 @@ int Watchdog() {
 }
 
 // --srun -- COMMAND...: one task of horovodrun's srun step. Maps the step's
-// environment to the worker's place (launcher/srun.h), runs the worker in
+// environment to the worker's place (launcher/runners/srun_step.h), runs the worker in
 // a process group of its own, passes on the signals slurmstepd sends, and
 // exits with the worker's status; a failure is also said with the marker
 // the launcher looks for, so it can name the first failing rank.

@@ -1,0 +1,102 @@
+#include "launcher/runners/local_ssh.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "launcher/local_host.h"
+
+namespace hvd::launcher {
+namespace {
+
+// The plan's remote hosts, once each, in rank order.
+std::vector<std::string> RemoteHosts(const LaunchPlan& plan) {
+  std::vector<std::string> remote;
+  for (const WorkerPlan& w : plan.workers) {
+    if (!w.local &&
+        std::find(remote.begin(), remote.end(), w.host) == remote.end()) {
+      remote.push_back(w.host);
+    }
+  }
+  return remote;
+}
+
+}  // namespace
+
+Status LocalSshRunner::Prepare() {
+  HVD_ASSIGN_OR_RETURN(
+      plan_, MakePlan(context_.options, {IsLocalHost, CountLocalGpus()}));
+  HVD_RETURN_IF_ERROR(CheckLocalCommand(context_, plan_));
+  // --verbose says what it does in Horovod's words first (on stdout, as
+  // its print()s), hvd's own lines after (on stderr).
+  const std::vector<std::string> remote = RemoteHosts(plan_);
+  if (plan_.verbose) {
+    std::string names;
+    for (const std::string& h : remote) names += (names.empty() ? "" : " ") + h;
+    std::printf("Filtering local host names.\nRemote host found: %s\n",
+                names.c_str());
+    std::fflush(stdout);
+  }
+  HVD_ASSIGN_OR_RETURN(iface_address_, InterfaceAddressOf(context_.options));
+  return LearnRoutes(remote);
+}
+
+Status LocalSshRunner::LearnRoutes(const std::vector<std::string>& remote) {
+  if (plan_.verbose && !remote.empty()) {
+    std::printf("Checking ssh on all remote hosts.\n");
+    std::fflush(stdout);
+  }
+  // Every remote host is reached before anything starts; each failure is
+  // one line naming the host.
+  std::vector<std::string> host_errors;
+  auto checked = CheckRemoteHosts(plan_, context_.options, &host_errors);
+  if (!checked.ok()) {
+    std::string lines;
+    for (const std::string& e : host_errors) {
+      lines += (lines.empty() ? "" : "\n") + e;
+    }
+    return Status::Unavailable(lines);
+  }
+  routes_ = std::move(*checked);
+  if (plan_.verbose && !remote.empty()) {
+    std::printf("SSH was successful into all the remote hosts.\n");
+    std::fflush(stdout);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<JobRendezvous>> LocalSshRunner::OpenRendezvous() {
+  if (context_.options.rendezvous_addr.empty()) {
+    return StartEmbeddedRendezvous(plan_);
+  }
+  return ConnectRendezvousDaemon(plan_, context_.options);
+}
+
+StatusOr<Launch> LocalSshRunner::Workers(JobRendezvous& job) {
+  const JobAccess& access = job.access();
+  // A daemon's address is the same for every worker.
+  AssignAddresses(
+      plan_, routes_, iface_address_,
+      context_.options.rendezvous_addr.empty() ? RendezvousPort(access) : 0);
+  if (plan_.verbose) {
+    std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
+                 access.rendezvous_addr.c_str(), access.job_id.c_str(),
+                 plan_.workers.size());
+  }
+  const std::string cwd = WorkingDirectory();
+  const std::string ssh_exec = context_.helpers + "/hvd-ssh-exec";
+  const std::string remote_exec = RemoteExecPath(context_);
+  Launch launch;
+  for (const WorkerPlan& w : plan_.workers) {
+    std::vector<std::string> argv =
+        w.local ? plan_.command
+                : RemoteArgv(w, context_.options, ssh_exec, remote_exec);
+    launch.processes.push_back(
+        {argv, WorkerEnvironment(context_.env, plan_, w, access), cwd});
+    launch.hosts.push_back(w.host);
+  }
+  launch.size = static_cast<int>(plan_.workers.size());
+  launch.join_timeout = std::chrono::seconds(plan_.join_timeout_s);
+  return launch;
+}
+
+}  // namespace hvd::launcher
