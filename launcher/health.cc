@@ -32,61 +32,67 @@ std::string Percent(double share) {
 
 }  // namespace
 
-std::vector<HostHealth> Health(const std::vector<std::string>& before,
-                               const std::vector<std::string>& after,
-                               double seconds, int size) {
-  struct Sums {
-    // ar_seconds: time waiting on allreduces; ar_transfer: their
-    // transfers alone (for the bandwidth).
-    double step_sum = 0, step_count = 0, ar_seconds = 0, ar_transfer = 0,
-           ar_bytes = 0, cpu = 0, rss = 0, memory = 0, cpus = 0;
-    // GPU gauges; gpu_ranks: how many of them (a report without a GPU
-    // adds nothing).
-    double gpu_util = 0, gpu_util_ranks = 0, gpu_used = 0, gpu_total = 0;
-  };
-  auto sums_of = [](const std::string& r) {
-    Sums s;
-    s.step_sum = Value(r, "hvd_step_seconds_sum");
-    s.step_count = Value(r, "hvd_step_seconds_count");
-    s.ar_seconds = Value(r, "hvd_allreduce_busy_seconds_total");
-    s.ar_transfer =
-        Value(r, "hvd_collective_seconds_sum", {{"op", "allreduce"}});
-    s.ar_bytes = Value(r, "hvd_collective_bytes_total", {{"op", "allreduce"}});
-    s.cpu = Value(r, "process_cpu_seconds_total");
-    s.rss = Value(r, "process_resident_memory_bytes");
-    s.memory = Value(r, "hvd_host_memory_bytes");
-    s.cpus = Value(r, "hvd_host_cpus");
-    if (r.find("hvd_gpu_utilization_ratio{") != std::string::npos) {
-      s.gpu_util = Value(r, "hvd_gpu_utilization_ratio");
-      s.gpu_util_ranks = 1;
-    }
-    s.gpu_used = Value(r, "hvd_gpu_memory_used_bytes");
-    s.gpu_total = Value(r, "hvd_gpu_memory_total_bytes");
-    return s;
-  };
+namespace {
+
+// One report's counters and gauges.
+struct Sums {
+  // ar_seconds: time waiting on allreduces; ar_transfer: their
+  // transfers alone (for the bandwidth).
+  double step_sum = 0, step_count = 0, ar_seconds = 0, ar_transfer = 0,
+         ar_bytes = 0, cpu = 0, rss = 0, memory = 0, cpus = 0;
+  // GPU gauges; gpu_ranks: how many of them (a report without a GPU
+  // adds nothing).
+  double gpu_util = 0, gpu_util_ranks = 0, gpu_used = 0, gpu_total = 0;
+};
+
+Sums SumsOf(const std::string& r) {
+  Sums s;
+  s.step_sum = Value(r, "hvd_step_seconds_sum");
+  s.step_count = Value(r, "hvd_step_seconds_count");
+  s.ar_seconds = Value(r, "hvd_allreduce_busy_seconds_total");
+  s.ar_transfer = Value(r, "hvd_collective_seconds_sum", {{"op", "allreduce"}});
+  s.ar_bytes = Value(r, "hvd_collective_bytes_total", {{"op", "allreduce"}});
+  s.cpu = Value(r, "process_cpu_seconds_total");
+  s.rss = Value(r, "process_resident_memory_bytes");
+  s.memory = Value(r, "hvd_host_memory_bytes");
+  s.cpus = Value(r, "hvd_host_cpus");
+  if (r.find("hvd_gpu_utilization_ratio{") != std::string::npos) {
+    s.gpu_util = Value(r, "hvd_gpu_utilization_ratio");
+    s.gpu_util_ranks = 1;
+  }
+  s.gpu_used = Value(r, "hvd_gpu_memory_used_bytes");
+  s.gpu_total = Value(r, "hvd_gpu_memory_total_bytes");
+  return s;
+}
+
+// A host's ranks together: counters as the interval's increase, gauges
+// at its end.
+struct HostSums {
+  Sums delta;
+  double rss = 0, memory = 0, cpus = 0;
+  double gpu_util = 0, gpu_util_ranks = 0;
+  // By GPU: ranks sharing one read the same device's memory.
+  std::map<std::string, std::pair<double, double>> gpu_memory;
+  int ranks = 0;
+};
+
+std::map<std::string, HostSums> SumByHost(
+    const std::vector<std::string>& before,
+    const std::vector<std::string>& after) {
   std::map<std::string, Sums> earlier;
   for (const std::string& r : before) {
-    Sums s = sums_of(r);
-    earlier[LabelOf(r, "host") + "/" + LabelOf(r, "rank")] = s;
+    earlier[LabelOf(r, "host") + "/" + LabelOf(r, "rank")] = SumsOf(r);
   }
-  struct Acc {
-    Sums delta;
-    double rss = 0, memory = 0, cpus = 0;
-    double gpu_util = 0, gpu_util_ranks = 0;
-    // By GPU: ranks sharing one read the same device's memory.
-    std::map<std::string, std::pair<double, double>> gpu_memory;
-    int ranks = 0;
-  };
-  std::map<std::string, Acc> hosts;
+  std::map<std::string, HostSums> hosts;
   for (const std::string& r : after) {
     const std::string host = LabelOf(r, "host");
-    Sums now = sums_of(r);
+    Sums now = SumsOf(r);
     Sums then;
     // The same worker's earlier report; a worker new since then counts
     // from zero.
     auto it = earlier.find(host + "/" + LabelOf(r, "rank"));
     if (it != earlier.end()) then = it->second;
-    Acc& a = hosts[host];
+    HostSums& a = hosts[host];
     a.delta.step_sum += now.step_sum - then.step_sum;
     a.delta.step_count += now.step_count - then.step_count;
     a.delta.ar_seconds += now.ar_seconds - then.ar_seconds;
@@ -103,33 +109,46 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
     }
     ++a.ranks;
   }
+  return hosts;
+}
+
+HostHealth HealthOf(const std::string& host, const HostSums& a, double seconds,
+                    int size) {
+  HostHealth h;
+  h.host = host;
+  if (a.delta.step_count > 0) h.step_s = a.delta.step_sum / a.delta.step_count;
+  // Each rank's share of its own time, averaged over the host's ranks.
+  const double busy =
+      a.delta.step_count > 0 ? a.delta.step_sum : seconds * a.ranks;
+  if (busy > 0) h.allreduce_share = std::min(1.0, a.delta.ar_seconds / busy);
+  if (a.delta.ar_transfer > 0 && size > 1) {
+    // Per rank: its bytes over its transfer time, times the ring's
+    // 2(n-1)/n.
+    h.bus_bytes_per_s =
+        a.delta.ar_bytes / a.delta.ar_transfer * 2.0 * (size - 1) / size;
+  }
+  if (seconds > 0 && a.cpus > 0) {
+    h.cpu_share = a.delta.cpu / (seconds * a.cpus);
+  }
+  if (a.memory > 0) h.memory_share = a.rss / a.memory;
+  if (a.gpu_util_ranks > 0) h.gpu_share = a.gpu_util / a.gpu_util_ranks;
+  double used = 0, total = 0;
+  for (const auto& [gpu, m] : a.gpu_memory) {
+    used += m.first;
+    total += m.second;
+  }
+  if (total > 0) h.gpu_memory_share = used / total;
+  return h;
+}
+
+}  // namespace
+
+std::vector<HostHealth> Health(const std::vector<std::string>& before,
+                               const std::vector<std::string>& after,
+                               double seconds, int size) {
   std::vector<HostHealth> out;
-  for (const auto& [host, a] : hosts) {
-    HostHealth h;
-    h.host = host;
-    if (a.delta.step_count > 0)
-      h.step_s = a.delta.step_sum / a.delta.step_count;
-    // Each rank's share of its own time, averaged over the host's ranks.
-    const double busy =
-        a.delta.step_count > 0 ? a.delta.step_sum : seconds * a.ranks;
-    if (busy > 0) h.allreduce_share = std::min(1.0, a.delta.ar_seconds / busy);
-    if (a.delta.ar_transfer > 0 && size > 1) {
-      // Per rank: its bytes over its transfer time, times the ring's
-      // 2(n-1)/n.
-      h.bus_bytes_per_s =
-          a.delta.ar_bytes / a.delta.ar_transfer * 2.0 * (size - 1) / size;
-    }
-    if (seconds > 0 && a.cpus > 0)
-      h.cpu_share = a.delta.cpu / (seconds * a.cpus);
-    if (a.memory > 0) h.memory_share = a.rss / a.memory;
-    if (a.gpu_util_ranks > 0) h.gpu_share = a.gpu_util / a.gpu_util_ranks;
-    double used = 0, total = 0;
-    for (const auto& [gpu, m] : a.gpu_memory) {
-      used += m.first;
-      total += m.second;
-    }
-    if (total > 0) h.gpu_memory_share = used / total;
-    out.push_back(h);
+  for (const auto& [host, sums] : SumByHost(before, after)) {
+    out.push_back(HealthOf(host, sums, seconds, size));
   }
   return out;
 }

@@ -208,6 +208,19 @@ class Engine {
                           bool* past_shutdown) const;
   // This cycle's negotiation message, and the small tensors' data in it.
   std::string BuildMessage(uint8_t stop, const std::vector<Request>& uncached);
+  // The cycle's phases (cycle.cc). Requests the cache knows only set
+  // their bit; the rest, returned, travel in full.
+  std::vector<Request> SplitCached(std::vector<Request> mine);
+  // Sends this rank's message; every rank's offer, the highest stop
+  // reason and rank 0's knobs from the answers.
+  Status ExchangeOffers(uint8_t stop, const std::vector<Request>& uncached,
+                        uint8_t* everyone_stop, std::vector<RankOffer>* offers,
+                        std::optional<Knobs>* knobs);
+  // Requests this rank had pending through a dropped cache entry go again
+  // in full.
+  void ResendDropped(const Negotiation& round);
+  // Every rank has joined: the join completes.
+  void CompleteJoins();
   // Completes what the negotiation agreed on: errors, barriers and small
   // allreduces at once, then the rest in the fusion planner's groups.
   Status Execute(std::vector<Agreed>& ready);

@@ -45,25 +45,6 @@ std::vector<int64_t> WithRows(const Request& r, int64_t rows) {
   return shape;
 }
 
-// Timeline events of one executed group, around `run`, which gets
-// begin(activity) and end() to mark its phases.
-template <typename F>
-Status Traced(Timeline* tl, const std::vector<Pending*>& group, F&& run) {
-  if (!tl || !tl->enabled()) return run([](const char*) {}, [] {});
-  for (Pending* p : group) {
-    tl->Start(p->request.name, OpTypeName(p->request.type));
-  }
-  Status s = run(
-      [&](const char* activity) {
-        for (Pending* p : group) tl->ActivityStart(p->request.name, activity);
-      },
-      [&] {
-        for (Pending* p : group) tl->ActivityEnd(p->request.name);
-      });
-  for (Pending* p : group) tl->End(p->request.name);
-  return s;
-}
-
 }  // namespace
 
 Executor::Executor(int rank, int size, BackendSet* backends, Timeline* timeline)
@@ -90,176 +71,239 @@ uint8_t* Executor::FusionBuffer(size_t bytes) {
   return fusion_;
 }
 
+// Timeline events of one executed group: its operations start on
+// construction and end on destruction; Begin/End mark the phases between.
+class Executor::Phases {
+ public:
+  Phases(Timeline* tl, const std::vector<Pending*>& group,
+         std::string_view prefix)
+      : tl_(tl && tl->enabled() ? tl : nullptr),
+        group_(group),
+        prefix_(prefix) {
+    if (!tl_) return;
+    for (Pending* p : group_) {
+      tl_->Start(p->request.name, OpTypeName(p->request.type));
+    }
+  }
+  ~Phases() {
+    if (!tl_) return;
+    for (Pending* p : group_) tl_->End(p->request.name);
+  }
+  // A phase named as it is ("MEMCPY_IN_FUSION_BUFFER").
+  void Begin(const char* activity) {
+    if (!tl_) return;
+    for (Pending* p : group_) tl_->ActivityStart(p->request.name, activity);
+  }
+  // The collective itself, named for the backend's kind ("ALLREDUCE").
+  void BeginOp(const char* op) {
+    if (tl_) Begin((std::string(prefix_) + op).c_str());
+  }
+  void End() {
+    if (!tl_) return;
+    for (Pending* p : group_) tl_->ActivityEnd(p->request.name);
+  }
+
+ private:
+  Timeline* const tl_;  // null: not tracing
+  const std::vector<Pending*>& group_;
+  const std::string_view prefix_;
+};
+
 StatusOr<uint64_t> Executor::Run(const std::vector<Pending*>& group) {
   const Request& r0 = group.front()->request;
-  const size_t esize = DataTypeSize(r0.dtype);
-  const bool fused = group.size() > 1;
   Backend* backend = &backends_->host();
   if (r0.device >= 0) {
     HVD_ASSIGN_OR_RETURN(backend, backends_->Device(r0.device, rank_));
   }
-  const std::string& prefix = backends_->activity_prefix(r0.device >= 0);
-  auto activity = [&](const char* op) { return std::string(prefix) + op; };
-  Status status = Traced(timeline_, group, [&](auto begin, auto end) -> Status {
-    Pending* p = group.front();
-    if (r0.type == OpType::kAllgather) {
-      // counts: every rank's first dimension.
-      const int64_t row = RowElems(r0);
-      std::vector<size_t> bytes;
-      size_t total = 0;
-      int64_t rows = 0;
-      for (int64_t c : p->counts) {
-        bytes.push_back(static_cast<size_t>(c * row) * esize);
-        total += bytes.back();
-        rows += c;
-      }
-      uint8_t* dst = OutputBuffer(p->out, total, WithRows(r0, rows));
-      if (!dst && total > 0) return NoOutput(r0, total);
-      begin(activity("ALLGATHER").c_str());
-      Status s = backend->Allgatherv(p->data, dst, bytes);
-      end();
-      return s;
+  Status status;
+  {
+    Phases phases(timeline_, group, backends_->activity_prefix(r0.device >= 0));
+    Pending& p = *group.front();
+    switch (r0.type) {
+      case OpType::kAllgather:
+        status = Allgather(*backend, p, phases);
+        break;
+      case OpType::kReducescatter:
+        status = Reducescatter(*backend, p, phases);
+        break;
+      case OpType::kAlltoall:
+        status = Alltoall(*backend, p, phases);
+        break;
+      case OpType::kBroadcast:
+        status = Broadcast(*backend, p, phases);
+        break;
+      default:
+        status = Allreduce(*backend, group, phases);
+        break;
     }
-    if (r0.type == OpType::kReducescatter) {
-      const int64_t n = size_;
-      const int64_t rows = Rows(r0), row = RowElems(r0);
-      std::vector<size_t> counts(n);
-      for (int64_t r = 0; r < n; ++r) {
-        counts[r] =
-            static_cast<size_t>((rows / n + (r < rows % n ? 1 : 0)) * row);
-      }
-      uint8_t* dst = OutputBuffer(p->out, counts[rank_] * esize,
-                                  WithRows(r0, rows / n + (rank_ < rows % n)));
-      if (!dst && counts[rank_] > 0) return NoOutput(r0, counts[rank_] * esize);
-      std::vector<uint8_t> scaled;
-      const void* in = p->data;
-      if (r0.prescale != 1.0) {
-        scaled.assign(static_cast<const uint8_t*>(p->data),
-                      static_cast<const uint8_t*>(p->data) + r0.count * esize);
-        ScaleBuffer(r0.dtype, scaled.data(), r0.count, r0.prescale);
-        in = scaled.data();
-      }
-      begin(activity("REDUCESCATTER").c_str());
-      Status s = backend->Reducescatter(in, dst, counts, r0.dtype, r0.reduce);
-      end();
-      double post = r0.postscale * (r0.average ? 1.0 / n : 1.0);
-      if (s.ok() && post != 1.0) {
-        ScaleBuffer(r0.dtype, dst, counts[rank_], post);
-      }
-      return s;
-    }
-    if (r0.type == OpType::kAlltoall) {
-      // Every rank's splits travelled in the negotiation: what rank q sends
-      // here is splits_q[me] rows.
-      const int64_t row = RowElems(r0);
-      std::vector<size_t> send, recv;
-      size_t total = 0;
-      int64_t rows = 0;
-      p->out->received_splits.clear();
-      for (int64_t v : r0.splits) {
-        send.push_back(static_cast<size_t>(v * row) * esize);
-      }
-      for (const auto& sp : p->all_splits) {
-        recv.push_back(static_cast<size_t>(sp[rank_] * row) * esize);
-        total += recv.back();
-        rows += sp[rank_];
-        p->out->received_splits.push_back(sp[rank_]);
-      }
-      uint8_t* dst = OutputBuffer(p->out, total, WithRows(r0, rows));
-      if (!dst && total > 0) return NoOutput(r0, total);
-      begin(activity("ALLTOALL").c_str());
-      Status s = backend->Alltoallv(p->data, send, dst, recv);
-      end();
-      return s;
-    }
-    if (r0.type == OpType::kBroadcast) {
-      begin(activity("BROADCAST").c_str());
-      Status s = backend->Broadcast(
-          p->data, static_cast<size_t>(r0.count) * esize, r0.root);
-      end();
-      return s;
-    }
-    double post = r0.postscale * (r0.average ? 1.0 / size_ : 1.0);
-    size_t total = 0;
-    for (Pending* q : group) total += static_cast<size_t>(q->request.count);
-    if (r0.device >= 0) {
-      // Device memory: the backend scales (Sum only, checked at enqueue).
-      begin(activity("ALLREDUCE").c_str());
-      Status s = r0.prescale * post == 1.0
-                     ? backend->Allreduce(p->data, total, r0.dtype, r0.reduce)
-                     : backend->ScaledSum(p->data, total, r0.dtype,
-                                          r0.prescale * post);
-      end();
-      return s;
-    }
-    void* buffer = p->data;
-    if (fused) {
-      // Fuse: pack every tensor into one buffer, one call, unpack.
-      begin("MEMCPY_IN_FUSION_BUFFER");
-      uint8_t* fused = FusionBuffer(total * esize);
-      size_t at = 0;
-      for (Pending* q : group) {
-        size_t b = static_cast<size_t>(q->request.count) * esize;
-        if (b) std::memcpy(fused + at, q->data, b);
-        at += b;
-      }
-      buffer = fused;
-      end();
-    }
-    if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
-    begin(activity("ALLREDUCE").c_str());
-    Status s =
-        backend->AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
-    end();
-    if (!s.ok()) return s;
-    if (fused) {
-      begin("MEMCPY_OUT_FUSION_BUFFER");
-      size_t at = 0;
-      for (Pending* q : group) {
-        size_t b = static_cast<size_t>(q->request.count) * esize;
-        if (b) std::memcpy(q->data, fusion_ + at, b);
-        at += b;
-      }
-      end();
-    }
-    return Status::Ok();
-  });
+  }
   if (!status.ok()) return status;
   uint64_t bytes = 0;
   if (r0.type == OpType::kAllreduce) {
     for (Pending* p : group) {
-      bytes += static_cast<uint64_t>(p->request.count) * esize;
+      bytes += static_cast<uint64_t>(p->request.count) * DataTypeSize(r0.dtype);
     }
   }
   return bytes;
+}
+
+Status Executor::Allgather(Backend& backend, Pending& p, Phases& phases) {
+  const Request& r0 = p.request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  // counts: every rank's first dimension.
+  const int64_t row = RowElems(r0);
+  std::vector<size_t> bytes;
+  size_t total = 0;
+  int64_t rows = 0;
+  for (int64_t c : p.counts) {
+    bytes.push_back(static_cast<size_t>(c * row) * esize);
+    total += bytes.back();
+    rows += c;
+  }
+  uint8_t* dst = OutputBuffer(p.out, total, WithRows(r0, rows));
+  if (!dst && total > 0) return NoOutput(r0, total);
+  phases.BeginOp("ALLGATHER");
+  Status s = backend.Allgatherv(p.data, dst, bytes);
+  phases.End();
+  return s;
+}
+
+Status Executor::Reducescatter(Backend& backend, Pending& p, Phases& phases) {
+  const Request& r0 = p.request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  const int64_t n = size_;
+  const int64_t rows = Rows(r0), row = RowElems(r0);
+  std::vector<size_t> counts(n);
+  for (int64_t r = 0; r < n; ++r) {
+    counts[r] = static_cast<size_t>((rows / n + (r < rows % n ? 1 : 0)) * row);
+  }
+  uint8_t* dst = OutputBuffer(p.out, counts[rank_] * esize,
+                              WithRows(r0, rows / n + (rank_ < rows % n)));
+  if (!dst && counts[rank_] > 0) return NoOutput(r0, counts[rank_] * esize);
+  std::vector<uint8_t> scaled;
+  const void* in = p.data;
+  if (r0.prescale != 1.0) {
+    scaled.assign(static_cast<const uint8_t*>(p.data),
+                  static_cast<const uint8_t*>(p.data) + r0.count * esize);
+    ScaleBuffer(r0.dtype, scaled.data(), r0.count, r0.prescale);
+    in = scaled.data();
+  }
+  phases.BeginOp("REDUCESCATTER");
+  Status s = backend.Reducescatter(in, dst, counts, r0.dtype, r0.reduce);
+  phases.End();
+  double post = r0.postscale * (r0.average ? 1.0 / n : 1.0);
+  if (s.ok() && post != 1.0) ScaleBuffer(r0.dtype, dst, counts[rank_], post);
+  return s;
+}
+
+Status Executor::Alltoall(Backend& backend, Pending& p, Phases& phases) {
+  const Request& r0 = p.request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  // Every rank's splits travelled in the negotiation: what rank q sends
+  // here is splits_q[me] rows.
+  const int64_t row = RowElems(r0);
+  std::vector<size_t> send, recv;
+  size_t total = 0;
+  int64_t rows = 0;
+  p.out->received_splits.clear();
+  for (int64_t v : r0.splits) {
+    send.push_back(static_cast<size_t>(v * row) * esize);
+  }
+  for (const auto& sp : p.all_splits) {
+    recv.push_back(static_cast<size_t>(sp[rank_] * row) * esize);
+    total += recv.back();
+    rows += sp[rank_];
+    p.out->received_splits.push_back(sp[rank_]);
+  }
+  uint8_t* dst = OutputBuffer(p.out, total, WithRows(r0, rows));
+  if (!dst && total > 0) return NoOutput(r0, total);
+  phases.BeginOp("ALLTOALL");
+  Status s = backend.Alltoallv(p.data, send, dst, recv);
+  phases.End();
+  return s;
+}
+
+Status Executor::Broadcast(Backend& backend, Pending& p, Phases& phases) {
+  const Request& r0 = p.request;
+  phases.BeginOp("BROADCAST");
+  Status s = backend.Broadcast(
+      p.data, static_cast<size_t>(r0.count) * DataTypeSize(r0.dtype), r0.root);
+  phases.End();
+  return s;
+}
+
+Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
+                           Phases& phases) {
+  const Request& r0 = group.front()->request;
+  const size_t esize = DataTypeSize(r0.dtype);
+  const bool fused = group.size() > 1;
+  const double post = r0.postscale * (r0.average ? 1.0 / size_ : 1.0);
+  size_t total = 0;
+  for (Pending* q : group) total += static_cast<size_t>(q->request.count);
+  void* buffer = group.front()->data;
+  if (r0.device >= 0) {
+    // Device memory: the backend scales (Sum only, checked at enqueue).
+    phases.BeginOp("ALLREDUCE");
+    Status s =
+        r0.prescale * post == 1.0
+            ? backend.Allreduce(buffer, total, r0.dtype, r0.reduce)
+            : backend.ScaledSum(buffer, total, r0.dtype, r0.prescale * post);
+    phases.End();
+    return s;
+  }
+  if (fused) {
+    // Fuse: pack every tensor into one buffer, one call, unpack.
+    phases.Begin("MEMCPY_IN_FUSION_BUFFER");
+    uint8_t* into = FusionBuffer(total * esize);
+    size_t at = 0;
+    for (Pending* q : group) {
+      size_t b = static_cast<size_t>(q->request.count) * esize;
+      if (b) std::memcpy(into + at, q->data, b);
+      at += b;
+    }
+    buffer = into;
+    phases.End();
+  }
+  if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
+  phases.BeginOp("ALLREDUCE");
+  Status s = backend.AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
+  phases.End();
+  if (!s.ok() || !fused) return s;
+  phases.Begin("MEMCPY_OUT_FUSION_BUFFER");
+  size_t at = 0;
+  for (Pending* q : group) {
+    size_t b = static_cast<size_t>(q->request.count) * esize;
+    if (b) std::memcpy(q->data, fusion_ + at, b);
+    at += b;
+  }
+  phases.End();
+  return Status::Ok();
 }
 
 uint64_t Executor::ReduceEager(Pending* p,
                                const std::vector<std::string_view>& from) {
   const Request& r = p->request;
   const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-  (void)Traced(timeline_, {p}, [&](auto begin, auto end) -> Status {
-    // Every rank adds the same contributions in the same (rank) order, so
-    // every rank ends with the same bits.
-    begin("LOCAL_REDUCE");
-    std::vector<uint8_t> acc(from[0].begin(), from[0].end());
-    if (r.prescale != 1.0)
-      ScaleBuffer(r.dtype, acc.data(), r.count, r.prescale);
-    std::vector<uint8_t> next;
-    for (size_t q = 1; q < from.size(); ++q) {
-      next.assign(from[q].begin(), from[q].end());
-      if (r.prescale != 1.0) {
-        ScaleBuffer(r.dtype, next.data(), r.count, r.prescale);
-      }
-      ReduceBuffers(r.dtype, r.reduce, acc.data(), acc.data(), next.data(),
-                    r.count);
+  const std::vector<Pending*> group = {p};
+  Phases phases(timeline_, group, "");
+  // Every rank adds the same contributions in the same (rank) order, so
+  // every rank ends with the same bits.
+  phases.Begin("LOCAL_REDUCE");
+  std::vector<uint8_t> acc(from[0].begin(), from[0].end());
+  if (r.prescale != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, r.prescale);
+  std::vector<uint8_t> next;
+  for (size_t q = 1; q < from.size(); ++q) {
+    next.assign(from[q].begin(), from[q].end());
+    if (r.prescale != 1.0) {
+      ScaleBuffer(r.dtype, next.data(), r.count, r.prescale);
     }
-    double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
-    if (post != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, post);
-    if (bytes) std::memcpy(p->data, acc.data(), bytes);
-    end();
-    return Status::Ok();
-  });
+    ReduceBuffers(r.dtype, r.reduce, acc.data(), acc.data(), next.data(),
+                  r.count);
+  }
+  double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
+  if (post != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, post);
+  if (bytes) std::memcpy(p->data, acc.data(), bytes);
+  phases.End();
   return bytes;
 }
 

@@ -38,6 +38,16 @@ class Executor {
   uint64_t ReduceEager(Pending* p, const std::vector<std::string_view>& from);
 
  private:
+  // The timeline's phases of the group being run (executor.cc).
+  class Phases;
+  // One operation each; a group of more than one is only an allreduce.
+  Status Allgather(Backend& backend, Pending& p, Phases& phases);
+  Status Reducescatter(Backend& backend, Pending& p, Phases& phases);
+  Status Alltoall(Backend& backend, Pending& p, Phases& phases);
+  Status Broadcast(Backend& backend, Pending& p, Phases& phases);
+  Status Allreduce(Backend& backend, const std::vector<Pending*>& group,
+                   Phases& phases);
+
   const int rank_, size_;
   BackendSet* backends_;
   Timeline* timeline_;
