@@ -5,15 +5,35 @@
 namespace hvd::runtime {
 namespace {
 
+// The settings table's megabyte (HOROVOD_FUSION_THRESHOLD holds bytes).
+double BytesPerMb() {
+  return double(settings::Get("fusion_threshold_mb").env_scale);
+}
+
 std::vector<std::pair<double, double>> Bounds(const TuneOptions& o,
                                               const Knobs& k) {
-  return {o.fixed_fusion ? std::pair{k.fusion_mb, k.fusion_mb}
+  return {o.fixed_fusion ? std::pair{k.fusion_mb(), k.fusion_mb()}
                          : std::pair{0.0, 64.0},
-          o.fixed_cycle ? std::pair{k.cycle_ms, k.cycle_ms}
+          o.fixed_cycle ? std::pair{k.cycle_ms(), k.cycle_ms()}
                         : std::pair{0.0, 100.0}};
 }
 
 }  // namespace
+
+double Knobs::fusion_mb() const { return fusion_bytes / BytesPerMb(); }
+
+double Knobs::cycle_ms() const { return cycle_time.count() / 1000.0; }
+
+void Knobs::SetSearchPoint(double mb, double ms) {
+  fusion_bytes = static_cast<size_t>(mb * BytesPerMb());
+  cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+}
+
+Knobs Knobs::AtSearchPoint(double mb, double ms) {
+  Knobs k;
+  k.SetSearchPoint(mb, ms);
+  return k;
+}
 
 Autotuner::Autotuner(TuneOptions options, Knobs start)
     : o_(options),
@@ -38,7 +58,7 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
 void Autotuner::Row(const char* phase, const Knobs& k, double score) {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%d,%d,%.6g",
-                samples_, phase, k.fusion_mb, k.cycle_ms, k.cache ? 1 : 0,
+                samples_, phase, k.fusion_mb(), k.cycle_ms(), k.cache ? 1 : 0,
                 k.hierarchical_allreduce ? 1 : 0,
                 k.hierarchical_allgather ? 1 : 0, k.shm ? 1 : 0,
                 k.single_copy ? 1 : 0, score);
@@ -71,21 +91,20 @@ std::optional<Knobs> Autotuner::Step(uint64_t bytes, double seconds) {
     return NextChoice();
   }
   Row(warmup ? "warmup" : "sample", current_, score);
-  if (!warmup) opt_.AddSample({current_.fusion_mb, current_.cycle_ms}, score);
+  if (!warmup)
+    opt_.AddSample({current_.fusion_mb(), current_.cycle_ms()}, score);
   ++samples_;
   if (static_cast<int>(opt_.samples()) >= o_.max_samples) {
     auto [best, value] = opt_.Best();
     best_ = current_;
-    best_.fusion_mb = best[0];
-    best_.cycle_ms = best[1];
+    best_.SetSearchPoint(best[0], best[1]);
     best_score_ = value;
     trying_ = true;
     return NextChoice();
   }
   if (warmup) return std::nullopt;
   std::vector<double> next = opt_.Next();
-  current_.fusion_mb = next[0];
-  current_.cycle_ms = next[1];
+  current_.SetSearchPoint(next[0], next[1]);
   return current_;
 }
 

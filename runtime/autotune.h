@@ -8,6 +8,8 @@
 // message, so all ranks switch in the same cycle.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,13 +40,20 @@ struct TuneOptions {
 };
 
 struct Knobs {
-  double fusion_mb = 128;
-  double cycle_ms = 0;  // 0: cycles on demand
+  size_t fusion_bytes = size_t(128) << 20;
+  std::chrono::microseconds cycle_time{0};  // 0: cycles on demand
   bool cache = true;
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
   bool shm = true;          // host data through shared memory (else Gloo, TCP)
   bool single_copy = true;  // shared memory reads the peers' buffers
   bool operator==(const Knobs&) const = default;
+
+  // The search's units (MB, ms), as its bounds and log speak them: the
+  // one place they meet bytes and microseconds.
+  double fusion_mb() const;
+  double cycle_ms() const;
+  void SetSearchPoint(double fusion_mb, double cycle_ms);
+  static Knobs AtSearchPoint(double fusion_mb, double cycle_ms);
 };
 
 class Autotuner {

@@ -53,13 +53,6 @@ class Backend {
   // Waits for every call made so far; the first error of any of them.
   virtual Status Flush() { return Status::Ok(); }
 
-  // Autotune's on/off choice for hierarchical backends (every rank calls it
-  // at the same point); others ignore it.
-  virtual void SetHierarchical(bool /*allreduce*/, bool /*allgather*/) {}
-  // Autotune's on/off choice for shared memory's single-copy allreduce
-  // (every rank calls it at the same point); others ignore it.
-  virtual void SetSingleCopy(bool /*on*/) {}
-
   // In place: the allreduce, then every element times `post` (the same
   // bits as Allreduce followed by ScaleBuffer). Backends that reduce shares
   // override it to scale each share while it is hot.
@@ -78,6 +71,25 @@ class Backend {
     ScaleBuffer(type, data, count, factor);
     return Allreduce(data, count, type, ReduceOp::kSum);
   }
+};
+
+// Transport-specific choices autotune makes, each a side interface of its
+// own: only the backends that have the knob implement it beside Backend,
+// and BackendSet finds it on the backend in use (every rank sets it at the
+// same cycle).
+class HierarchicalKnob {
+ public:
+  virtual ~HierarchicalKnob() = default;
+  // Whether allreduce / allgather go host by host.
+  virtual void SetHierarchical(bool allreduce, bool allgather) = 0;
+};
+
+class SingleCopyKnob {
+ public:
+  virtual ~SingleCopyKnob() = default;
+  // Whether large allreduces read the peers' buffers directly (shared
+  // memory's single copy).
+  virtual void SetSingleCopy(bool on) = 0;
 };
 
 }  // namespace hvd::runtime

@@ -57,9 +57,15 @@ Status BackendSet::UsePrimaryHost(bool primary) {
 }
 
 void BackendSet::SetHierarchical(bool allreduce, bool allgather) {
-  current_->SetHierarchical(allreduce, allgather);
+  if (auto* knob = dynamic_cast<HierarchicalKnob*>(current_)) {
+    knob->SetHierarchical(allreduce, allgather);
+  }
 }
 
-void BackendSet::SetSingleCopy(bool on) { current_->SetSingleCopy(on); }
+void BackendSet::SetSingleCopy(bool on) {
+  if (auto* knob = dynamic_cast<SingleCopyKnob*>(current_)) {
+    knob->SetSingleCopy(on);
+  }
+}
 
 }  // namespace hvd::runtime

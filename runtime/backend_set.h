@@ -51,7 +51,8 @@ class BackendSet {
   bool can_switch_host() const { return static_cast<bool>(make_alternative_); }
   Status UsePrimaryHost(bool primary);
 
-  // Autotune's on/off choice for hierarchical host backends.
+  // Autotune's on/off choices for the host backend in use, where it has
+  // the knob (backend.h); no-ops where it has not.
   void SetHierarchical(bool allreduce, bool allgather);
   void SetSingleCopy(bool on);
 

@@ -62,33 +62,6 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   return gloo;
 }
 
-// The engine's settings from the worker's; rank, size, timeline and
-// transport choices are filled in as the context learns them.
-EngineOptions EngineOptionsFor(const WorkerConfig& config) {
-  EngineOptions o;
-  o.fusion_threshold_bytes = config.fusion_threshold_bytes;
-  o.cycle_time = config.cycle_time;
-  o.cache_capacity = config.cache_capacity;
-  o.disable_group_fusion = config.disable_group_fusion;
-  o.stall_check = config.stall_check;
-  o.stall_warning = config.stall_warning;
-  o.stall_shutdown = config.stall_shutdown;
-  o.on_stall_warning = config.on_stall_warning;
-  if (config.autotune) {
-    TuneOptions t;
-    t.warmup_samples = config.autotune_warmup_samples;
-    t.steps_per_sample = config.autotune_steps_per_sample;
-    t.max_samples = config.autotune_max_samples;
-    t.noise = config.autotune_noise;
-    t.fixed_fusion = config.fusion_given;
-    t.fixed_cycle = config.cycle_given;
-    t.try_cache = config.cache_capacity > 0;
-    o.autotune = t;
-    o.autotune_log = config.autotune_log;
-  }
-  return o;
-}
-
 // Per rank and round of the shared-memory control plane: a cycle's
 // message usually fits in one.
 constexpr size_t kControlSlotBytes = 256u << 10;
@@ -222,7 +195,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                                    int previous_generation) {
   std::unique_ptr<Context> ctx(new Context());
   ctx->config_ = config;
-  ctx->engine_options_ = EngineOptionsFor(config);
+  ctx->engine_options_ = config.engine;
   ctx->timeline_path_ = config.timeline;
   ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
@@ -286,9 +259,9 @@ StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(
   ctx->config_ = config_;
   ctx->process_set_ = true;
   ctx->store_prefix_ = "ps" + std::to_string(id) + "/";
-  ctx->engine_options_ = EngineOptionsFor(config_);
+  ctx->engine_options_ = config_.engine;
   // Autotune tunes the job's engine; a set's keeps the settings given.
-  ctx->engine_options_.autotune.reset();
+  ctx->engine_options_.autotune = false;
   ctx->client_ = client_;
   rendezvous::Assignment a;
   a.rank = static_cast<int>(me - ranks.begin());
@@ -347,7 +320,7 @@ Status Context::Connect(const WorkerConfig& config) {
   facts.local_size = a.local_size;
   facts.shm = config.shm;
   facts.shm_given = config.shm_given;
-  facts.autotune = config.autotune;
+  facts.autotune = config.engine.autotune;
   facts.hierarchical_allreduce = config.hierarchical_allreduce;
   facts.hierarchical_allgather = config.hierarchical_allgather;
   const TransportPlan plan = PlanTransports(facts);
@@ -381,12 +354,12 @@ Status Context::Connect(const WorkerConfig& config) {
                                          LocalShm(config, a, kControlSlotBytes),
                                          *control_store));
       if (engine_options_.autotune && config.shm_single_copy_bytes > 0) {
-        engine_options_.autotune->try_single_copy = true;
+        engine_options_.tune.try_single_copy = true;
       }
       if (plan.tcp_alternative && engine_options_.autotune) {
         // Autotune may try the TCP path instead; its Gloo context is made
         // only then (by every rank in the same cycle).
-        engine_options_.autotune->try_shm = true;
+        engine_options_.tune.try_shm = true;
         Context* raw = this;
         const GlooOptions gloo = GlooFor(config, a.rank, a.size);
         alternative = [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
@@ -478,9 +451,9 @@ StatusOr<std::unique_ptr<Backend>> Context::MaybeHierarchical(
   engine_options_.hierarchical_allreduce = opts.allreduce;
   engine_options_.hierarchical_allgather = opts.allgather;
   if (engine_options_.autotune) {
-    engine_options_.autotune->try_hierarchical_allreduce =
+    engine_options_.tune.try_hierarchical_allreduce =
         !config.hierarchical_allreduce.has_value();
-    engine_options_.autotune->try_hierarchical_allgather =
+    engine_options_.tune.try_hierarchical_allgather =
         !config.hierarchical_allgather.has_value();
   }
   return MakeHierarchicalBackend(opts, std::move(flat), std::move(local),

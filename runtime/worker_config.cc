@@ -96,29 +96,30 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   HVD_ASSIGN_OR_RETURN(int64_t gloo, read.Int("gloo_timeout_seconds"));
   c.gloo_timeout = std::chrono::seconds(gloo);
   c.gloo_iface = read.String("network_interface");
+  EngineOptions& e = c.engine;
   HVD_ASSIGN_OR_RETURN(int64_t fusion, read.Int("fusion_threshold_mb"));
-  c.fusion_threshold_bytes = static_cast<size_t>(fusion);
+  e.fusion_threshold_bytes = static_cast<size_t>(fusion);
   HVD_ASSIGN_OR_RETURN(double cycle_ms, read.Double("cycle_time_ms"));
-  c.cycle_time =
+  e.cycle_time =
       std::chrono::microseconds(static_cast<int64_t>(cycle_ms * 1000));
-  c.fusion_given = read.Given("fusion_threshold_mb");
-  c.cycle_given = read.Given("cycle_time_ms");
+  e.tune.fixed_fusion = read.Given("fusion_threshold_mb");
+  e.tune.fixed_cycle = read.Given("cycle_time_ms");
   HVD_ASSIGN_OR_RETURN(bool no_stall, read.Bool("no_stall_check"));
-  c.stall_check = !no_stall;
+  e.stall.check = !no_stall;
   HVD_ASSIGN_OR_RETURN(int64_t warn,
                        read.Int("stall_check_warning_time_seconds"));
-  c.stall_warning = std::chrono::seconds(warn);
+  e.stall.warning = std::chrono::seconds(warn);
   HVD_ASSIGN_OR_RETURN(int64_t stop,
                        read.Int("stall_check_shutdown_time_seconds"));
-  c.stall_shutdown = std::chrono::seconds(stop);
-  HVD_ASSIGN_OR_RETURN(c.disable_group_fusion,
+  e.stall.shutdown = std::chrono::seconds(stop);
+  HVD_ASSIGN_OR_RETURN(e.disable_group_fusion,
                        read.Bool("disable_group_fusion"));
   HVD_ASSIGN_OR_RETURN(c.dynamic_process_sets,
                        read.Bool("dynamic_process_sets"));
   HVD_ASSIGN_OR_RETURN(int64_t streams, read.Int("num_nccl_streams"));
   c.num_nccl_streams = static_cast<int>(streams);
   HVD_ASSIGN_OR_RETURN(int64_t cache, read.Int("cache_capacity"));
-  c.cache_capacity = static_cast<size_t>(cache);
+  e.cache_capacity = static_cast<size_t>(cache);
   HVD_ASSIGN_OR_RETURN(std::string bind, read.Choice("bind_to"));
   if (!bind.empty()) c.bind = bind == "CORE";
   HVD_ASSIGN_OR_RETURN(std::vector<int64_t> cpus,
@@ -144,17 +145,20 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
 
 // --autotune and where its search starts.
 Status ReadAutotune(const settings::Reader& read, WorkerConfig& c) {
-  HVD_ASSIGN_OR_RETURN(c.autotune, read.Bool("autotune"));
-  c.autotune_log = read.String("autotune_log_file");
+  EngineOptions& e = c.engine;
+  HVD_ASSIGN_OR_RETURN(e.autotune, read.Bool("autotune"));
+  e.autotune_log = read.String("autotune_log_file");
   HVD_ASSIGN_OR_RETURN(int64_t warm, read.Int("autotune_warmup_samples"));
   HVD_ASSIGN_OR_RETURN(int64_t steps, read.Int("autotune_steps_per_sample"));
   HVD_ASSIGN_OR_RETURN(int64_t most,
                        read.Int("autotune_bayes_opt_max_samples"));
-  c.autotune_warmup_samples = static_cast<int>(warm);
-  c.autotune_steps_per_sample = static_cast<int>(steps);
-  c.autotune_max_samples = static_cast<int>(most);
-  HVD_ASSIGN_OR_RETURN(c.autotune_noise,
+  e.tune.warmup_samples = static_cast<int>(warm);
+  e.tune.steps_per_sample = static_cast<int>(steps);
+  e.tune.max_samples = static_cast<int>(most);
+  HVD_ASSIGN_OR_RETURN(e.tune.noise,
                        read.Double("autotune_gaussian_process_noise"));
+  // A disabled cache is not an on/off choice to try.
+  e.tune.try_cache = e.cache_capacity > 0;
   // Where autotune starts without pinning the values (bench/run_autotune.sh
   // starts it from a poor point): "FUSION_MB,CYCLE_MS". A value given
   // explicitly is the user's and wins over the starting point.
@@ -170,11 +174,11 @@ Status ReadAutotune(const settings::Reader& read, WorkerConfig& c) {
                                                 double(f.min), double(f.max)));
     HVD_ASSIGN_OR_RETURN(
         double ms, ParseDouble(v->substr(comma + 1), what, t.dmin, t.dmax));
-    if (!c.fusion_given) {
-      c.fusion_threshold_bytes = static_cast<size_t>(mb * f.env_scale);
+    if (!e.tune.fixed_fusion) {
+      e.fusion_threshold_bytes = static_cast<size_t>(mb * f.env_scale);
     }
-    if (!c.cycle_given) {
-      c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+    if (!e.tune.fixed_cycle) {
+      e.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
     }
   }
   return Status::Ok();

@@ -20,6 +20,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "rendezvous/assignment.h"
+#include "runtime/engine/engine_options.h"
 
 namespace hvd::runtime {
 
@@ -35,7 +36,11 @@ struct WorkerConfig {
   std::string tls_ca_pem, tls_cert_pem, tls_key_pem;
   std::string gloo_iface;
   std::string gloo_addr = "127.0.0.1";
-  // The tuning settings, with the settings table's defaults.
+  // The engine's settings (fusion, cycle time, cache, stall inspector,
+  // autotune), read here; the context adds rank, size, timeline and
+  // transport choices.
+  EngineOptions engine;
+  // The other tuning settings, with the settings table's defaults.
   std::chrono::milliseconds start_timeout{
       std::chrono::seconds(settings::DefaultInt("start_timeout"))};
   // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: no limit
@@ -47,21 +52,9 @@ struct WorkerConfig {
       std::chrono::seconds(settings::DefaultInt("elastic_timeout"))};
   std::chrono::milliseconds gloo_timeout{
       std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
-  size_t fusion_threshold_bytes =
-      size_t(settings::DefaultScaled("fusion_threshold_mb"));
-  // HOROVOD_CYCLE_TIME (ms); 0, the default, starts cycles on demand.
-  std::chrono::microseconds cycle_time{0};
-  bool disable_group_fusion = false;  // HOROVOD_DISABLE_GROUP_FUSION
   bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
   // HOROVOD_NUM_NCCL_STREAMS: the NCCL backend's streams per GPU.
   int num_nccl_streams = int(settings::DefaultInt("num_nccl_streams"));
-  size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
-  bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
-  // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
-  std::chrono::milliseconds stall_warning{std::chrono::seconds(
-      settings::DefaultInt("stall_check_warning_time_seconds"))};
-  std::chrono::milliseconds stall_shutdown{0};
-  std::function<void(const std::string&)> on_stall_warning;  // tests only
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);
   // given: the variable was set (autotune then leaves it alone).
   bool shm = true, shm_given = false;
@@ -86,19 +79,6 @@ struct WorkerConfig {
   std::optional<bool> bind;
   // HOROVOD_THREAD_AFFINITY: the engine thread's CPU, one per local rank.
   std::vector<int> thread_affinity;
-  // HOROVOD_AUTOTUNE and its settings (HOROVOD_AUTOTUNE_*); fusion
-  // threshold and cycle time given explicitly stay fixed.
-  bool autotune = false;
-  std::string autotune_log;
-  int autotune_warmup_samples =
-      int(settings::DefaultInt("autotune_warmup_samples"));
-  int autotune_steps_per_sample =
-      int(settings::DefaultInt("autotune_steps_per_sample"));
-  int autotune_max_samples =
-      int(settings::DefaultInt("autotune_bayes_opt_max_samples"));
-  double autotune_noise =
-      settings::DefaultDouble("autotune_gaussian_process_noise");
-  bool fusion_given = false, cycle_given = false;
   std::string timeline;               // HOROVOD_TIMELINE (rank 0 writes it)
   bool timeline_mark_cycles = false;  // HOROVOD_TIMELINE_MARK_CYCLES
   bool metrics = true;                // HOROVOD_METRICS_DISABLE off

@@ -63,9 +63,8 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       cycle_time_(options.cycle_time),
       tuner_(options.autotune && options.rank == 0
                  ? std::make_unique<Autotuner>(
-                       *options.autotune,
-                       Knobs{options.fusion_threshold_bytes / 1048576.0,
-                             options.cycle_time.count() / 1000.0,
+                       options.tune,
+                       Knobs{options.fusion_threshold_bytes, options.cycle_time,
                              options.cache_capacity > 0,
                              options.hierarchical_allreduce,
                              options.hierarchical_allgather, true})
@@ -75,7 +74,8 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       control_(control),
       negotiator_(options.size, options.timeline != nullptr),
       executor_(options.rank, options.size, backends, options.timeline),
-      cache_(options.cache_capacity) {
+      cache_(options.cache_capacity),
+      stall_(options.stall, std::chrono::steady_clock::now()) {
   // The thread is named and bound before the engine is used: a caller
   // may run the first cycles itself, and tools look for the thread.
   std::promise<void> ready;
@@ -378,6 +378,13 @@ bool Engine::Due() {
   return stop_ || !fresh_.empty();
 }
 
+std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
+                                bool* past_shutdown) const {
+  return negotiator_.StallReport(now, options_.stall.warning,
+                                 options_.stall.shutdown, cache_,
+                                 past_shutdown);
+}
+
 Engine::TurnResult Engine::Turn(bool peer, bool driver) {
   uint8_t stop;
   bool go;
@@ -386,7 +393,10 @@ Engine::TurnResult Engine::Turn(bool peer, bool driver) {
     go = stop_ || !fresh_.empty() || peer;
     stop = stop_ ? kShutdown : kRunning;
   }
-  if (stop == kRunning && options_.rank == 0 && InspectStalls()) {
+  if (stop == kRunning && options_.rank == 0 &&
+      stall_.Inspect(
+          std::chrono::steady_clock::now(),
+          [this](auto now, bool* past) { return StallReport(now, past); })) {
     stop = kStalled;
     go = true;
   }
@@ -403,22 +413,17 @@ Engine::TurnResult Engine::Turn(bool peer, bool driver) {
     return TurnResult::kEnded;
   }
   if (everyone != kRunning) {
-    FailAll(
-        everyone == kStalled
-            ? Status::Aborted(
-                  "rank " + std::to_string(options_.rank),
-                  "the job was stopped by the stall inspector after " +
-                      std::to_string(options_.stall_shutdown.count() / 1000) +
-                      " s: " +
-                      [&] {
-                        bool unused = false;
-                        return StallReport(std::chrono::steady_clock::now(),
-                                           &unused);
-                      }() +
-                      " (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)")
-            : Status::Aborted("rank " + std::to_string(options_.rank),
-                              "the job is shutting down (a rank called "
-                              "hvd::shutdown())"));
+    FailAll(everyone == kStalled
+                ? Status::Aborted("rank " + std::to_string(options_.rank),
+                                  stall_.ShutdownMessage([&] {
+                                    bool unused = false;
+                                    return StallReport(
+                                        std::chrono::steady_clock::now(),
+                                        &unused);
+                                  }()))
+                : Status::Aborted("rank " + std::to_string(options_.rank),
+                                  "the job is shutting down (a rank called "
+                                  "hvd::shutdown())"));
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;

@@ -73,60 +73,17 @@
 #include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
+#include "runtime/engine/engine_options.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/negotiator.h"
 #include "runtime/engine/pending.h"
 #include "runtime/engine/request.h"
 #include "runtime/engine/response_cache.h"
+#include "runtime/engine/stall_inspector.h"
 
 namespace hvd::runtime {
 
 class Timeline;
-
-struct EngineOptions {
-  int rank = 0;
-  int size = 1;
-  // The settings table's defaults (HOROVOD_FUSION_THRESHOLD, ...).
-  size_t fusion_threshold_bytes =
-      size_t(settings::DefaultScaled("fusion_threshold_mb"));
-  // HOROVOD_CYCLE_TIME. Zero (the default): a cycle starts as soon as a
-  // rank has something new. Positive: cycles are paced as in Horovod, each
-  // at least this long after the previous one started, so whatever arrives
-  // in between is negotiated (and fused) together; the first request after
-  // a quiet spell longer than that still starts at once.
-  std::chrono::microseconds cycle_time{0};
-  // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
-  size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
-  // Stall inspector (rank 0): warn about tensors some ranks submitted and
-  // others not for longer than the warning time, naming the missing ranks;
-  // after the shutdown time (0: never) end the job with an error.
-  bool stall_check = true;  // !HOROVOD_STALL_CHECK_DISABLE
-  std::chrono::milliseconds stall_warning{std::chrono::seconds(
-      settings::DefaultInt("stall_check_warning_time_seconds"))};
-  std::chrono::milliseconds stall_shutdown{0};  // ..._SHUTDOWN_TIME_SECONDS
-  // Where warnings go; default: the log at WARNING.
-  std::function<void(const std::string&)> on_stall_warning;
-  // Rank 0's timeline (recording or not: it may start and stop at any
-  // time), or null on the other ranks. Not owned; outlives the engine.
-  Timeline* timeline = nullptr;
-  // HOROVOD_DISABLE_GROUP_FUSION: a grouped allreduce's tensors fuse only
-  // with each other.
-  bool disable_group_fusion = false;
-  // A rank sends the data of pending allreduces of at most this many bytes
-  // in its negotiation message, up to this many bytes in all per cycle.
-  size_t eager_tensor_bytes = 16u << 10;
-  size_t eager_cycle_bytes = 64u << 10;
-  // --autotune (rank 0 tunes; every rank applies), and where rank 0
-  // writes its CSV log ("" for none).
-  std::optional<TuneOptions> autotune;
-  std::string autotune_log;
-  // The CPU the engine thread pins itself to (HOROVOD_THREAD_AFFINITY), or
-  // -1 for the process's own binding.
-  int thread_cpu = -1;
-  // Whether the backend runs allreduce / allgather hierarchically (what
-  // autotune starts from).
-  bool hierarchical_allreduce = false, hierarchical_allgather = false;
-};
 
 class Engine {
  public:
@@ -200,9 +157,6 @@ class Engine {
   // `*handed_off`: a driver found GPU work and ran nothing.
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
                   bool* handed_off);
-  // Rank 0: warns about stalled tensors; returns true when the stall has
-  // lasted past the shutdown time.
-  bool InspectStalls();
   // The tensors pending past the warning time, with their missing ranks.
   std::string StallReport(std::chrono::steady_clock::time_point now,
                           bool* past_shutdown) const;
@@ -291,8 +245,7 @@ class Engine {
   // cycle_messages_).
   std::vector<std::string> cycle_messages_;
   std::map<std::string, std::vector<std::string_view>> eager_;
-  std::chrono::steady_clock::time_point last_stall_check_ =
-      std::chrono::steady_clock::now();
+  StallInspector stall_;  // rank 0's
   std::thread thread_;
 };
 

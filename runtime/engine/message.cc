@@ -37,8 +37,8 @@ void PutBytes(std::string& out, std::string_view bytes) {
 void PutKnobs(std::string& out, const std::optional<Knobs>& k) {
   PutValue<uint8_t>(out, k ? 1 : 0);
   if (!k) return;
-  PutValue<double>(out, k->fusion_mb);
-  PutValue<double>(out, k->cycle_ms);
+  PutValue<uint64_t>(out, k->fusion_bytes);
+  PutValue<int64_t>(out, k->cycle_time.count());
   PutValue<uint8_t>(out, (k->cache ? 1 : 0) |
                              (k->hierarchical_allreduce ? 2 : 0) |
                              (k->hierarchical_allgather ? 4 : 0) |
@@ -62,11 +62,15 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
   if (!TakeValue(in, &has)) return false;
   if (has) {
     Knobs k;
+    uint64_t fusion = 0;
+    int64_t cycle_us = 0;
     uint8_t flags = 0;
-    if (!TakeValue(in, &k.fusion_mb) || !TakeValue(in, &k.cycle_ms) ||
+    if (!TakeValue(in, &fusion) || !TakeValue(in, &cycle_us) ||
         !TakeValue(in, &flags)) {
       return false;
     }
+    k.fusion_bytes = static_cast<size_t>(fusion);
+    k.cycle_time = std::chrono::microseconds(cycle_us);
     k.cache = flags & 1;
     k.hierarchical_allreduce = flags & 2;
     k.hierarchical_allgather = flags & 4;

@@ -22,9 +22,8 @@ void Engine::WriteAutotuneLog() {
 }
 
 Status Engine::ApplyKnobs(const Knobs& k) {
-  fusion_threshold_ = static_cast<size_t>(k.fusion_mb * 1048576);
-  cycle_time_ =
-      std::chrono::microseconds(static_cast<int64_t>(k.cycle_ms * 1000));
+  fusion_threshold_ = k.fusion_bytes;
+  cycle_time_ = k.cycle_time;
   if (options_.cache_capacity > 0 && k.cache != cache_enabled_) {
     SetCacheEnabled(k.cache);
   }
@@ -43,8 +42,8 @@ void Engine::TuneAfterCycle() {
   outgoing_knobs_ = tuner_->Step(cycle_bytes_, secs);
   if (tuner_->done()) {
     HVD_LOG(Info) << "autotune done: fusion threshold "
-                  << tuner_->current().fusion_mb << " MB, cycle time "
-                  << tuner_->current().cycle_ms << " ms";
+                  << tuner_->current().fusion_mb() << " MB, cycle time "
+                  << tuner_->current().cycle_ms() << " ms";
     WriteAutotuneLog();
   }
 }

@@ -76,7 +76,7 @@ namespace {
 // value the user gave alone.
 TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
   auto speed = [](const Knobs& k) {  // bytes per second, best near (24, 5)
-    double a = (k.fusion_mb - 24) / 64, b = (k.cycle_ms - 5) / 100;
+    double a = (k.fusion_mb() - 24) / 64, b = (k.cycle_ms() - 5) / 100;
     return 1e9 * (1.0 - a * a - b * b);
   };
   TuneOptions o;
@@ -84,8 +84,8 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
   o.steps_per_sample = 4;
   o.max_samples = 20;
   o.noise = 0.01;
-  Autotuner t(o, Knobs{1, 50});
-  Knobs k{1, 50};
+  Autotuner t(o, Knobs::AtSearchPoint(1, 50));
+  Knobs k = Knobs::AtSearchPoint(1, 50);
   double now = 0;
   int switches = 0;
   while (!t.done()) {
@@ -93,15 +93,16 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
     if (auto next = t.Step(1000000, now)) {
       k = *next;
       ++switches;
-      ASSERT_GE(k.fusion_mb, 0);
-      ASSERT_LE(k.fusion_mb, 64);
-      ASSERT_GE(k.cycle_ms, 0);
-      ASSERT_LE(k.cycle_ms, 100);
+      ASSERT_GE(k.fusion_mb(), 0);
+      ASSERT_LE(k.fusion_mb(), 64);
+      ASSERT_GE(k.cycle_ms(), 0);
+      ASSERT_LE(k.cycle_ms(), 100);
     }
     ASSERT_LT(now, 1e6) << "never finished";
   }
   EXPECT_EQ(switches, 21);  // one per sample after the warm-up, one choice
-  EXPECT_GT(speed(k), 0.97e9) << k.fusion_mb << " MB, " << k.cycle_ms << " ms";
+  EXPECT_GT(speed(k), 0.97e9)
+      << k.fusion_mb() << " MB, " << k.cycle_ms() << " ms";
   const auto& log = t.log();
   ASSERT_EQ(log.size(), 1u + 2 + 20 + 1 + 1);  // + the cache choice, best
   EXPECT_EQ(log[0],
@@ -115,12 +116,12 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
 
   TuneOptions pinned = o;
   pinned.fixed_fusion = true;
-  Autotuner p(pinned, Knobs{8, 50});
+  Autotuner p(pinned, Knobs::AtSearchPoint(8, 50));
   now = 0;
   while (!p.done()) {
     now += 0.001;
     if (auto next = p.Step(1000, now)) {
-      EXPECT_EQ(next->fusion_mb, 8);
+      EXPECT_EQ(next->fusion_mb(), 8);
     }
   }
 }

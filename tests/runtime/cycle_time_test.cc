@@ -54,7 +54,7 @@ std::pair<int, double> CyclesForSpacedRequests(double cycle_ms,
         for (auto& b : bufs) EXPECT_EQ(b[8191], 2.0f);
       },
       [&](WorkerConfig& c) {
-        c.cycle_time =
+        c.engine.cycle_time =
             std::chrono::microseconds(static_cast<int64_t>(cycle_ms * 1000));
         c.timeline = path;
         c.timeline_mark_cycles = true;

@@ -22,7 +22,7 @@ using std::chrono::milliseconds;
 void RunRanks(int size, const std::function<void(Context&, int)>& body,
               const std::function<void(WorkerConfig&)>& tune = nullptr) {
   hvd::runtime::RunRanks(size, body, [&](WorkerConfig& c) {
-    c.fusion_threshold_bytes = 1 << 20;
+    c.engine.fusion_threshold_bytes = 1 << 20;
     if (tune) tune(c);
   });
 }
@@ -90,7 +90,7 @@ TEST(EngineDriveTest, PacedCyclesStayWithTheEngineThread) {
         EXPECT_EQ(x, std::vector<float>(8, 1.f));
         EXPECT_EQ(engine.cycles_by_callers(), 0u);
       },
-      [](WorkerConfig& c) { c.cycle_time = milliseconds(5); });
+      [](WorkerConfig& c) { c.engine.cycle_time = milliseconds(5); });
 }
 
 // A driving caller whose peer shuts down gets the shutdown's error.

@@ -36,7 +36,7 @@ void RunRanks(int size, size_t fusion_bytes,
               const std::function<void(WorkerConfig&)>& tune = nullptr) {
   hvd::runtime::RunRanks(size, body, [&](WorkerConfig& c) {
     c.gloo_timeout = gloo_timeout;
-    c.fusion_threshold_bytes = fusion_bytes;
+    c.engine.fusion_threshold_bytes = fusion_bytes;
     if (tune) tune(c);
   });
 }
@@ -467,7 +467,7 @@ TEST_P(ResponseCacheTest, RepeatedStepsStayCorrect) {
         EXPECT_TRUE(ctx.engine().Enqueue(again, x.data())->Wait().ok());
       },
       milliseconds(20000),
-      [&](WorkerConfig& c) { c.cache_capacity = GetParam().capacity; });
+      [&](WorkerConfig& c) { c.engine.cache_capacity = GetParam().capacity; });
 }
 
 INSTANTIATE_TEST_SUITE_P(OnOffEvicting, ResponseCacheTest,
@@ -670,9 +670,9 @@ TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
       },
       milliseconds(20000),
       [&](WorkerConfig& c) {
-        c.stall_warning = milliseconds(300);
-        c.stall_shutdown = milliseconds(1200);
-        c.on_stall_warning = [&](const std::string& w) {
+        c.engine.stall.warning = milliseconds(300);
+        c.engine.stall.shutdown = milliseconds(1200);
+        c.engine.stall.on_warning = [&](const std::string& w) {
           std::lock_guard<std::mutex> lock(mu);
           warnings.push_back(w);
         };

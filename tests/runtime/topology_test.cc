@@ -93,9 +93,9 @@ TEST(TopologyTest, HierarchicalOnlyWhereEveryHostHoldsTheSameRanks) {
 }
 
 // A backend that only says which it is.
-class Named final : public Backend {
+class Stub : public Backend {
  public:
-  explicit Named(int id, int* hier = nullptr) : id_(id), hier_(hier) {}
+  explicit Stub(int id) : id_(id) {}
   int id() const { return id_; }
   Status Allreduce(void*, size_t, DataType, ReduceOp) override {
     return Status::Ok();
@@ -113,16 +113,34 @@ class Named final : public Backend {
     return Status::Ok();
   }
   Status Barrier() override { return Status::Ok(); }
-  void SetHierarchical(bool allreduce, bool) override {
-    if (hier_) *hier_ = allreduce ? id_ : -id_;
-  }
 
  private:
   int id_;
+};
+
+// One with the hierarchical knob: it says which backend heard the choice.
+class Named final : public Stub, public HierarchicalKnob {
+ public:
+  explicit Named(int id, int* hier = nullptr) : Stub(id), hier_(hier) {}
+  void SetHierarchical(bool allreduce, bool) override {
+    if (hier_) *hier_ = allreduce ? id() : -id();
+  }
+
+ private:
   int* hier_;
 };
 
-int Id(Backend& b) { return static_cast<Named&>(b).id(); }
+// One with the single-copy knob only.
+class SingleCopyStub final : public Stub, public SingleCopyKnob {
+ public:
+  SingleCopyStub(int id, bool* on) : Stub(id), on_(on) {}
+  void SetSingleCopy(bool on) override { *on_ = on; }
+
+ private:
+  bool* on_;
+};
+
+int Id(Backend& b) { return dynamic_cast<Stub&>(b).id(); }
 
 TEST(BackendSetTest, HostSwitchesAndDeviceBackendsAreMadeOnce) {
   int made_alternative = 0, made_device = 0, hier = 0;
@@ -167,6 +185,28 @@ TEST(BackendSetTest, WithoutAlternativesNothingSwitches) {
   EXPECT_FALSE(set.has_device());
   EXPECT_EQ(set.cuda_devices(), 0);
   EXPECT_FALSE(set.Device(0, 0).ok());
+}
+
+// Autotune's transport knobs reach the host backend in use, and only
+// where it has the knob.
+TEST(BackendSetTest, KnobsReachOnlyTheBackendsThatHaveThem) {
+  bool single_copy = true;
+  int hier = 0;
+  BackendSet set(
+      std::make_unique<SingleCopyStub>(1, &single_copy), "shared memory",
+      [&]() -> StatusOr<std::unique_ptr<Backend>> {
+        return std::unique_ptr<Backend>(std::make_unique<Named>(2, &hier));
+      },
+      "Gloo over TCP");
+  set.SetSingleCopy(false);
+  EXPECT_FALSE(single_copy);
+  set.SetHierarchical(true, true);  // shared memory has no such knob
+  EXPECT_EQ(hier, 0);
+  ASSERT_TRUE(set.UsePrimaryHost(false).ok());
+  set.SetHierarchical(true, false);
+  EXPECT_EQ(hier, 2);
+  set.SetSingleCopy(true);  // TCP has none: shared memory's stays off
+  EXPECT_FALSE(single_copy);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ TEST(WorkerConfigTest, LaunchedReadsEverything) {
   EXPECT_EQ(c->slot, 2);
   EXPECT_EQ(c->gloo_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c->join_timeout, std::chrono::seconds(90));
-  EXPECT_TRUE(c->disable_group_fusion);
+  EXPECT_TRUE(c->engine.disable_group_fusion);
   EXPECT_EQ(c->num_nccl_streams, 4);
   EXPECT_FALSE(c->expected.has_value());
 }
@@ -238,7 +238,7 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->shm);
   EXPECT_FALSE(c->hierarchical_allreduce.has_value());  // automatic
-  EXPECT_FALSE(c->autotune);
+  EXPECT_FALSE(c->engine.autotune);
   env["HOROVOD_SHM_DISABLE"] = "1";
   env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1";
   env["HOROVOD_AUTOTUNE"] = "1";
@@ -250,11 +250,12 @@ TEST(WorkerConfigTest, SharedMemoryHierarchyAndAutotuneSettings) {
   EXPECT_FALSE(c->shm);
   EXPECT_EQ(c->hierarchical_allreduce, std::optional<bool>(true));
   EXPECT_FALSE(c->hierarchical_allgather.has_value());
-  EXPECT_TRUE(c->autotune);
-  EXPECT_EQ(c->autotune_steps_per_sample, 7);
-  EXPECT_TRUE(c->cycle_given);
-  EXPECT_FALSE(c->fusion_given);
-  EXPECT_EQ(c->fusion_threshold_bytes, 2u << 20);  // the start, not pinned
+  EXPECT_TRUE(c->engine.autotune);
+  EXPECT_EQ(c->engine.tune.steps_per_sample, 7);
+  EXPECT_TRUE(c->engine.tune.fixed_cycle);
+  EXPECT_FALSE(c->engine.tune.fixed_fusion);
+  EXPECT_EQ(c->engine.fusion_threshold_bytes,
+            2u << 20);  // the start, not pinned
   // Bad values name the variable.
   env["HOROVOD_SHM_DISABLE"] = "banana";
   c = WorkerConfig::FromEnv(env);
@@ -274,22 +275,22 @@ TEST(WorkerConfigTest, ExplicitValuesWinOverTheAutotuneStart) {
   Env env = {{"HOROVOD_AUTOTUNE", "1"}, {"HVD_AUTOTUNE_START", "2,40"}};
   auto c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->fusion_threshold_bytes, 2u << 20);
-  EXPECT_EQ(c->cycle_time, std::chrono::milliseconds(40));
+  EXPECT_EQ(c->engine.fusion_threshold_bytes, 2u << 20);
+  EXPECT_EQ(c->engine.cycle_time, std::chrono::milliseconds(40));
   // Whichever order a map or an environment lists them in.
   env["HOROVOD_FUSION_THRESHOLD"] = std::to_string(8 << 20);
   c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->fusion_threshold_bytes, 8u << 20);
-  EXPECT_TRUE(c->fusion_given);
-  EXPECT_EQ(c->cycle_time, std::chrono::milliseconds(40));
-  EXPECT_FALSE(c->cycle_given);
+  EXPECT_EQ(c->engine.fusion_threshold_bytes, 8u << 20);
+  EXPECT_TRUE(c->engine.tune.fixed_fusion);
+  EXPECT_EQ(c->engine.cycle_time, std::chrono::milliseconds(40));
+  EXPECT_FALSE(c->engine.tune.fixed_cycle);
   env["HOROVOD_CYCLE_TIME"] = "3.5";
   c = WorkerConfig::FromEnv(env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->fusion_threshold_bytes, 8u << 20);
-  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(3500));
-  EXPECT_TRUE(c->cycle_given);
+  EXPECT_EQ(c->engine.fusion_threshold_bytes, 8u << 20);
+  EXPECT_EQ(c->engine.cycle_time, std::chrono::microseconds(3500));
+  EXPECT_TRUE(c->engine.tune.fixed_cycle);
 }
 
 // Unset variables take the settings table's defaults, in the variable's
@@ -297,18 +298,19 @@ TEST(WorkerConfigTest, ExplicitValuesWinOverTheAutotuneStart) {
 TEST(WorkerConfigTest, DefaultsAndRangesComeFromTheSettingsTable) {
   auto c = WorkerConfig::FromEnv({});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->fusion_threshold_bytes,
+  EXPECT_EQ(c->engine.fusion_threshold_bytes,
             size_t(settings::DefaultInt("fusion_threshold_mb")) << 20);
   EXPECT_EQ(c->start_timeout,
             std::chrono::seconds(settings::DefaultInt("start_timeout")));
   EXPECT_EQ(c->gloo_timeout,
             std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds")));
-  EXPECT_EQ(c->cache_capacity, size_t(settings::DefaultInt("cache_capacity")));
-  EXPECT_EQ(c->stall_warning, std::chrono::seconds(settings::DefaultInt(
-                                  "stall_check_warning_time_seconds")));
-  EXPECT_EQ(c->autotune_noise, 0.8);
-  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(0));
-  EXPECT_TRUE(c->stall_check);
+  EXPECT_EQ(c->engine.cache_capacity,
+            size_t(settings::DefaultInt("cache_capacity")));
+  EXPECT_EQ(c->engine.stall.warning, std::chrono::seconds(settings::DefaultInt(
+                                         "stall_check_warning_time_seconds")));
+  EXPECT_EQ(c->engine.tune.noise, 0.8);
+  EXPECT_EQ(c->engine.cycle_time, std::chrono::microseconds(0));
+  EXPECT_TRUE(c->engine.stall.check);
   const int64_t max_cache = settings::Get("cache_capacity").max;
   c = WorkerConfig::FromEnv(
       {{"HOROVOD_CACHE_CAPACITY", std::to_string(max_cache + 1)}});
@@ -318,7 +320,7 @@ TEST(WorkerConfigTest, DefaultsAndRangesComeFromTheSettingsTable) {
   // An empty variable counts as unset.
   c = WorkerConfig::FromEnv({{"HOROVOD_FUSION_THRESHOLD", ""}});
   ASSERT_TRUE(c.ok());
-  EXPECT_FALSE(c->fusion_given);
+  EXPECT_FALSE(c->engine.tune.fixed_fusion);
 }
 
 TEST(WorkerConfigTest, SharedMemoryGivenExplicitlyIsPinned) {

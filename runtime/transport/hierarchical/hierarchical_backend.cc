@@ -5,7 +5,7 @@
 namespace hvd::runtime {
 namespace {
 
-class HierarchicalBackend final : public Backend {
+class HierarchicalBackend final : public Backend, public HierarchicalKnob {
  public:
   HierarchicalBackend(const HierarchicalOptions& o,
                       std::unique_ptr<Backend> flat,

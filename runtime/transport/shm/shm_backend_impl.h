@@ -29,7 +29,7 @@ constexpr size_t kBlockPieceBytes = 64 << 10;
 // attach: one copy, by the kernel). The errno when it fails.
 int ReadPeer(pid_t pid, uint64_t remote, void* local, size_t bytes);
 
-class ShmBackend final : public Backend {
+class ShmBackend final : public Backend, public SingleCopyKnob {
  public:
   ShmBackend(const ShmOptions& o, std::unique_ptr<ShmSegment> seg)
       : o_(o), seg_(std::move(seg)), data_(seg_->data()) {}
