@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/parse.h"
+#include "common/setting_keys.h"
 #include "common/settings.h"
 
 namespace hvd {
@@ -43,13 +44,14 @@ std::string_view LogLevelName(LogLevel level) {
 Status ConfigureLogging(const settings::EnvMap& env) {
   const settings::Reader read(env);
   // Only what is given: a level a program set itself stays otherwise.
-  if (read.Given("log_level")) {
-    HVD_ASSIGN_OR_RETURN(std::string level, read.Choice("log_level"));
+  if (read.Given(settings::key::kLogLevel)) {
+    HVD_ASSIGN_OR_RETURN(std::string level, read.Get(settings::key::kLogLevel));
     HVD_ASSIGN_OR_RETURN(LogLevel parsed, ParseLogLevel(level));
     SetLogLevel(parsed);
   }
-  if (read.Given("log_without_timestamp")) {
-    HVD_ASSIGN_OR_RETURN(bool hide, read.Bool("log_without_timestamp"));
+  if (read.Given(settings::key::kLogWithoutTimestamp)) {
+    HVD_ASSIGN_OR_RETURN(bool hide,
+                         read.Get(settings::key::kLogWithoutTimestamp));
     g_with_time = !hide;
   }
   return Status::Ok();

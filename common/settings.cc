@@ -290,16 +290,47 @@ const Setting& Get(std::string_view key) {
   std::abort();
 }
 
-int64_t DefaultInt(std::string_view key) {
-  return std::stoll(Get(key).default_value);
+namespace {
+
+// A duration setting's value (in the variable's unit, the row's `unit`)
+// as microseconds: the one conversion of time units.
+std::chrono::microseconds Duration(const Setting& s, double value) {
+  double per_unit = 0;
+  if (s.unit == "s") per_unit = 1e6;
+  if (s.unit == "ms") per_unit = 1e3;
+  if (per_unit == 0) {
+    std::fprintf(stderr, "hvd: setting '%s' is not a duration\n",
+                 s.key.c_str());
+    std::abort();
+  }
+  return std::chrono::microseconds(static_cast<int64_t>(value * per_unit));
 }
 
-double DefaultDouble(std::string_view key) {
-  return std::stod(Get(key).default_value);
+}  // namespace
+
+template <>
+int64_t Default(Key<int64_t> key) {
+  const Setting& s = Get(key);
+  return std::stoll(s.default_value) * s.env_scale;
 }
 
-int64_t DefaultScaled(std::string_view key) {
-  return DefaultInt(key) * Get(key).env_scale;
+template <>
+double Default(Key<double> key) {
+  const Setting& s = Get(key);
+  return std::stod(s.default_value) * s.env_scale;
+}
+
+template <>
+std::chrono::seconds Default(Key<std::chrono::seconds> key) {
+  const Setting& s = Get(key);
+  return std::chrono::duration_cast<std::chrono::seconds>(
+      Duration(s, std::stod(s.default_value)));
+}
+
+template <>
+std::chrono::microseconds Default(Key<std::chrono::microseconds> key) {
+  const Setting& s = Get(key);
+  return Duration(s, std::stod(s.default_value));
 }
 
 EnvMap ProcessEnv() {
@@ -314,12 +345,12 @@ EnvMap ProcessEnv() {
 }
 
 bool Reader::Given(std::string_view key) const {
-  auto it = env_.find(Get(key).env);
+  auto it = env_.find(settings::Get(key).env);
   return it != env_.end() && !it->second.empty();
 }
 
 std::optional<std::string> Reader::Text(std::string_view key) const {
-  auto it = env_.find(Get(key).env);
+  auto it = env_.find(settings::Get(key).env);
   if (it == env_.end() || it->second.empty()) return std::nullopt;
   return it->second;
 }
@@ -332,7 +363,7 @@ std::optional<std::string> Reader::Value(const Setting& s) const {
 }
 
 StatusOr<int64_t> Reader::Int(std::string_view key) const {
-  const Setting& s = Get(key);
+  const Setting& s = settings::Get(key);
   if (auto text = Text(key)) {
     return ParseInt64(*text, s.env, s.min * s.env_scale, s.max * s.env_scale);
   }
@@ -342,7 +373,7 @@ StatusOr<int64_t> Reader::Int(std::string_view key) const {
 }
 
 StatusOr<double> Reader::Double(std::string_view key) const {
-  const Setting& s = Get(key);
+  const Setting& s = settings::Get(key);
   if (auto text = Text(key)) {
     return ParseDouble(*text, s.env, s.dmin * s.env_scale,
                        s.dmax * s.env_scale);
@@ -352,13 +383,8 @@ StatusOr<double> Reader::Double(std::string_view key) const {
   return d * s.env_scale;
 }
 
-StatusOr<bool> Reader::Bool(std::string_view key) const {
-  HVD_ASSIGN_OR_RETURN(std::optional<bool> b, OptionalBool(key));
-  return b.value_or(false);
-}
-
 StatusOr<std::optional<bool>> Reader::OptionalBool(std::string_view key) const {
-  const Setting& s = Get(key);
+  const Setting& s = settings::Get(key);
   auto v = Value(s);
   if (!v) return std::optional<bool>();
   HVD_ASSIGN_OR_RETURN(bool b, ParseBool(*v, s.env));
@@ -366,7 +392,7 @@ StatusOr<std::optional<bool>> Reader::OptionalBool(std::string_view key) const {
 }
 
 StatusOr<std::string> Reader::Choice(std::string_view key) const {
-  const Setting& s = Get(key);
+  const Setting& s = settings::Get(key);
   auto v = Value(s);
   if (!v) return std::string();
   std::string up = *v;
@@ -382,14 +408,84 @@ StatusOr<std::string> Reader::Choice(std::string_view key) const {
 }
 
 StatusOr<std::vector<int64_t>> Reader::IntList(std::string_view key) const {
-  const Setting& s = Get(key);
+  const Setting& s = settings::Get(key);
   auto v = Value(s);
   if (!v) return std::vector<int64_t>();
   return ParseIntList(*v, s.env, s.min, s.max);
 }
 
 std::string Reader::String(std::string_view key) const {
-  return Value(Get(key)).value_or("");
+  return Value(settings::Get(key)).value_or("");
+}
+
+template <>
+StatusOr<int64_t> Reader::Get(Key<int64_t> key) const {
+  return Int(key.name);
+}
+
+template <>
+StatusOr<double> Reader::Get(Key<double> key) const {
+  return Double(key.name);
+}
+
+template <>
+StatusOr<bool> Reader::Get(Key<bool> key) const {
+  HVD_ASSIGN_OR_RETURN(std::optional<bool> b, OptionalBool(key.name));
+  return b.value_or(false);
+}
+
+template <>
+StatusOr<std::optional<bool>> Reader::Get(Key<std::optional<bool>> key) const {
+  return OptionalBool(key.name);
+}
+
+template <>
+StatusOr<std::string> Reader::Get(Key<std::string> key) const {
+  if (settings::Get(std::string_view(key.name)).kind == Kind::kChoice) {
+    return Choice(key.name);
+  }
+  return String(key.name);
+}
+
+template <>
+StatusOr<std::vector<int64_t>> Reader::Get(
+    Key<std::vector<int64_t>> key) const {
+  return IntList(key.name);
+}
+
+template <>
+StatusOr<std::chrono::microseconds> Reader::Get(
+    Key<std::chrono::microseconds> key) const {
+  const Setting& s = settings::Get(key);
+  HVD_ASSIGN_OR_RETURN(double v, Double(key.name));
+  return Duration(s, v);
+}
+
+template <>
+StatusOr<std::chrono::seconds> Reader::Get(
+    Key<std::chrono::seconds> key) const {
+  const Setting& s = settings::Get(key);
+  HVD_ASSIGN_OR_RETURN(int64_t v, Int(key.name));
+  return std::chrono::duration_cast<std::chrono::seconds>(
+      Duration(s, static_cast<double>(v)));
+}
+
+Status Reader::CheckRow(std::string_view key) const {
+  switch (settings::Get(key).kind) {
+    case Kind::kInt:
+      return Int(key).status();
+    case Kind::kDouble:
+      return Double(key).status();
+    case Kind::kChoice:
+      return Choice(key).status();
+    case Kind::kSwitch:
+      return OptionalBool(key).status();
+    case Kind::kIntList:
+      return IntList(key).status();
+    case Kind::kString:
+      break;
+  }
+  return Status::Ok();
 }
 
 }  // namespace hvd::settings

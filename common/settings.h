@@ -13,6 +13,7 @@
 // component that uses it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -65,19 +66,39 @@ struct Setting {
   bool hidden = false;
 };
 
+// A setting named in code (the constants of common/setting_keys.h). `T` is
+// what Reader::Get and Default give for it, in the variable's unit, a
+// duration as a std::chrono type (converted from the row's unit here, and
+// nowhere else).
+template <typename T>
+struct Key {
+  const char* name;
+};
+
 // The worker's settings, in --help order.
 const std::vector<Setting>& Table();
 // The setting with this key; a key missing from the table is a programming
 // error and aborts.
 const Setting& Get(std::string_view key);
 
-// The default of a kInt or kDouble setting, in the flag's unit. Option
-// structs of the components initialise from these, so that a default is
-// written in the table alone.
-int64_t DefaultInt(std::string_view key);
-double DefaultDouble(std::string_view key);
-// The default of a kInt setting in the variable's unit (times env_scale).
-int64_t DefaultScaled(std::string_view key);
+template <typename T>
+const Setting& Get(Key<T> key) {
+  return Get(std::string_view(key.name));
+}
+
+// The default of a number or duration setting, as Reader::Get gives it.
+// Option structs of the components initialise from these, so that a
+// default is written in the table alone.
+template <typename T>
+T Default(Key<T> key);
+template <>
+int64_t Default(Key<int64_t> key);
+template <>
+double Default(Key<double> key);
+template <>
+std::chrono::seconds Default(Key<std::chrono::seconds> key);
+template <>
+std::chrono::microseconds Default(Key<std::chrono::microseconds> key);
 
 using EnvMap = std::map<std::string, std::string>;
 // This process's environment as a map.
@@ -93,25 +114,55 @@ class Reader {
   explicit Reader(const EnvMap& env) : env_(env) {}
   explicit Reader(EnvMap&&) = delete;
 
+  // The value: numbers in the variable's unit (the flag's times
+  // env_scale), durations as their type; an optional bool is nullopt when
+  // neither given nor defaulted; a choice is upper case, and a string ""
+  // when neither given nor defaulted.
+  template <typename T>
+  StatusOr<T> Get(Key<T> key) const;
   // The variable is set to a non-empty value.
-  bool Given(std::string_view key) const;
+  template <typename T>
+  bool Given(Key<T> key) const {
+    return Given(std::string_view(key.name));
+  }
   // The raw text of a given variable.
+  std::optional<std::string> Text(Key<std::string> key) const {
+    return Text(std::string_view(key.name));
+  }
+  // Reads the row `key` as its kind, for what goes through the whole
+  // table (the fuzz target): whether its value parses.
+  Status CheckRow(std::string_view key) const;
+
+ private:
+  bool Given(std::string_view key) const;
   std::optional<std::string> Text(std::string_view key) const;
-  // In the variable's unit (the flag's times env_scale).
   StatusOr<int64_t> Int(std::string_view key) const;
   StatusOr<double> Double(std::string_view key) const;
-  StatusOr<bool> Bool(std::string_view key) const;
-  // nullopt when neither given nor defaulted.
   StatusOr<std::optional<bool>> OptionalBool(std::string_view key) const;
-  // Upper case; "" when neither given nor defaulted.
   StatusOr<std::string> Choice(std::string_view key) const;
   StatusOr<std::vector<int64_t>> IntList(std::string_view key) const;
   std::string String(std::string_view key) const;
-
- private:
   // The given text, else the default converted to the variable's unit.
   std::optional<std::string> Value(const Setting& s) const;
   const EnvMap& env_;
 };
+
+template <>
+StatusOr<int64_t> Reader::Get(Key<int64_t> key) const;
+template <>
+StatusOr<double> Reader::Get(Key<double> key) const;
+template <>
+StatusOr<bool> Reader::Get(Key<bool> key) const;
+template <>
+StatusOr<std::optional<bool>> Reader::Get(Key<std::optional<bool>> key) const;
+template <>
+StatusOr<std::string> Reader::Get(Key<std::string> key) const;
+template <>
+StatusOr<std::vector<int64_t>> Reader::Get(Key<std::vector<int64_t>> key) const;
+template <>
+StatusOr<std::chrono::seconds> Reader::Get(Key<std::chrono::seconds> key) const;
+template <>
+StatusOr<std::chrono::microseconds> Reader::Get(
+    Key<std::chrono::microseconds> key) const;
 
 }  // namespace hvd::settings

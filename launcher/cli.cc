@@ -364,12 +364,14 @@ Status BindJob(const FlagValues& s, const Env& env, LaunchOptions& o) {
     o.elastic.min_np = o.num_proc;
   }
   const settings::Reader from_env(env);
-  HVD_ASSIGN_OR_RETURN(int64_t start, from_env.Int(key::kStartTimeout.name()));
-  o.start_timeout_s = static_cast<int>(start);
+  HVD_ASSIGN_OR_RETURN(std::chrono::seconds start,
+                       from_env.Get(settings::key::kStartTimeout));
+  o.start_timeout_s = static_cast<int>(start.count());
   if (s.Has(key::kStartTimeout))
     o.start_timeout_s = IntOf(s, key::kStartTimeout);
-  HVD_ASSIGN_OR_RETURN(int64_t join, from_env.Int(key::kJoinTimeout.name()));
-  o.join_timeout_s = static_cast<int>(join);
+  HVD_ASSIGN_OR_RETURN(std::chrono::seconds join,
+                       from_env.Get(settings::key::kJoinTimeout));
+  o.join_timeout_s = static_cast<int>(join.count());
   if (s.Has(key::kJoinTimeout)) o.join_timeout_s = IntOf(s, key::kJoinTimeout);
   o.verbose = s.On(key::kVerbose);
   return Status::Ok();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "common/status.h"
 #include "launcher/hosts.h"
 
@@ -27,7 +27,8 @@ struct ElasticLaunchOptions {
   int min_np = 0;                // resolved to -np when not given
   int max_np = 0;                // 0: no limit
   int slots_per_host = 0;        // 0: the script prints every host's slots
-  int timeout_s = static_cast<int>(settings::DefaultInt("elastic_timeout"));
+  int timeout_s = static_cast<int>(
+      settings::Default(settings::key::kElasticTimeout).count());
   int reset_limit = 0;  // 0: no limit
   // --blacklist-cooldown-range; both 0: a failed host stays out for good.
   double cooldown_lo_s = 0, cooldown_hi_s = 0;
@@ -42,7 +43,8 @@ struct LaunchOptions {
   std::vector<HostSpec> hosts;         // -H, --hostfile, Slurm, or localhost:NP
   std::string hosts_from = "default";  // "-H", "--hostfile FILE", "Slurm"
   // --start-timeout, else HOROVOD_START_TIMEOUT, else the settings table's.
-  int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
+  int start_timeout_s =
+      static_cast<int>(settings::Default(settings::key::kStartTimeout).count());
   // --join-timeout (0: none): how long workers may take to join.
   int join_timeout_s = 0;
   bool verbose = false;

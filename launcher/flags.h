@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/setting_keys.h"
 #include "common/settings.h"
 
 namespace hvd::launcher {
@@ -89,17 +90,20 @@ inline constexpr FlagKey kHostDiscoveryScript{"host_discovery_script"};
 inline constexpr FlagKey kSlotsPerHost{"slots_per_host"};
 inline constexpr FlagKey kResetLimit{"reset_limit"};
 inline constexpr FlagKey kBlacklistCooldownRange{"blacklist_cooldown_range"};
-// Settings of the workers' table the launcher reads too.
-inline constexpr FlagKey kStartTimeout{"start_timeout"};
-inline constexpr FlagKey kJoinTimeout{"join_timeout"};
-inline constexpr FlagKey kElasticTimeout{"elastic_timeout"};
-inline constexpr FlagKey kNetworkInterface{"network_interface"};
+// Settings of the workers' table the launcher reads too, named as the
+// table's typed keys name them.
+inline constexpr FlagKey kStartTimeout{settings::key::kStartTimeout.name};
+inline constexpr FlagKey kJoinTimeout{settings::key::kJoinTimeout.name};
+inline constexpr FlagKey kElasticTimeout{settings::key::kElasticTimeout.name};
+inline constexpr FlagKey kNetworkInterface{
+    settings::key::kNetworkInterface.name};
 inline constexpr FlagKey kStallWarningSeconds{
-    "stall_check_warning_time_seconds"};
+    settings::key::kStallWarningTime.name};
 inline constexpr FlagKey kStallShutdownSeconds{
-    "stall_check_shutdown_time_seconds"};
-inline constexpr FlagKey kNoStallCheck{"no_stall_check"};
-inline constexpr FlagKey kLogWithoutTimestamp{"log_without_timestamp"};
+    settings::key::kStallShutdownTime.name};
+inline constexpr FlagKey kNoStallCheck{settings::key::kNoStallCheck.name};
+inline constexpr FlagKey kLogWithoutTimestamp{
+    settings::key::kLogWithoutTimestamp.name};
 }  // namespace key
 
 // Every constant above (for the test that checks them against the table).

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "common/status.h"
 #include "launcher/cli.h"
 #include "rendezvous/assignment.h"
@@ -33,7 +33,8 @@ struct LaunchPlan {
   std::vector<WorkerPlan> workers;  // by rank
   std::vector<std::string> command;
   int join_timeout_s = 0;  // 0: none
-  int start_timeout_s = static_cast<int>(settings::DefaultInt("start_timeout"));
+  int start_timeout_s =
+      static_cast<int>(settings::Default(settings::key::kStartTimeout).count());
   bool verbose = false;
   // HOROVOD_* of the tuning flags the user gave (LaunchOptions::worker_env).
   std::map<std::string, std::string> tuning_env;

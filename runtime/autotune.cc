@@ -2,12 +2,14 @@
 
 #include <cstdio>
 
+#include "common/setting_keys.h"
+
 namespace hvd::runtime {
 namespace {
 
 // The settings table's megabyte (HOROVOD_FUSION_THRESHOLD holds bytes).
 double BytesPerMb() {
-  return double(settings::Get("fusion_threshold_mb").env_scale);
+  return double(settings::Get(settings::key::kFusionThreshold).env_scale);
 }
 
 std::vector<std::pair<double, double>> Bounds(const TuneOptions& o,

@@ -15,17 +15,19 @@
 #include <string>
 #include <vector>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "runtime/bayes_opt.h"
 
 namespace hvd::runtime {
 
 struct TuneOptions {
   // The settings table's defaults (HOROVOD_AUTOTUNE_*).
-  int warmup_samples = int(settings::DefaultInt("autotune_warmup_samples"));
-  int steps_per_sample = int(settings::DefaultInt("autotune_steps_per_sample"));
-  int max_samples = int(settings::DefaultInt("autotune_bayes_opt_max_samples"));
-  double noise = settings::DefaultDouble("autotune_gaussian_process_noise");
+  int warmup_samples =
+      int(settings::Default(settings::key::kAutotuneWarmupSamples));
+  int steps_per_sample =
+      int(settings::Default(settings::key::kAutotuneStepsPerSample));
+  int max_samples = int(settings::Default(settings::key::kAutotuneMaxSamples));
+  double noise = settings::Default(settings::key::kAutotuneNoise);
   bool fixed_fusion = false, fixed_cycle = false;
   // The on/off choices tried after the search, one sample each (kept when
   // the score improves): the response cache, the hierarchical collectives

@@ -6,6 +6,7 @@
 #include "common/host_port.h"
 #include "common/local_address.h"
 #include "common/parse.h"
+#include "common/setting_keys.h"
 #include "common/worker_env.h"
 #include "rendezvous/assignment.h"
 
@@ -85,101 +86,89 @@ Status PlaceMpiTask(const std::map<std::string, std::string>& env,
 // What a missing launch variable's error adds.
 constexpr char kHint[] = "horovodrun sets it; start the job with horovodrun";
 
-// The engine's and the transports' settings, from the settings table.
+// The engine's and the transports' settings, from the settings table:
+// each named by its typed key (common/setting_keys.h), in its type.
 Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
-  HVD_ASSIGN_OR_RETURN(int64_t start, read.Int("start_timeout"));
-  c.start_timeout = std::chrono::seconds(start);
-  HVD_ASSIGN_OR_RETURN(int64_t join, read.Int("join_timeout"));
-  c.join_timeout = std::chrono::seconds(join);
-  HVD_ASSIGN_OR_RETURN(int64_t elastic, read.Int("elastic_timeout"));
-  c.elastic_timeout = std::chrono::seconds(elastic);
-  HVD_ASSIGN_OR_RETURN(int64_t gloo, read.Int("gloo_timeout_seconds"));
-  c.gloo_timeout = std::chrono::seconds(gloo);
-  c.gloo_iface = read.String("network_interface");
+  namespace key = settings::key;
+  HVD_ASSIGN_OR_RETURN(c.start_timeout, read.Get(key::kStartTimeout));
+  HVD_ASSIGN_OR_RETURN(c.join_timeout, read.Get(key::kJoinTimeout));
+  HVD_ASSIGN_OR_RETURN(c.elastic_timeout, read.Get(key::kElasticTimeout));
+  HVD_ASSIGN_OR_RETURN(c.gloo_timeout, read.Get(key::kGlooTimeout));
+  HVD_ASSIGN_OR_RETURN(c.gloo_iface, read.Get(key::kNetworkInterface));
   EngineOptions& e = c.engine;
-  HVD_ASSIGN_OR_RETURN(int64_t fusion, read.Int("fusion_threshold_mb"));
+  HVD_ASSIGN_OR_RETURN(int64_t fusion, read.Get(key::kFusionThreshold));
   e.fusion_threshold_bytes = static_cast<size_t>(fusion);
-  HVD_ASSIGN_OR_RETURN(double cycle_ms, read.Double("cycle_time_ms"));
-  e.cycle_time =
-      std::chrono::microseconds(static_cast<int64_t>(cycle_ms * 1000));
-  e.tune.fixed_fusion = read.Given("fusion_threshold_mb");
-  e.tune.fixed_cycle = read.Given("cycle_time_ms");
-  HVD_ASSIGN_OR_RETURN(bool no_stall, read.Bool("no_stall_check"));
+  HVD_ASSIGN_OR_RETURN(e.cycle_time, read.Get(key::kCycleTime));
+  e.tune.fixed_fusion = read.Given(key::kFusionThreshold);
+  e.tune.fixed_cycle = read.Given(key::kCycleTime);
+  HVD_ASSIGN_OR_RETURN(bool no_stall, read.Get(key::kNoStallCheck));
   e.stall.check = !no_stall;
-  HVD_ASSIGN_OR_RETURN(int64_t warn,
-                       read.Int("stall_check_warning_time_seconds"));
-  e.stall.warning = std::chrono::seconds(warn);
-  HVD_ASSIGN_OR_RETURN(int64_t stop,
-                       read.Int("stall_check_shutdown_time_seconds"));
-  e.stall.shutdown = std::chrono::seconds(stop);
+  HVD_ASSIGN_OR_RETURN(e.stall.warning, read.Get(key::kStallWarningTime));
+  HVD_ASSIGN_OR_RETURN(e.stall.shutdown, read.Get(key::kStallShutdownTime));
   HVD_ASSIGN_OR_RETURN(e.disable_group_fusion,
-                       read.Bool("disable_group_fusion"));
+                       read.Get(key::kDisableGroupFusion));
   HVD_ASSIGN_OR_RETURN(c.dynamic_process_sets,
-                       read.Bool("dynamic_process_sets"));
-  HVD_ASSIGN_OR_RETURN(int64_t streams, read.Int("num_nccl_streams"));
+                       read.Get(key::kDynamicProcessSets));
+  HVD_ASSIGN_OR_RETURN(int64_t streams, read.Get(key::kNumNcclStreams));
   c.num_nccl_streams = static_cast<int>(streams);
-  HVD_ASSIGN_OR_RETURN(int64_t cache, read.Int("cache_capacity"));
+  HVD_ASSIGN_OR_RETURN(int64_t cache, read.Get(key::kCacheCapacity));
   e.cache_capacity = static_cast<size_t>(cache);
-  HVD_ASSIGN_OR_RETURN(std::string bind, read.Choice("bind_to"));
+  HVD_ASSIGN_OR_RETURN(std::string bind, read.Get(key::kBindTo));
   if (!bind.empty()) c.bind = bind == "CORE";
   HVD_ASSIGN_OR_RETURN(std::vector<int64_t> cpus,
-                       read.IntList("thread_affinity"));
+                       read.Get(key::kThreadAffinity));
   c.thread_affinity.assign(cpus.begin(), cpus.end());
-  HVD_ASSIGN_OR_RETURN(bool metrics_off, read.Bool("metrics_disable"));
+  HVD_ASSIGN_OR_RETURN(bool metrics_off, read.Get(key::kMetricsDisable));
   c.metrics = !metrics_off;
-  HVD_ASSIGN_OR_RETURN(bool shm_off, read.Bool("shm_disable"));
+  HVD_ASSIGN_OR_RETURN(bool shm_off, read.Get(key::kShmDisable));
   c.shm = !shm_off;
-  c.shm_given = read.Given("shm_disable");
+  c.shm_given = read.Given(key::kShmDisable);
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
-                       read.Int("shm_single_copy_threshold"));
+                       read.Get(key::kShmSingleCopyThreshold));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);
   HVD_ASSIGN_OR_RETURN(int64_t single_copy_limit,
-                       read.Int("shm_single_copy_limit"));
+                       read.Get(key::kShmSingleCopyLimit));
   c.shm_single_copy_limit = static_cast<size_t>(single_copy_limit);
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
-                       read.OptionalBool("hierarchical_allreduce"));
+                       read.Get(key::kHierarchicalAllreduce));
   HVD_ASSIGN_OR_RETURN(c.hierarchical_allgather,
-                       read.OptionalBool("hierarchical_allgather"));
+                       read.Get(key::kHierarchicalAllgather));
   return Status::Ok();
 }
 
 // --autotune and where its search starts.
 Status ReadAutotune(const settings::Reader& read, WorkerConfig& c) {
+  namespace key = settings::key;
   EngineOptions& e = c.engine;
-  HVD_ASSIGN_OR_RETURN(e.autotune, read.Bool("autotune"));
-  e.autotune_log = read.String("autotune_log_file");
-  HVD_ASSIGN_OR_RETURN(int64_t warm, read.Int("autotune_warmup_samples"));
-  HVD_ASSIGN_OR_RETURN(int64_t steps, read.Int("autotune_steps_per_sample"));
-  HVD_ASSIGN_OR_RETURN(int64_t most,
-                       read.Int("autotune_bayes_opt_max_samples"));
+  HVD_ASSIGN_OR_RETURN(e.autotune, read.Get(key::kAutotune));
+  HVD_ASSIGN_OR_RETURN(e.autotune_log, read.Get(key::kAutotuneLogFile));
+  HVD_ASSIGN_OR_RETURN(int64_t warm, read.Get(key::kAutotuneWarmupSamples));
+  HVD_ASSIGN_OR_RETURN(int64_t steps, read.Get(key::kAutotuneStepsPerSample));
+  HVD_ASSIGN_OR_RETURN(int64_t most, read.Get(key::kAutotuneMaxSamples));
   e.tune.warmup_samples = static_cast<int>(warm);
   e.tune.steps_per_sample = static_cast<int>(steps);
   e.tune.max_samples = static_cast<int>(most);
-  HVD_ASSIGN_OR_RETURN(e.tune.noise,
-                       read.Double("autotune_gaussian_process_noise"));
+  HVD_ASSIGN_OR_RETURN(e.tune.noise, read.Get(key::kAutotuneNoise));
   // A disabled cache is not an on/off choice to try.
   e.tune.try_cache = e.cache_capacity > 0;
   // Where autotune starts without pinning the values (bench/run_autotune.sh
-  // starts it from a poor point): "FUSION_MB,CYCLE_MS". A value given
-  // explicitly is the user's and wins over the starting point.
-  if (auto v = read.Text("autotune_start")) {
+  // starts it from a poor point): "FUSION_MB,CYCLE_MS", the search's own
+  // units. A value given explicitly is the user's and wins over it.
+  if (auto v = read.Text(key::kAutotuneStart)) {
     const char* what = "HVD_AUTOTUNE_START";
     size_t comma = v->find(',');
     if (comma == std::string::npos) {
       return Status::InvalidArgument(what, "must be FUSION_MB,CYCLE_MS");
     }
-    const settings::Setting& f = settings::Get("fusion_threshold_mb");
-    const settings::Setting& t = settings::Get("cycle_time_ms");
+    const settings::Setting& f = settings::Get(key::kFusionThreshold);
+    const settings::Setting& t = settings::Get(key::kCycleTime);
     HVD_ASSIGN_OR_RETURN(double mb, ParseDouble(v->substr(0, comma), what,
                                                 double(f.min), double(f.max)));
     HVD_ASSIGN_OR_RETURN(
         double ms, ParseDouble(v->substr(comma + 1), what, t.dmin, t.dmax));
-    if (!e.tune.fixed_fusion) {
-      e.fusion_threshold_bytes = static_cast<size_t>(mb * f.env_scale);
-    }
-    if (!e.tune.fixed_cycle) {
-      e.cycle_time = std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
-    }
+    const Knobs start = Knobs::AtSearchPoint(mb, ms);
+    if (!e.tune.fixed_fusion) e.fusion_threshold_bytes = start.fusion_bytes;
+    if (!e.tune.fixed_cycle) e.cycle_time = start.cycle_time;
   }
   return Status::Ok();
 }
@@ -244,7 +233,7 @@ Status ReadPlannedRank(const settings::Reader& read,
                        const settings::EnvMap& env, WorkerConfig& c) {
   // In an elastic job HOROVOD_RANK is only the rank a worker started with:
   // the membership may change before it joins, and at every reset.
-  HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Bool("elastic"));
+  HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Get(settings::key::kElastic));
   if (!elastic_job && Lookup(env, worker_env::kRank)) {
     rendezvous::Assignment a;
     struct Field {
@@ -273,9 +262,9 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   const settings::Reader read(env);
   HVD_RETURN_IF_ERROR(ReadEngine(read, c));
   HVD_RETURN_IF_ERROR(ReadAutotune(read, c));
-  c.timeline = read.String("timeline_filename");
+  HVD_ASSIGN_OR_RETURN(c.timeline, read.Get(settings::key::kTimelineFilename));
   HVD_ASSIGN_OR_RETURN(c.timeline_mark_cycles,
-                       read.Bool("timeline_mark_cycles"));
+                       read.Get(settings::key::kTimelineMarkCycles));
   if (auto addr = Lookup(env, worker_env::kGlooAddr)) c.gloo_addr = *addr;
   HVD_ASSIGN_OR_RETURN(bool launched, ReadLaunch(env, c));
   if (!launched) return c;

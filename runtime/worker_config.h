@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 #include "runtime/engine/engine_options.h"
@@ -42,19 +42,19 @@ struct WorkerConfig {
   EngineOptions engine;
   // The other tuning settings, with the settings table's defaults.
   std::chrono::milliseconds start_timeout{
-      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+      settings::Default(settings::key::kStartTimeout)};
   // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: no limit
   // (a peer that exits ends the job through the launcher).
   std::chrono::milliseconds join_timeout{0};
   // HOROVOD_ELASTIC_TIMEOUT: how long a re-join waits for an elastic job's
   // next membership.
   std::chrono::milliseconds elastic_timeout{
-      std::chrono::seconds(settings::DefaultInt("elastic_timeout"))};
+      settings::Default(settings::key::kElasticTimeout)};
   std::chrono::milliseconds gloo_timeout{
-      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
+      settings::Default(settings::key::kGlooTimeout)};
   bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
   // HOROVOD_NUM_NCCL_STREAMS: the NCCL backend's streams per GPU.
-  int num_nccl_streams = int(settings::DefaultInt("num_nccl_streams"));
+  int num_nccl_streams = int(settings::Default(settings::key::kNumNcclStreams));
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);
   // given: the variable was set (autotune then leaves it alone).
   bool shm = true, shm_given = false;
@@ -67,10 +67,10 @@ struct WorkerConfig {
   // HOROVOD_SHM_SINGLE_COPY_THRESHOLD: allreduces from this many bytes on
   // read the peers' buffers directly; 0 never.
   size_t shm_single_copy_bytes =
-      size_t(settings::DefaultInt("shm_single_copy_threshold"));
+      size_t(settings::Default(settings::key::kShmSingleCopyThreshold));
   // HOROVOD_SHM_SINGLE_COPY_LIMIT: and up to this many; 0 no limit.
   size_t shm_single_copy_limit =
-      size_t(settings::DefaultInt("shm_single_copy_limit"));
+      size_t(settings::Default(settings::key::kShmSingleCopyLimit));
   // HVD_BIND_TO (horovodrun --bind-to): "core" keeps each local rank to
   // its block of the host's CPUs (runtime/affinity.h), "none" leaves
   // placement to the kernel. Unset: "core" where the job's data goes

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "runtime/autotune.h"
 
 namespace hvd::runtime {
@@ -21,8 +21,8 @@ class Timeline;
 struct StallOptions {
   bool check = true;  // !HOROVOD_STALL_CHECK_DISABLE
   // HOROVOD_STALL_CHECK_TIME_SECONDS, HOROVOD_STALL_SHUTDOWN_TIME_SECONDS
-  std::chrono::milliseconds warning{std::chrono::seconds(
-      settings::DefaultInt("stall_check_warning_time_seconds"))};
+  std::chrono::milliseconds warning{
+      settings::Default(settings::key::kStallWarningTime)};
   std::chrono::milliseconds shutdown{0};
   // Where warnings go; default: the log at WARNING (tests catch them).
   std::function<void(const std::string&)> on_warning;
@@ -33,7 +33,7 @@ struct EngineOptions {
   int size = 1;
   // HOROVOD_FUSION_THRESHOLD, in bytes.
   size_t fusion_threshold_bytes =
-      size_t(settings::DefaultScaled("fusion_threshold_mb"));
+      size_t(settings::Default(settings::key::kFusionThreshold));
   // HOROVOD_CYCLE_TIME. Zero (the default): a cycle starts as soon as a
   // rank has something new. Positive: cycles are paced as in Horovod, each
   // at least this long after the previous one started, so whatever arrives
@@ -41,7 +41,8 @@ struct EngineOptions {
   // a quiet spell longer than that still starts at once.
   std::chrono::microseconds cycle_time{0};
   // Response cache entries (HOROVOD_CACHE_CAPACITY); 0 disables it.
-  size_t cache_capacity = size_t(settings::DefaultInt("cache_capacity"));
+  size_t cache_capacity =
+      size_t(settings::Default(settings::key::kCacheCapacity));
   StallOptions stall;
   // Rank 0's timeline (recording or not: it may start and stop at any
   // time), or null on the other ranks. Not owned; outlives the engine.

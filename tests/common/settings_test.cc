@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "common/parse.h"
+#include "common/setting_keys.h"
 
 namespace hvd::settings {
 namespace {
@@ -53,28 +56,61 @@ TEST(SettingsTest, EveryEntryIsWholeAndItsDefaultInRange) {
 TEST(SettingsTest, ReaderConvertsUnitsOnceAndNamesTheVariable) {
   const EnvMap empty;
   Reader none(empty);
-  EXPECT_EQ(*none.Int("fusion_threshold_mb"), 128LL << 20);
-  EXPECT_FALSE(none.Given("fusion_threshold_mb"));
+  EXPECT_EQ(*none.Get(key::kFusionThreshold), 128LL << 20);
+  EXPECT_FALSE(none.Given(key::kFusionThreshold));
+  EXPECT_EQ(*none.Get(key::kStartTimeout), std::chrono::seconds(30));
   EnvMap env = {{"HOROVOD_FUSION_THRESHOLD", "4096"},
                 {"HOROVOD_HIERARCHICAL_ALLREDUCE", "no"},
                 {"HVD_BIND_TO", "core"},
-                {"HOROVOD_CYCLE_TIME", "2.5"}};
+                {"HOROVOD_CYCLE_TIME", "2.5"},
+                {"HOROVOD_START_TIMEOUT", "7"}};
   Reader read(env);
-  EXPECT_EQ(*read.Int("fusion_threshold_mb"), 4096);  // bytes, as given
-  EXPECT_EQ(*read.OptionalBool("hierarchical_allreduce"),
-            std::optional<bool>(false));
-  EXPECT_EQ(*none.OptionalBool("hierarchical_allreduce"), std::nullopt);
-  EXPECT_EQ(*read.Choice("bind_to"), "CORE");
-  EXPECT_EQ(*read.Double("cycle_time_ms"), 2.5);
+  EXPECT_EQ(*read.Get(key::kFusionThreshold), 4096);  // bytes, as given
+  EXPECT_EQ(*read.Get(key::kHierarchicalAllreduce), std::optional<bool>(false));
+  EXPECT_EQ(*none.Get(key::kHierarchicalAllreduce), std::nullopt);
+  EXPECT_EQ(*read.Get(key::kBindTo), "CORE");
+  // Durations in their type: milliseconds given as a number, seconds.
+  EXPECT_EQ(*read.Get(key::kCycleTime), std::chrono::microseconds(2500));
+  EXPECT_EQ(*read.Get(key::kStartTimeout), std::chrono::seconds(7));
   env["HOROVOD_FUSION_THRESHOLD"] = "-1";
-  auto bad = Reader(env).Int("fusion_threshold_mb");
+  auto bad = Reader(env).Get(key::kFusionThreshold);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("HOROVOD_FUSION_THRESHOLD"),
             std::string::npos);
+  EXPECT_FALSE(Reader(env).CheckRow("fusion_threshold_mb").ok());
   env["HVD_BIND_TO"] = "socket";
-  auto choice = Reader(env).Choice("bind_to");
+  auto choice = Reader(env).Get(key::kBindTo);
   ASSERT_FALSE(choice.ok());
   EXPECT_NE(choice.status().ToString().find("'socket'"), std::string::npos);
+}
+
+// Defaults in the accessors' types, from the rows' text and units.
+TEST(SettingsTest, DefaultsComeInTheKeysTypes) {
+  EXPECT_EQ(Default(key::kFusionThreshold), 128LL << 20);
+  EXPECT_EQ(Default(key::kStartTimeout), std::chrono::seconds(30));
+  EXPECT_EQ(Default(key::kCycleTime), std::chrono::microseconds(0));
+  EXPECT_EQ(Default(key::kAutotuneNoise), 0.8);
+}
+
+// Every typed key names a row whose kind (and, for a duration, unit) fits
+// its type, and every row has a key: code never names a setting by text.
+TEST(SettingsTest, EveryKeyFitsItsRowAndEveryRowHasAKey) {
+  std::set<std::string> named;
+  for (const KeyShape& k : AllKeys()) {
+    SCOPED_TRACE(k.name);
+    EXPECT_TRUE(named.insert(k.name).second) << "key twice";
+    const Setting& s = Get(std::string_view(k.name));
+    EXPECT_NE(std::find(k.kinds.begin(), k.kinds.end(), s.kind), k.kinds.end());
+    if (*k.time_unit) {
+      EXPECT_EQ(s.unit, k.time_unit);
+    } else {
+      EXPECT_TRUE(s.unit != "s" && s.unit != "ms")
+          << "a duration read as a plain number";
+    }
+  }
+  for (const Setting& s : Table()) {
+    EXPECT_TRUE(named.count(s.key)) << s.key << " has no typed key";
+  }
 }
 
 }  // namespace

@@ -33,27 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)runtime::WorkerConfig::FromEnv(env);
   settings::Reader reader(env);
-  for (const auto& s : table) {
-    switch (s.kind) {
-      case settings::Kind::kInt:
-        (void)reader.Int(s.key);
-        break;
-      case settings::Kind::kDouble:
-        (void)reader.Double(s.key);
-        break;
-      case settings::Kind::kChoice:
-        (void)reader.Choice(s.key);
-        break;
-      case settings::Kind::kSwitch:
-        (void)reader.OptionalBool(s.key);
-        break;
-      case settings::Kind::kIntList:
-        (void)reader.IntList(s.key);
-        break;
-      case settings::Kind::kString:
-        (void)reader.String(s.key);
-        break;
-    }
-  }
+  for (const auto& s : table) (void)reader.CheckRow(s.key);
   return 0;
 }

@@ -11,6 +11,12 @@
 namespace hvd::runtime {
 namespace {
 
+// A row's default as the table writes it (in the flag's unit), read apart
+// from the typed accessors the code uses.
+int64_t RowDefault(std::string_view key) {
+  return std::stoll(settings::Get(key).default_value);
+}
+
 // Tests pass the worker's environment as a map (no setenv): what the
 // process itself has does not leak in.
 using Env = settings::EnvMap;
@@ -299,15 +305,15 @@ TEST(WorkerConfigTest, DefaultsAndRangesComeFromTheSettingsTable) {
   auto c = WorkerConfig::FromEnv({});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->engine.fusion_threshold_bytes,
-            size_t(settings::DefaultInt("fusion_threshold_mb")) << 20);
+            size_t(RowDefault("fusion_threshold_mb")) << 20);
   EXPECT_EQ(c->start_timeout,
-            std::chrono::seconds(settings::DefaultInt("start_timeout")));
+            std::chrono::seconds(RowDefault("start_timeout")));
   EXPECT_EQ(c->gloo_timeout,
-            std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds")));
-  EXPECT_EQ(c->engine.cache_capacity,
-            size_t(settings::DefaultInt("cache_capacity")));
-  EXPECT_EQ(c->engine.stall.warning, std::chrono::seconds(settings::DefaultInt(
-                                         "stall_check_warning_time_seconds")));
+            std::chrono::seconds(RowDefault("gloo_timeout_seconds")));
+  EXPECT_EQ(c->engine.cache_capacity, size_t(RowDefault("cache_capacity")));
+  EXPECT_EQ(
+      c->engine.stall.warning,
+      std::chrono::seconds(RowDefault("stall_check_warning_time_seconds")));
   EXPECT_EQ(c->engine.tune.noise, 0.8);
   EXPECT_EQ(c->engine.cycle_time, std::chrono::microseconds(0));
   EXPECT_TRUE(c->engine.stall.check);

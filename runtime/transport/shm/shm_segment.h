@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 #include "common/status.h"
 #include "runtime/store.h"
 
@@ -71,9 +71,9 @@ struct ShmOptions {
   // ... and at most this many (0: no limit).
   size_t single_copy_limit = 0;
   std::chrono::milliseconds connect_timeout{
-      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+      settings::Default(settings::key::kStartTimeout)};
   std::chrono::milliseconds op_timeout{
-      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
+      settings::Default(settings::key::kGlooTimeout)};
 };
 
 class ShmSegment {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "common/settings.h"
+#include "common/setting_keys.h"
 
 namespace hvd::runtime {
 
@@ -18,10 +18,10 @@ struct TcpOptions {
   std::string hostname = "127.0.0.1";
   // How long the full-mesh connection may take (peers still starting).
   std::chrono::milliseconds connect_timeout{
-      std::chrono::seconds(settings::DefaultInt("start_timeout"))};
+      settings::Default(settings::key::kStartTimeout)};
   // How long any one collective (or exchange) may wait for a peer.
   std::chrono::milliseconds op_timeout{
-      std::chrono::seconds(settings::DefaultInt("gloo_timeout_seconds"))};
+      settings::Default(settings::key::kGlooTimeout)};
 };
 
 }  // namespace hvd::runtime
