@@ -7,6 +7,15 @@
 namespace hvd::runtime {
 namespace {
 
+// A request carries the enums' values as bytes; their last members bound
+// what a message may hold. New members go last (every rank must agree on
+// the old ones, so the asserts pin them).
+constexpr uint8_t kLastOpType = static_cast<uint8_t>(OpType::kJoin);
+constexpr uint8_t kLastDataType = static_cast<uint8_t>(DataType::kInt16);
+constexpr uint8_t kLastReduceOp = static_cast<uint8_t>(ReduceOp::kProduct);
+static_assert(kLastOpType == 6 && kLastDataType == 8 && kLastReduceOp == 3,
+              "a request's enum values changed on the wire");
+
 bool Take(std::string_view& in, size_t n, std::string_view* out) {
   if (in.size() < n) return false;
   *out = in.substr(0, n);
@@ -122,7 +131,8 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
         !TakeValue(in, &dtype) || !TakeValue(in, &reduce) ||
         !TakeValue(in, &average) || !TakeValue(in, &r.count) ||
         !TakeValue(in, &r.prescale) || !TakeValue(in, &r.postscale) ||
-        !TakeValue(in, &r.root) || type > 6 || dtype > 8 || reduce > 3) {
+        !TakeValue(in, &r.root) || type > kLastOpType ||
+        dtype > kLastDataType || reduce > kLastReduceOp) {
       return bad;
     }
     r.name.assign(name);
