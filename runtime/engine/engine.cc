@@ -60,7 +60,6 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
                ControlPlane* control)
     : options_(options),
       fusion_threshold_(options.fusion_threshold_bytes),
-      cycle_time_(options.cycle_time),
       tuner_(options.autotune && options.rank == 0
                  ? std::make_unique<Autotuner>(
                        options.tune,
@@ -72,6 +71,7 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       cache_enabled_(options.cache_capacity > 0),
       backends_(backends),
       control_(control),
+      driver_(*this, *control, options.cycle_time),
       negotiator_(options.size, options.timeline != nullptr),
       executor_(options.rank, options.size, backends, options.timeline),
       cache_(options.cache_capacity),
@@ -244,52 +244,10 @@ std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
 Status Engine::Wait(const std::shared_ptr<Completion>& done, bool notified) {
   if (done->done()) return done->Wait();
   // A waiting caller has ended its burst of submissions: the engine
-  // thread need not wait for more (LetBurstFinish).
-  waiting_.fetch_add(1, std::memory_order_relaxed);
-  Drive(*done, notified);
-  Status s = done->Wait();
-  waiting_.fetch_sub(1, std::memory_order_relaxed);
-  return s;
-}
-
-void Engine::Drive(Completion& done, bool notified) {
-  if (!control_->Drivable()) {
-    if (!notified) control_->Notify();
-    return;
-  }
-  // When the engine thread is in a cycle (a peer's exchange woke it), wait
-  // for that cycle rather than for the request: the thread then goes back
-  // to sleep and the callers drive again.
-  std::unique_lock<std::mutex> cycle(cycle_mu_);
-  if (ended_ || cycle_time_.count() > 0) {
-    cycle.unlock();
-    if (!notified) control_->Notify();
-    return;
-  }
-  control_->SetDriving(true);
-  bool running = true;
-  while (running && !done.done()) {
-    // Waiting for a peer: a short spin, then the engine thread's sleep.
-    if (!Due() && !control_->PeerWaiting() && !control_->AwaitPeer()) break;
-    const uint64_t before = cycles_run_;
-    const TurnResult r = Turn(true, /*driver=*/true);
-    if (cycles_run_ != before) ++cycles_by_callers_;
-    running = r == TurnResult::kGoOn;
-    if (r == TurnResult::kHandOff) break;
-  }
-  control_->SetDriving(false);
-  // Work left for the engine thread: this rank's, or a peer's exchange
-  // that started after the flag was read.
-  bool owed = false;
-  if (running) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      owed = !pending_.empty();
-    }
-    owed = owed || Due() || control_->PeerWaiting();
-  }
-  cycle.unlock();
-  if (owed) control_->Notify();
+  // thread need not wait for more.
+  CycleDriver::Waiting waiting(driver_);
+  driver_.Drive([&done] { return done->done(); }, notified);
+  return done->Wait();
 }
 
 std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
@@ -348,34 +306,27 @@ void Engine::Loop(std::promise<void>* ready) {
     }
   }
   ready->set_value();
-  uint64_t seen = 0;  // cycles_run_ when this thread last ran a turn
-  for (;;) {
-    bool peer = false;
-    if (!Due()) {
-      // Sleep until something is new here or a peer starts a cycle; wake
-      // every 100 ms for the stall inspector (whose times are seconds).
-      control_->Wait(std::chrono::milliseconds(100), &peer);
-    }
-    // (Measured to help on shared memory, fused step 540 -> 425 us; over
-    // TCP, whose exchange blocks on the peer, it did not.)
-    if (!peer && cycle_time_.count() == 0 && control_->Drivable()) {
-      LetBurstFinish();
-    }
-    std::lock_guard<std::mutex> cycle(cycle_mu_);
-    // A caller may have run the cycle the peer started meanwhile: ask
-    // again rather than start one nobody else does. (A dead peer is also
-    // a reason; it stands when no caller ran a cycle.)
-    if (peer && cycles_run_ != seen && control_->Drivable()) {
-      peer = control_->PeerWaiting();
-    }
-    if (ended_ || Turn(peer, /*driver=*/false) == TurnResult::kEnded) return;
-    seen = cycles_run_;
-  }
+  driver_.Loop();
 }
 
 bool Engine::Due() {
   std::lock_guard<std::mutex> lock(mu_);
   return stop_ || !fresh_.empty();
+}
+
+bool Engine::HasPending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !pending_.empty();
+}
+
+size_t Engine::Fresh() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fresh_.size();
+}
+
+bool Engine::Stopping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stop_;
 }
 
 std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
@@ -385,7 +336,7 @@ std::string Engine::StallReport(std::chrono::steady_clock::time_point now,
                                  past_shutdown);
 }
 
-Engine::TurnResult Engine::Turn(bool peer, bool driver) {
+CycleDriver::Turn Engine::TakeTurn(bool peer, bool driver) {
   uint8_t stop;
   bool go;
   {
@@ -400,17 +351,15 @@ Engine::TurnResult Engine::Turn(bool peer, bool driver) {
     stop = kStalled;
     go = true;
   }
-  if (!go) return TurnResult::kGoOn;
-  if (cycle_time_.count() > 0 && stop == kRunning) Pace();
+  if (!go) return CycleDriver::Turn::kIdle;
+  if (driver_.cycle_time().count() > 0 && stop == kRunning) driver_.Pace();
   uint8_t everyone = kRunning;
   bool handed_off = false;
   Status s = RunCycle(stop, &everyone, driver, &handed_off);
-  if (handed_off) return TurnResult::kHandOff;
-  ++cycles_run_;
+  if (handed_off) return CycleDriver::Turn::kHandOff;
   if (!s.ok()) {
     FailAll(s);
-    ended_ = true;
-    return TurnResult::kEnded;
+    return CycleDriver::Turn::kEnded;
   }
   if (everyone != kRunning) {
     FailAll(everyone == kStalled
@@ -428,10 +377,9 @@ Engine::TurnResult Engine::Turn(bool peer, bool driver) {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    ended_ = true;
-    return TurnResult::kEnded;
+    return CycleDriver::Turn::kEnded;
   }
-  return TurnResult::kGoOn;
+  return CycleDriver::Turn::kRan;
 }
 
 }  // namespace hvd::runtime

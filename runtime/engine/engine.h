@@ -73,6 +73,7 @@
 #include "runtime/backend_set.h"
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
+#include "runtime/engine/cycle_driver.h"
 #include "runtime/engine/engine_options.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/negotiator.h"
@@ -85,7 +86,7 @@ namespace hvd::runtime {
 
 class Timeline;
 
-class Engine {
+class Engine : private CycleDriver::Cycles {
  public:
   // Neither is owned; both outlive the engine.
   Engine(EngineOptions options, BackendSet* backends, ControlPlane* control);
@@ -106,7 +107,7 @@ class Engine {
   // thread.
   Status Wait(const std::shared_ptr<Completion>& done, bool notified = true);
   // Cycles run by waiting callers rather than the engine thread.
-  uint64_t cycles_by_callers() const { return cycles_by_callers_.load(); }
+  uint64_t cycles_by_callers() const { return driver_.cycles_by_callers(); }
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -137,18 +138,19 @@ class Engine {
                  Status& gone);
   // `ready` is set once the thread is named and bound.
   void Loop(std::promise<void>* ready);
-  // Whether this rank has something for a cycle of its own: new requests,
-  // or a shutdown to announce (takes `mu_`).
-  bool Due();
-  // One turn of the loop, cycle lock held: runs a cycle when one is due
-  // (`peer`: a peer has started one). `driver`: the caller is a waiting
-  // caller, which leaves GPU tensors to the engine thread (the CUDA device
-  // is per thread).
-  enum class TurnResult { kGoOn, kEnded, kHandOff };
-  TurnResult Turn(bool peer, bool driver);
-  // Wait's driving part: returns when `done` completed or the caller must
-  // leave the cycles to the engine thread.
-  void Drive(Completion& done, bool notified);
+  // What the cycle driver asks (CycleDriver::Cycles; each takes `mu_`):
+  // whether this rank has something for a cycle of its own (new requests,
+  // or a shutdown to announce), what is pending and not yet sent, whether
+  // the engine stops.
+  bool Due() override;
+  bool HasPending() override;
+  size_t Fresh() override;
+  bool Stopping() override;
+  // One turn, cycle lock held: runs a cycle when one is due (`peer`: a
+  // peer has started one). `driver`: the caller is a waiting caller, which
+  // leaves GPU tensors to the engine thread (the CUDA device is per
+  // thread).
+  CycleDriver::Turn TakeTurn(bool peer, bool driver) override;
   // `n` pending allreduces completed; when none is left, the time since
   // the first of them was queued goes to the metrics (`mu_` held).
   void AllreducesDoneLocked(int n);
@@ -190,21 +192,9 @@ class Engine {
   void Remember(const Request& r);
 
   const EngineOptions options_;
-  // Tunable (by the cycle's runner): start from the options, autotune moves
-  // them.
+  // Tunable (by the cycle's runner): starts from the options, autotune
+  // moves it (and the driver's cycle time).
   size_t fusion_threshold_;
-  std::chrono::microseconds cycle_time_;  // 0: cycles on demand
-  std::chrono::steady_clock::time_point last_cycle_start_{};
-  // Paced cycles: sleeps until the cycle time has passed since the last
-  // cycle began (or until shutdown).
-  void Pace();
-  // Cycles on demand: the engine thread, woken by a submission, lets a
-  // burst of them (a step's gradients, a group submitted one by one)
-  // finish before it starts a cycle: it sleeps while requests keep coming,
-  // until none has for a short gap (or a bound passes). A cycle started
-  // on the first would run the rest in many small cycles.
-  void LetBurstFinish();
-  std::atomic<int> waiting_{0};       // callers in Wait
   std::unique_ptr<Autotuner> tuner_;  // rank 0 with --autotune
   std::optional<Knobs> outgoing_knobs_;
   uint64_t cycle_bytes_ = 0;  // allreduced this cycle
@@ -230,11 +220,8 @@ class Engine {
   // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
   bool device_seen_ = false;
   Status failed_;  // guarded by mu_
-  // Held by whoever runs a cycle (the engine thread or a driving caller).
-  std::mutex cycle_mu_;
-  bool ended_ = false;  // guarded by cycle_mu_: no cycle runs any more
-  std::atomic<uint64_t> cycles_by_callers_{0};
-  uint64_t cycles_run_ = 0;  // guarded by cycle_mu_
+  // Who runs the cycles, and when.
+  CycleDriver driver_;
   // Only the cycle's runner touches these:
   Negotiator negotiator_;
   Executor executor_;

@@ -23,7 +23,7 @@ void Engine::WriteAutotuneLog() {
 
 Status Engine::ApplyKnobs(const Knobs& k) {
   fusion_threshold_ = k.fusion_bytes;
-  cycle_time_ = k.cycle_time;
+  driver_.set_cycle_time(k.cycle_time);
   if (options_.cache_capacity > 0 && k.cache != cache_enabled_) {
     SetCacheEnabled(k.cache);
   }
@@ -60,46 +60,6 @@ void Engine::SetCacheEnabled(bool on) {
   negotiator_.ForgetAllCached();
   cache_.Clear();
   cache_enabled_ = on;
-}
-
-void Engine::Pace() {
-  const auto due = last_cycle_start_ + cycle_time_;
-  for (auto now = std::chrono::steady_clock::now(); now < due;
-       now = std::chrono::steady_clock::now()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-    }
-    // In slices, so a shutdown is not held up by a long cycle time.
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
-        due - now, std::chrono::milliseconds(10)));
-  }
-  last_cycle_start_ = std::chrono::steady_clock::now();
-}
-
-void Engine::LetBurstFinish() {
-  using std::chrono::microseconds;
-  // Submitting a request takes a microsecond or two; a burst's requests
-  // come closer than the gap. The bound keeps a steady trickle from
-  // holding the cycle back.
-  constexpr microseconds kGap(10), kMost(200);
-  const auto start = std::chrono::steady_clock::now();
-  size_t seen = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    seen = fresh_.size();
-  }
-  for (;;) {
-    if (waiting_.load(std::memory_order_relaxed) > 0) return;
-    // Sleeping, not spinning: the submitter may need this CPU.
-    std::this_thread::sleep_for(kGap);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || fresh_.size() == seen ||
-        std::chrono::steady_clock::now() - start >= kMost) {
-      return;
-    }
-    seen = fresh_.size();
-  }
 }
 
 }  // namespace hvd::runtime
