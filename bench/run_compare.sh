@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Two builds, interleaved: runs each benchmark script against build A, then
-# build B, ROUNDS times (3), so that a machine whose speed drifts over the
-# minutes weighs on both alike; then prints, for every BENCH line the
+# Two builds, interleaved: runs each benchmark script against build A and
+# build B in turn (A first in odd rounds, B first in even ones), ROUNDS
+# times (3), so that a machine whose speed drifts over the minutes weighs
+# on both alike; then prints, for every BENCH line the
 # scripts print, the median over the rounds for each build and B / A.
 #   A=base/build B=build bench/run_compare.sh [ROUNDS] SCRIPT...
 #   e.g. A=../old/build B=build bench/run_compare.sh 3 bench/run_launch.sh
 # Lines: BENCH compare.A.NAME, BENCH compare.B.NAME (the scripts' units),
-# and "NAME: B/A = R" (R over 1: B's figure is larger).
+# and "NAME: B/A = R" (R over 1: B's figure is larger). RAW=FILE keeps
+# every round's figures.
 set -euo pipefail
 a=${A:?"set A to the first build folder"}
 b=${B:?"set B to the second build folder"}
@@ -16,11 +18,17 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then rounds=$1; shift; fi
 for d in "$a" "$b"; do
   [[ -x $d/launcher/horovodrun ]] || { echo "run_compare.sh: $d/launcher/horovodrun is missing; build it first" >&2; exit 2; }
 done
-raw=$(mktemp)
-trap 'rm -f "$raw"' EXIT
+# RAW=FILE keeps every round's figures ("A|B NAME VALUE UNIT" lines).
+raw=${RAW:-$(mktemp)}
+[[ -n ${RAW:-} ]] || trap 'rm -f "$raw"' EXIT
+: > "$raw"
 for ((i = 1; i <= rounds; ++i)); do
   for script in "$@"; do
-    for which in A B; do
+    # A first in odd rounds, B first in even ones: whatever the first of
+    # a pair pays (a cold cache, a machine waking up) falls on both.
+    order="A B"
+    ((i % 2 == 0)) && order="B A"
+    for which in $order; do
       dir=$a
       [[ $which == B ]] && dir=$b
       echo "round $i/$rounds: $script on $which ($dir)" >&2
