@@ -221,11 +221,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("cross_rank", &hvd::cross_rank);
   m.def("cross_size", &hvd::cross_size);
   m.def("gpu", &hvd::gpu);
-#ifdef HVD_WITH_NCCL
-  m.attr("nccl_built") = true;
-#else
-  m.attr("nccl_built") = false;
-#endif
+  // NCCL_VERSION_CODE, 0 without NCCL (Horovod's nccl_built()).
+  m.attr("nccl_built") = hvd::nccl_built();
 
   m.def("mark_step", [] { hvd::mark_step(); });
   m.def("start_timeline", [](const std::string& path, bool mark_cycles) {
@@ -259,42 +256,43 @@ PYBIND11_MODULE(_core, m) {
       .def("received_splits", &Op::received_splits);
 
   // Every operation takes the process set last (0: the whole job).
-  m.def("allreduce", [](const std::string& name, uintptr_t data, hvd::DataType dtype,
-                        std::vector<int64_t> shape, int device, hvd::ReduceOp op,
-                        double prescale, double postscale, int process_set) {
-    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    return Start(false, [&](hvd::Output*) {
-      return hvd::allreduce_async(name, t, op, prescale, postscale, process_set);
-    });
-  });
-  m.def(
-      "grouped_allreduce",
-      [](const std::string& name, const std::vector<uintptr_t>& data,
-         hvd::DataType dtype,
-         const std::vector<std::vector<int64_t>>& shapes, int device, hvd::ReduceOp op,
-         double prescale, double postscale, int process_set) {
-        if (data.size() != shapes.size()) {
-          throw py::value_error("grouped_allreduce: one shape per tensor");
-        }
-        std::vector<hvd::Tensor> tensors;
-        for (size_t i = 0; i < data.size(); ++i) {
-          tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
-        }
-            std::vector<hvd::Handle> handles;
-        {
-          py::gil_scoped_release release;
-          handles = hvd::grouped_allreduce_async(name, tensors, op, prescale,
-                                                 postscale, process_set);
-        }
-        std::vector<std::shared_ptr<Op>> ops;
-        for (hvd::Handle& h : handles) {
-          auto one = std::make_shared<Op>(false);
-          one->set(std::move(h));
-          one->Submitted();
-          ops.push_back(std::move(one));
-        }
-        return ops;
-      });
+  m.def("allreduce",
+        [](const std::string& name, uintptr_t data, hvd::DataType dtype,
+           std::vector<int64_t> shape, int device, hvd::ReduceOp op,
+           double prescale, double postscale, int process_set) {
+          hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+          return Start(false, [&](hvd::Output*) {
+            return hvd::allreduce_async(name, t, op, prescale, postscale,
+                                        process_set);
+          });
+        });
+  m.def("grouped_allreduce",
+        [](const std::string& name, const std::vector<uintptr_t>& data,
+           hvd::DataType dtype, const std::vector<std::vector<int64_t>>& shapes,
+           int device, hvd::ReduceOp op, double prescale, double postscale,
+           int process_set) {
+          if (data.size() != shapes.size()) {
+            throw py::value_error("grouped_allreduce: one shape per tensor");
+          }
+          std::vector<hvd::Tensor> tensors;
+          for (size_t i = 0; i < data.size(); ++i) {
+            tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
+          }
+          std::vector<hvd::Handle> handles;
+          {
+            py::gil_scoped_release release;
+            handles = hvd::grouped_allreduce_async(name, tensors, op, prescale,
+                                                   postscale, process_set);
+          }
+          std::vector<std::shared_ptr<Op>> ops;
+          for (hvd::Handle& h : handles) {
+            auto one = std::make_shared<Op>(false);
+            one->set(std::move(h));
+            one->Submitted();
+            ops.push_back(std::move(one));
+          }
+          return ops;
+        });
   m.def("allgather",
         [](const std::string& name, uintptr_t data, hvd::DataType dtype,
            std::vector<int64_t> shape, int device, int process_set) {
@@ -311,20 +309,21 @@ PYBIND11_MODULE(_core, m) {
             return hvd::broadcast_async(name, t, root, process_set);
           });
         });
-  m.def("alltoall", [](const std::string& name, uintptr_t data, hvd::DataType dtype,
-                       std::vector<int64_t> shape, int device,
-                       const std::vector<int64_t>& splits, int process_set) {
-    hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-    return Start(true, [&](hvd::Output* out) {
-      return hvd::alltoall_async(name, t, splits, out, process_set);
-    });
-  });
+  m.def("alltoall",
+        [](const std::string& name, uintptr_t data, hvd::DataType dtype,
+           std::vector<int64_t> shape, int device,
+           const std::vector<int64_t>& splits, int process_set) {
+          hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
+          return Start(true, [&](hvd::Output* out) {
+            return hvd::alltoall_async(name, t, splits, out, process_set);
+          });
+        });
   m.def("reducescatter",
         [](const std::string& name, uintptr_t data, hvd::DataType dtype,
-           std::vector<int64_t> shape, int device, hvd::ReduceOp op, double prescale,
-           double postscale, int process_set) {
+           std::vector<int64_t> shape, int device, hvd::ReduceOp op,
+           double prescale, double postscale, int process_set) {
           hvd::Tensor t = MakeTensor(data, dtype, std::move(shape), device);
-                return Start(true, [&](hvd::Output* out) {
+          return Start(true, [&](hvd::Output* out) {
             return hvd::reducescatter_async(name, t, out, op, prescale,
                                             postscale, process_set);
           });

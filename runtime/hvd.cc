@@ -11,6 +11,7 @@
 #include "runtime/context.h"
 #include "runtime/metrics.h"
 #include "runtime/timeline.h"
+#include "runtime/transport/nccl/nccl_backend.h"
 
 namespace hvd {
 using internal::RankList;
@@ -268,6 +269,8 @@ HVD_ASSIGNMENT_GETTER(local_size)
 HVD_ASSIGNMENT_GETTER(cross_rank)
 HVD_ASSIGNMENT_GETTER(cross_size)
 HVD_ASSIGNMENT_GETTER(gpu)
+
+int nccl_built() { return runtime::NcclVersionCode(); }
 #undef HVD_ASSIGNMENT_GETTER
 
 Status start_timeline(const std::string& path, bool mark_cycles) {

@@ -25,11 +25,16 @@ def test_assignment_matches_the_launcher() -> None:
 def test_build_queries() -> None:
     assert hvd.gloo_built() and hvd.gloo_enabled()
     assert not hvd.mpi_built() and not hvd.mpi_enabled()
-    assert not hvd.mpi_threads_supported()
+    # As Horovod answers where MPI is not enabled.
+    with pytest.raises(ValueError, match="MPI is not enabled"):
+        hvd.mpi_threads_supported()
     assert not hvd.ddl_built() and not hvd.ccl_built()
     assert not hvd.rocm_built()
-    assert isinstance(hvd.nccl_built(), bool)
-    assert hvd.cuda_built() == hvd.nccl_built()
+    # The NCCL version as an int (0 without), so versions compare.
+    nccl = hvd.nccl_built()
+    assert type(nccl) is int
+    assert nccl == 0 or nccl >= 2000
+    assert hvd.cuda_built() == (nccl > 0)
 
 
 def test_the_same_module_under_both_names() -> None:
@@ -64,7 +69,24 @@ def test_init_refuses_an_mpi_communicator() -> None:
         hvd.init(comm=object())
 
 
+def _rejoin(timeline: str) -> None:
+    """Leaves and joins again with HOROVOD_TIMELINE as given ("": unset)."""
+    hvd.shutdown()
+    if timeline:
+        os.environ["HOROVOD_TIMELINE"] = timeline
+    else:
+        os.environ.pop("HOROVOD_TIMELINE", None)
+    hvd.init()
+
+
+def test_start_timeline_needs_horovod_timeline_at_init() -> None:
+    _rejoin("")
+    with pytest.raises(ValueError, match="HOROVOD_TIMELINE=DYNAMIC"):
+        hvd.start_timeline(os.path.join(tempfile.gettempdir(), "never.json"))
+
+
 def test_timeline_started_and_stopped_at_run_time() -> None:
+    _rejoin("DYNAMIC")
     path = os.path.join(tempfile.gettempdir(),
                         f"hvd-py-timeline-{os.getpid()}.json")
     # Every rank names its own file; rank 0 writes.
@@ -82,3 +104,4 @@ def test_timeline_started_and_stopped_at_run_time() -> None:
         os.unlink(path)
         names = json.dumps(events)
         assert "allreduce.timeline.tensor" in names
+    _rejoin("")

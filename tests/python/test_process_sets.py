@@ -116,8 +116,9 @@ def test_dynamic_sets_added_used_and_removed() -> None:
             hvd.add_process_set([0, n + 3])
         with pytest.raises(ValueError, match="twice"):
             hvd.add_process_set([0, 0])
-        with pytest.raises(ValueError):
-            hvd.remove_process_set(hvd.global_process_set)
+        # As Horovod: the global set is never removed, and lists every rank.
+        assert not hvd.remove_process_set(hvd.global_process_set)
+        assert hvd.global_process_set.ranks == list(range(n))
         for ps in (first, head):
             if ps.included():
                 got = hvd.allreduce(torch.tensor([float(r)]), op=hvd.Sum,
@@ -125,6 +126,8 @@ def test_dynamic_sets_added_used_and_removed() -> None:
                 assert got.item() == sum(ps.ranks)
         assert hvd.remove_process_set(first)
         assert first.process_set_id is None
+        assert not hvd.remove_process_set(first)  # no more registered
+        assert not hvd.remove_process_set(hvd.ProcessSet([0]))  # never
         with pytest.raises(ValueError, match="not registered"):
             hvd.allreduce(torch.ones(1), process_set=first)
         again = hvd.add_process_set([0, n - 1])

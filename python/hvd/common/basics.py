@@ -1,10 +1,14 @@
 """Joining the job and asking where this process stands in it."""
 
+import os
 from typing import Optional, Sequence
 
 from hvd import _core
 
 _NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
+# Horovod's rule: start_timeline() works when HOROVOD_TIMELINE was set as
+# the job joined (a file, or DYNAMIC to start recording later).
+_timeline_set_at_init = False
 
 
 def init(comm: Optional[object] = None,
@@ -27,6 +31,8 @@ def init(comm: Optional[object] = None,
     if _core.is_initialized():
         return
     _core.init(ranks, dynamic)
+    global _timeline_set_at_init
+    _timeline_set_at_init = bool(os.environ.get("HOROVOD_TIMELINE"))
     _ps._after_init(process_sets)
 
 
@@ -78,8 +84,14 @@ def is_homogeneous() -> bool:
 
 
 def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
-    """Records the timeline into ``file_path`` from now on (rank 0 writes)."""
+    """Records the timeline into ``file_path`` from now on (rank 0 writes).
+
+    As in Horovod, the job must have joined with HOROVOD_TIMELINE set (to a
+    file, or to DYNAMIC to record only between start and stop)."""
     _checked(_core.size())
+    if not _timeline_set_at_init:
+        raise ValueError(
+            "Set HOROVOD_TIMELINE=DYNAMIC to enable dynamic timeline usage.")
     _core.start_timeline(file_path, mark_cycles)
 
 
@@ -88,11 +100,12 @@ def stop_timeline() -> None:
     _core.stop_timeline()
 
 
-# What this build has. hvd's collectives run on its own shared memory, Gloo
-# and NCCL; it never runs MPI, DDL, oneCCL or ROCm.
+# What this build has, answered as Horovod answers for a Gloo build: hvd's
+# collectives run on its own shared memory, Gloo and NCCL; it never runs
+# MPI, DDL, oneCCL or ROCm.
 def mpi_threads_supported() -> bool:
-    _checked(_core.size())
-    return False
+    raise ValueError("Horovod MPI is not enabled; Please make sure it's "
+                     "installed and enabled.")
 
 
 def mpi_enabled() -> bool:
@@ -111,8 +124,10 @@ def gloo_built() -> bool:
     return True
 
 
-def nccl_built() -> bool:
-    return bool(_core.nccl_built)
+def nccl_built() -> int:
+    """The NCCL version this build has (NCCL_VERSION_CODE, e.g. 22809 for
+    2.28.9), 0 without NCCL: code compares it with versions."""
+    return int(_core.nccl_built)
 
 
 def ddl_built() -> bool:
@@ -124,7 +139,7 @@ def ccl_built() -> bool:
 
 
 def cuda_built() -> bool:
-    return bool(_core.nccl_built)
+    return _core.nccl_built > 0
 
 
 def rocm_built() -> bool:

@@ -75,16 +75,20 @@ def _init_arguments(process_sets: Any) -> tuple:
     if process_sets == "dynamic":
         return [], True
     sets = [_as_set(p) for p in (process_sets or [])]
-    return [ps.ranks for ps in sets if ps.ranks is not None], False
+    return [ps.ranks for ps in sets
+            if ps.ranks is not None and ps is not global_process_set], False
 
 
 def _after_init(process_sets: Any) -> None:
     global_process_set.process_set_id = 0
+    # As Horovod's: the global set lists every rank once the job is joined.
+    global_process_set.ranks = list(range(_core.size()))
     if process_sets is None or process_sets == "dynamic":
         return
     ids = _core.process_set_ids()[1:]
     sets = [p for p in process_sets
-            if isinstance(p, ProcessSet) and p.ranks is not None]
+            if isinstance(p, ProcessSet) and p.ranks is not None and
+            p is not global_process_set]
     for ps, set_id in zip(sets, ids):
         ps.process_set_id = set_id
         _registered[set_id] = ps
@@ -117,7 +121,7 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]
     """Registers a set on every rank (all must call it, in the same order)
     and returns it. Needs dynamic process sets."""
     ps = _as_set(process_set)
-    if ps.ranks is None:
+    if ps is global_process_set or ps.ranks is None:
         raise ValueError("the global process set is always there")
     if ps.process_set_id is not None:
         raise ValueError(f"{ps!r} is registered already")
@@ -128,9 +132,14 @@ def add_process_set(process_set: Union[ProcessSet, Sequence[int]]
 
 def remove_process_set(process_set: ProcessSet) -> bool:
     """Unregisters a set on every rank (all must call it, with nothing of
-    the set in flight). True once removed."""
-    set_id = _set_id(process_set)
-    _core.remove_process_set(set_id)
+    the set in flight). True once removed; False, as in Horovod, for the
+    global set and for a set that is not registered (never, or no more)."""
+    set_id = getattr(process_set, "process_set_id", None)
+    if process_set is global_process_set or set_id is None or set_id == 0:
+        return False
     _registered.pop(set_id, None)
     process_set.process_set_id = None
+    if set_id not in _core.process_set_ids():
+        return False
+    _core.remove_process_set(set_id)
     return True

@@ -50,6 +50,9 @@ int cross_rank();
 int cross_size();
 // The GPU this rank should use, or -1 when its host has none.
 int gpu();
+// The NCCL this libhvd was built with, as NCCL_VERSION_CODE (2.28.9:
+// 22809), or 0 when it was built without NCCL. Callable before init().
+int nccl_built();
 
 enum class DataType {
   kUInt8,

@@ -381,6 +381,8 @@ int CudaDeviceCount() {
   return n;
 }
 
+int NcclVersionCode() { return NCCL_VERSION_CODE; }
+
 StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& o,
                                                      Store& store) {
   const std::string where = "rank " + std::to_string(o.rank) + ": nccl";

@@ -15,6 +15,8 @@ namespace hvd::runtime {
 
 // CUDA devices visible to this process; 0 without a driver or device.
 int CudaDeviceCount();
+// NCCL_VERSION_CODE of the NCCL built in; 0 without one.
+int NcclVersionCode();
 
 struct NcclOptions {
   int rank = 0;

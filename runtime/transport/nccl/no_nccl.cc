@@ -6,6 +6,8 @@ namespace hvd::runtime {
 
 int CudaDeviceCount() { return 0; }
 
+int NcclVersionCode() { return 0; }
+
 StatusOr<std::unique_ptr<Backend>> CreateNcclBackend(const NcclOptions& options,
                                                      Store&) {
   return Status::FailedPrecondition(
