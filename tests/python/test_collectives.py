@@ -47,14 +47,40 @@ def test_allgather_async_grouped_and_empty() -> None:
     assert nothing.shape == (0, 2)
 
 
-def test_allgather_gradient_is_this_ranks_rows_of_the_sum() -> None:
+def _weights(q: int, rows: int) -> np.ndarray:
+    """What rank q weighs the gathered rows by: a different number per row
+    and per rank, so a wrong slice or a sum for an average shows."""
+    return (q + 1) * np.arange(1, rows * 2 + 1, dtype=np.float64).reshape(
+        rows, 2)
+
+
+def test_allgather_gradient_is_this_ranks_rows_of_the_average() -> None:
     r, n = hvd.rank(), hvd.size()
     x = torch.ones(rows_of(r), 2, dtype=torch.float64, requires_grad=True)
     y = hvd.allgather(x, name="gather.grad")
-    # Rank q weighs the gathered rows by q + 1.
-    (y * (r + 1)).sum().backward()
+    total = sum(rows_of(q) for q in range(n))
+    (y * torch.from_numpy(_weights(r, total))).sum().backward()
+    # Horovod's gradient: the ranks' gradients averaged, this rank's rows.
+    mean = np.mean([_weights(q, total) for q in range(n)], axis=0)
+    begin = sum(rows_of(q) for q in range(r))
     np.testing.assert_allclose(x.grad.numpy(),
-                               np.full((rows_of(r), 2), n * (n + 1) / 2))
+                               mean[begin:begin + rows_of(r)])
+
+
+def test_grouped_allgather_carries_each_gradient() -> None:
+    r, n = hvd.rank(), hvd.size()
+    xs = [torch.ones(rows_of(r), 2, dtype=torch.float64, requires_grad=True)
+          for _ in range(2)]
+    ys = hvd.grouped_allgather(xs, name="ggather.grad")
+    assert all(y.grad_fn is not None for y in ys)
+    total = sum(rows_of(q) for q in range(n))
+    for k, y in enumerate(ys):
+        (y * torch.from_numpy(_weights(r + k, total))).sum().backward()
+    begin = sum(rows_of(q) for q in range(r))
+    for k, x in enumerate(xs):
+        mean = np.mean([_weights(q + k, total) for q in range(n)], axis=0)
+        np.testing.assert_allclose(x.grad.numpy(),
+                                   mean[begin:begin + rows_of(r)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -76,8 +102,10 @@ def test_broadcast_async_and_gradient() -> None:
     assert hvd.synchronize(h) is t
     assert t.tolist() == [float(n - 1)] * 3
     x = torch.full((2,), float(r), requires_grad=True)
-    hvd.broadcast(x, 0, name="bcast.grad").sum().backward()
-    want = float(n) if r == 0 else 0.0
+    # Rank q's gradient is q + 1: the root gets their average, the others
+    # zero (Horovod's gradient of a broadcast).
+    (hvd.broadcast(x, 0, name="bcast.grad") * (r + 1)).sum().backward()
+    want = (n + 1) / 2 if r == 0 else 0.0
     assert x.grad.tolist() == [want, want]
 
 
@@ -158,12 +186,28 @@ def test_reducescatter_scale_factors_grouped_and_gradient() -> None:
                                      op=hvd.Sum)
     assert outs[0].shape == (1, 1) and outs[1].shape == (2,)
     assert outs[1].tolist() == [float(n)] * 2
-    x = torch.ones(n, 2, dtype=torch.float64, requires_grad=True)
-    y = hvd.reducescatter(x, op=hvd.Sum, name="rs.grad")
-    (y * (r + 1)).sum().backward()
-    # Row q of x lands on rank q, weighed by q + 1.
-    want = np.repeat(np.arange(1, n + 1)[:, None], 2, axis=1)
-    np.testing.assert_allclose(x.grad.numpy(), want)
+    # Row q of x lands on rank q, weighed by q + 1. Horovod's gradient:
+    # every rank's gathered back, times the size for Sum, 1 for Average.
+    rows = np.repeat(np.arange(1, n + 1)[:, None], 2, axis=1)
+    for op, factor in ((hvd.Sum, n), (hvd.Average, 1)):
+        x = torch.ones(n, 2, dtype=torch.float64, requires_grad=True)
+        y = hvd.reducescatter(x, op=op, name=f"rs.grad.{op}")
+        (y * (r + 1)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), rows * factor)
+    xs = [torch.ones(n, 2, dtype=torch.float64, requires_grad=True)
+          for _ in range(2)]
+    ys = hvd.grouped_reducescatter(xs, op=hvd.Sum, name="grs.grad")
+    assert all(y.grad_fn is not None for y in ys)
+    sum(((y * (r + 1)).sum() for y in ys)).backward()
+    for x in xs:
+        np.testing.assert_allclose(x.grad.numpy(), rows * n)
+
+
+def test_reducescatter_refuses_a_scalar_and_adasum_as_horovod() -> None:
+    with pytest.raises(RuntimeError):
+        hvd.reducescatter(torch.tensor(1.0), op=hvd.Sum)
+    with pytest.raises(RuntimeError, match="Adasum"):
+        hvd.reducescatter(torch.ones(hvd.size(), 2), op=hvd.Adasum)
 
 
 def test_collectives_mixed_with_others_in_flight() -> None:

@@ -425,8 +425,19 @@ def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
                      lambda: _from_output(core, dtype, device), handle)
 
 
+def _allgather_grad(grad_output: torch.Tensor, rows: int,
+                    process_set: ProcessSet) -> torch.Tensor:
+    """Horovod's gradient of an allgather: the gradient averaged over the
+    ranks, cut back to this rank's rows."""
+    grad = allreduce(grad_output, op=Average, process_set=process_set)
+    counts = allgather(torch.tensor([rows], dtype=torch.int64),
+                       process_set=process_set)
+    me = process_set.rank() if process_set.ranks else rank()
+    return grad.narrow(0, int(counts[:me].sum()), rows)
+
+
 class HorovodAllgather(torch.autograd.Function):
-    """Allgather with a gradient: this rank's rows of the summed gradient."""
+    """Allgather with Horovod's gradient (_allgather_grad)."""
 
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str],
@@ -437,12 +448,8 @@ class HorovodAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Any, ...]:
-        grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
-        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
-                         process_set=ctx.process_set)
-        me = ctx.process_set.rank() if ctx.process_set.ranks else rank()
-        offset = int(dims[:me].sum())
-        return grad.narrow(0, offset, ctx.dim), None, None
+        return (_allgather_grad(grad_output, ctx.dim, ctx.process_set), None,
+                None)
 
 
 def allgather(tensor: torch.Tensor, name: Optional[str] = None,
@@ -479,11 +486,29 @@ class _Handles:
         pass  # finish() synchronizes each
 
 
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """A grouped allgather with each tensor's allgather gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, name: Optional[str], process_set: ProcessSet,
+                *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        ctx.rows = [t.shape[0] if t.dim() > 0 else 1 for t in tensors]
+        ctx.process_set = process_set
+        return tuple(synchronize(grouped_allgather_async(
+            list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> Tuple[Any, ...]:
+        return (None, None) + tuple(
+            _allgather_grad(g, rows, ctx.process_set)
+            for g, rows in zip(grads, ctx.rows))
+
+
 def grouped_allgather(tensors: Sequence[torch.Tensor],
                       name: Optional[str] = None,
                       process_set: ProcessSet = global_process_set
                       ) -> List[torch.Tensor]:
-    return synchronize(grouped_allgather_async(tensors, name, process_set))
+    return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
 # ---------------------------------------------------------------- broadcast
@@ -525,7 +550,8 @@ def broadcast_async_(tensor: torch.Tensor, root_rank: int,
 
 
 class HorovodBroadcast(torch.autograd.Function):
-    """Broadcast with a gradient: the summed gradient, on the root only."""
+    """Broadcast with Horovod's gradient: the gradient averaged over the
+    ranks, on the root only (zero elsewhere)."""
 
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, root_rank: int,
@@ -538,7 +564,7 @@ class HorovodBroadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Any, ...]:
-        grad = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
+        grad = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         if rank() != ctx.root_rank:  # root_rank is a rank of the job
             grad = grad * 0
         return grad, None, None, None
@@ -644,6 +670,16 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
     """Starts reducing `tensor` over ranks and keeping this rank's block of
     first-dimension rows (the first rows % size ranks get one more)."""
     ps = _set_id(process_set)
+    # Raised as Horovod raises them (its extension's errors come through
+    # as HorovodInternalError, a RuntimeError).
+    if op == Adasum:
+        raise HorovodInternalError(
+            "Reducescatter does not support Adasum: use hvd.Sum or "
+            "hvd.Average")
+    if tensor.dim() == 0:
+        raise HorovodInternalError(
+            "Reducescatter needs a tensor of at least one dimension (its "
+            "rows are scattered); got a 0-d tensor")
     op = _resolve_op(op, None)
     handle = next(_handles)
     work = _host(tensor)
@@ -657,8 +693,19 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
                      lambda: _from_output(core, dtype, device), handle)
 
 
+def _reducescatter_grad(grad_output: torch.Tensor, op: int, scale: float,
+                        process_set: ProcessSet) -> torch.Tensor:
+    """Horovod's gradient of a reducescatter: every rank's gradient
+    gathered back, times the set's size for Sum (1 for Average), and the
+    scale factors the forward applied."""
+    grad = allgather(grad_output, process_set=process_set)
+    n = process_set.size() if process_set.ranks else size()
+    scale *= n if op == Sum else 1
+    return grad * scale if scale != 1 else grad
+
+
 class HorovodReducescatter(torch.autograd.Function):
-    """Reducescatter with a gradient: every rank's block gathered back."""
+    """Reducescatter with Horovod's gradient (_reducescatter_grad)."""
 
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], op: int,
@@ -673,11 +720,8 @@ class HorovodReducescatter(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Tuple[Any, ...]:
-        grad = allgather(grad_output, process_set=ctx.process_set)
-        n = ctx.process_set.size() if ctx.process_set.ranks else size()
-        scale = ctx.scale / (n if ctx.op == Average else 1)
-        if scale != 1:
-            grad = grad * scale
+        grad = _reducescatter_grad(grad_output, ctx.op, ctx.scale,
+                                   ctx.process_set)
         return grad, None, None, None, None, None
 
 
@@ -718,10 +762,32 @@ def grouped_reducescatter(tensors: Sequence[torch.Tensor],
                           postscale_factor: float = 1.0
                           ) -> List[torch.Tensor]:
     pairs = [compression.compress(t) for t in tensors]
-    outs = synchronize(grouped_reducescatter_async(
-        [p[0] for p in pairs], name, op, process_set, prescale_factor,
-        postscale_factor))
+    outs = HorovodGroupedReducescatter.apply(
+        name, op, process_set, prescale_factor, postscale_factor,
+        *[p[0] for p in pairs])
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    """A grouped reducescatter with each tensor's reducescatter gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, name: Optional[str], op: int,
+                process_set: ProcessSet, prescale_factor: float,
+                postscale_factor: float,
+                *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        ctx.op = op
+        ctx.process_set = process_set
+        ctx.scale = prescale_factor * postscale_factor
+        return tuple(synchronize(grouped_reducescatter_async(
+            list(tensors), name, op, process_set, prescale_factor,
+            postscale_factor)))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> Tuple[Any, ...]:
+        return (None,) * 5 + tuple(
+            _reducescatter_grad(g, ctx.op, ctx.scale, ctx.process_set)
+            for g in grads)
 
 
 # ------------------------------------------------------------------ control
