@@ -37,7 +37,11 @@ Status Handle::wait() const {
   return state_->completion->Wait();
 }
 
-bool Handle::poll() const { return state_ && state_->completion->done(); }
+bool Handle::poll() const {
+  if (!state_ || !state_->completion->done()) return false;
+  state_->completion->Collect();  // the caller learnt it is done
+  return true;
+}
 
 bool Handle::refused() const { return state_ && state_->completion->refused(); }
 

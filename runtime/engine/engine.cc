@@ -23,6 +23,7 @@ bool Completion::done() const {
 Status Completion::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return done_; });
+  Collect();
   return status_;
 }
 
@@ -186,12 +187,14 @@ void Engine::AddLocked(Request request, void* data, Output* out,
     gone = Status::Aborted(who, "the engine has shut down");
   }
   if (!gone.ok()) return;
-  if (refuse.ok() && pending_.count(request.name)) {
+  if (refuse.ok() &&
+      (pending_.count(request.name) || NameHeldLocked(request.name))) {
     refuse = Status::InvalidArgument(
         who, "is already in flight on rank " + std::to_string(options_.rank) +
                  "; wait for it before submitting the name again");
   }
   if (!refuse.ok()) return;
+  HoldNameLocked(request.name, done);
   if (request.shape.empty() && request.type != OpType::kJoin &&
       request.type != OpType::kBarrier) {
     request.shape = {request.count};
@@ -209,6 +212,26 @@ void Engine::AddLocked(Request request, void* data, Output* out,
       allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
   }
+}
+
+bool Engine::NameHeldLocked(const std::string& name) const {
+  auto it = held_names_.find(name);
+  if (it == held_names_.end()) return false;
+  std::shared_ptr<Completion> c = it->second.lock();
+  return c && !c->collected();
+}
+
+void Engine::HoldNameLocked(const std::string& name,
+                            const std::shared_ptr<Completion>& done) {
+  held_names_[name] = done;
+  // Names of collected or forgotten results are dropped now and then, so
+  // a program naming every step anew does not grow the map.
+  if (held_names_.size() < prune_at_) return;
+  for (auto it = held_names_.begin(); it != held_names_.end();) {
+    std::shared_ptr<Completion> c = it->second.lock();
+    it = (!c || c->collected()) ? held_names_.erase(it) : std::next(it);
+  }
+  prune_at_ = std::max<size_t>(64, 2 * held_names_.size());
 }
 
 void Engine::AllreducesDoneLocked(int n) {

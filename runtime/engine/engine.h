@@ -136,6 +136,13 @@ class Engine : private CycleDriver::Cycles {
   void AddLocked(Request request, void* data, Output* out,
                  const std::shared_ptr<Completion>& done, Status& refuse,
                  Status& gone);
+  // A name stays taken until its result is collected (Completion), not
+  // only while it is in flight: a program that submits a name again
+  // before collecting the first is refused every time, however fast the
+  // first completed. (`mu_` held.)
+  bool NameHeldLocked(const std::string& name) const;
+  void HoldNameLocked(const std::string& name,
+                      const std::shared_ptr<Completion>& done);
   // `ready` is set once the thread is named and bound.
   void Loop(std::promise<void>* ready);
   // What the cycle driver asks (CycleDriver::Cycles; each takes `mu_`):
@@ -212,6 +219,9 @@ class Engine : private CycleDriver::Cycles {
   std::mutex mu_;
   std::vector<Request> fresh_;              // guarded by mu_: not yet sent
   std::map<std::string, Pending> pending_;  // guarded by mu_
+  // Names whose latest result may not be collected yet (guarded by mu_).
+  std::map<std::string, std::weak_ptr<Completion>> held_names_;
+  size_t prune_at_ = 64;  // guarded by mu_
   // Allreduces in pending_, and since when one has been (guarded by mu_):
   // the time a rank waits on allreduces, for the metrics.
   int allreduces_pending_ = 0;

@@ -1,6 +1,7 @@
 // A request the engine holds until it completes, and its completion.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -25,8 +26,14 @@ class Completion {
   void Refuse(Status s);
   bool refused() const;
   int64_t value() const;
+  // The caller has its result: Wait returned, or a poll found it done.
+  // Until then (or until the last handle to it is gone) its name stays
+  // taken on this rank (Engine::Enqueue refuses it).
+  void Collect() { collected_.store(true, std::memory_order_release); }
+  bool collected() const { return collected_.load(std::memory_order_acquire); }
 
  private:
+  std::atomic<bool> collected_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -223,3 +223,17 @@ def test_collectives_mixed_with_others_in_flight() -> None:
     assert ag.shape == (n,)
     assert bc.tolist() == [0.0, 0.0]
     assert rs.tolist() == [float(n)]
+
+
+def test_a_name_stays_taken_until_its_handle_is_synchronized() -> None:
+    t = torch.ones(2, 3)
+    first = hvd.allgather_async(t, name="taken")
+    # Submitted after "taken" on every rank, so done after it: "taken" has
+    # completed in the engine, but its handle is not synchronized.
+    hvd.allreduce(torch.ones(1), name="taken.after")
+    for _ in range(3):
+        with pytest.raises(ValueError, match="already in flight"):
+            hvd.allgather_async(t, name="taken")
+    assert hvd.synchronize(first).shape == (2 * hvd.size(), 3)
+    again = hvd.allgather_async(t, name="taken")
+    assert hvd.synchronize(again).shape == (2 * hvd.size(), 3)

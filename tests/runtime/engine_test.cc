@@ -355,6 +355,30 @@ TEST(EngineErrorTest, DuplicateNameInFlightIsRefused) {
   });
 }
 
+// A name stays taken until the caller has its result (a wait, a poll that
+// found it done) or drops it, not only while it is in flight: the second
+// submission is refused every time, however fast the first completed.
+TEST(EngineErrorTest, ANameStaysTakenUntilItsResultIsCollected) {
+  RunRanks(2, 1 << 20, [&](Context& ctx, int) {
+    std::vector<float> a(4, 1.0f), b(4, 1.0f);
+    Request r;
+    r.name = "held";
+    r.count = 4;
+    auto first = ctx.engine().Enqueue(r, a.data());
+    while (!first->done()) std::this_thread::sleep_for(milliseconds(1));
+    Status again = ctx.engine().Enqueue(r, b.data())->Wait();
+    EXPECT_EQ(again.code(), StatusCode::kInvalidArgument) << again.message();
+    EXPECT_TRUE(first->Wait().ok());  // collected: the name is free
+    EXPECT_TRUE(ctx.engine().Enqueue(r, b.data())->Wait().ok());
+    // A result nobody holds any more frees its name too.
+    r.name = "dropped";
+    auto dropped = ctx.engine().Enqueue(r, a.data());
+    while (!dropped->done()) std::this_thread::sleep_for(milliseconds(1));
+    dropped.reset();
+    EXPECT_TRUE(ctx.engine().Enqueue(r, b.data())->Wait().ok());
+  });
+}
+
 TEST(EngineErrorTest, DeadPeerFailsPendingHandlesNotHangs) {
   auto start = std::chrono::steady_clock::now();
   RunRanks(
