@@ -11,7 +11,7 @@ import importlib.machinery
 import importlib.util
 import sys
 from types import ModuleType
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import hvd as _hvd
 
@@ -44,3 +44,9 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 if not any(isinstance(f, _Alias) for f in sys.meta_path):
     sys.meta_path.insert(0, _Alias())
+
+
+def run(*args: Any, **kwargs: Any) -> Any:
+    """Horovod's ``horovod.run`` (hvd.runner.run; imported when called)."""
+    from hvd.runner import run as _run
+    return _run(*args, **kwargs)

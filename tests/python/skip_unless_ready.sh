@@ -8,7 +8,7 @@ skip_unless_ready() {
   modules=$(IFS=,; echo "$*")
   if ! "$python" -c "import $modules" 2>/dev/null; then
     echo "skipped: $python cannot import $* (install python3-torch" \
-         "python3-pytest python3-numpy)"
+         "python3-pytest python3-numpy python3-cloudpickle)"
     exit 77
   fi
   if ! compgen -G "$build/python/hvd/_core*.so" >/dev/null; then
