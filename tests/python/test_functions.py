@@ -105,3 +105,45 @@ def test_broadcast_object_and_allgather_object() -> None:
 def test_barrier() -> None:
     for _ in range(5):
         hvd.barrier()
+
+
+def test_broadcast_parameters_of_bare_tensors() -> None:
+    r = hvd.rank()
+    tensors = [torch.full((2,), float(r)), torch.full((3, 1), float(r) * 2)]
+    hvd.broadcast_parameters(tensors, root_rank=0)
+    assert tensors[0].tolist() == [0.0, 0.0]
+    assert tensors[1].flatten().tolist() == [0.0] * 3
+    with pytest.raises(ValueError, match="invalid params"):
+        hvd.broadcast_parameters([1, 2], root_rank=0)
+
+
+def test_objects_travel_with_cloudpickle() -> None:
+    pytest.importorskip("cloudpickle")
+    offset = 40 + hvd.rank()
+    # A lambda with a closure: pickle refuses it, cloudpickle carries it.
+    add = hvd.broadcast_object(lambda x: x + offset, root_rank=0)
+    assert add(2) == 42
+    got = hvd.allgather_object(lambda: hvd.rank() * 10)
+    assert [f() for f in got] == [hvd.rank() * 10] * hvd.size()
+
+
+def test_optimizer_state_made_where_a_parameter_had_no_gradient() -> None:
+    torch.manual_seed(7)
+    used, unused = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    params = list(used.parameters()) + list(unused.parameters()) + [frozen]
+    opt = torch.optim.Adam(params, lr=0.1)
+    if hvd.rank() == 0:
+        # The root stepped with both layers; the others only with one, so
+        # `unused` has no buffers there.
+        (used(torch.ones(1, 3)).sum() + unused(torch.ones(1, 3)).sum()
+         ).backward()
+    else:
+        used(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    hvd.broadcast_optimizer_state(opt, 0)
+    for p in params:
+        for key, value in sorted(opt.state.get(p, {}).items()):
+            if torch.is_tensor(value):
+                assert gathered_equal(value), key
+    assert len(opt.state.get(unused.weight, {})) > 0

@@ -211,3 +211,41 @@ def test_sync_batch_norm_matches_batch_norm_on_the_whole_batch() -> None:
     np.testing.assert_allclose(sync(full[mine]).detach().numpy(),
                                ref.eval()(full[mine]).detach().numpy(),
                                rtol=1e-9)
+
+
+def test_horovods_remaining_surface() -> None:
+    model = torch.nn.Linear(3, 1)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        named_parameters=model.named_parameters())
+    assert set(opt._parameter_names.values()) == {"weight", "bias"}
+    opt.set_backward_passes_per_step(2)
+    for _ in range(2):  # two passes accumulate, then one allreduce
+        model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    # A pass in flight is dropped by load_state_dict: the next step starts
+    # clean, and zero_grad is allowed again.
+    model(torch.ones(1, 3)).sum().backward()
+    opt.load_state_dict(opt.state_dict())
+    opt.zero_grad()
+    opt.set_backward_passes_per_step(1)
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    with pytest.raises(ValueError):
+        opt.set_backward_passes_per_step(0)
+
+
+def test_hooks_only_on_the_sets_members() -> None:
+    hvd.shutdown()
+    hvd.init(process_sets="dynamic")
+    try:
+        ps = hvd.add_process_set([0])
+        model = torch.nn.Linear(2, 1)
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.1), process_set=ps)
+        assert (len(opt._grad_accs) > 0) == (hvd.rank() == 0)
+        hvd.remove_process_set(ps)
+    finally:
+        hvd.shutdown()
+        hvd.init()

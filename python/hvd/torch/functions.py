@@ -12,16 +12,32 @@ from hvd.torch.mpi_ops import (allgather, broadcast_, broadcast_async_, rank,
                                synchronize)
 
 
+def _dumps(obj: Any) -> bytes:
+    """`obj` pickled as Horovod does, with cloudpickle (lambdas and local
+    functions travel too), else with pickle where it is not installed."""
+    try:
+        import cloudpickle
+    except ImportError:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(obj)
+
+
 def _pairs(params: Any) -> List[Tuple[str, torch.Tensor]]:
     if isinstance(params, dict):
         return sorted(params.items())
     if isinstance(params, list):
-        for p in params:
-            if not (isinstance(p, tuple) and len(p) == 2):
+        pairs = []
+        for i, p in enumerate(params):
+            if torch.is_tensor(p):  # model.parameters(): named by place
+                pairs.append((str(i), p))
+            elif isinstance(p, tuple) and len(p) == 2:
+                pairs.append(p)
+            else:
                 raise ValueError("invalid params of type: list of "
-                                 f"{type(p).__name__} (give (name, tensor) "
-                                 "pairs, e.g. model.named_parameters())")
-        return list(params)
+                                 f"{type(p).__name__} (give tensors or "
+                                 "(name, tensor) pairs, e.g. "
+                                 "model.named_parameters())")
+        return pairs
     if hasattr(params, "__iter__"):  # a generator of (name, tensor)
         return _pairs(list(params))
     raise ValueError(f"invalid params of type: {type(params).__name__}")
@@ -31,8 +47,9 @@ def broadcast_parameters(params: Any, root_rank: int,
                          process_set: ProcessSet = global_process_set) -> None:
     """Copies root_rank's parameters into every rank's, in place.
 
-    ``params``: ``model.state_dict()``, ``model.named_parameters()`` or a
-    list of (name, tensor) pairs.
+    ``params``: ``model.state_dict()``, ``model.named_parameters()``, a
+    list of (name, tensor) pairs, or a list of tensors (every rank lists
+    them in the same order).
     """
     handles = []
     for name, p in _pairs(params):
@@ -51,7 +68,7 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
     """root_rank's `obj` (pickled) on every rank."""
     name = name or type(obj).__name__
     if rank() == root_rank:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _dumps(obj)
         length = torch.tensor([len(payload)], dtype=torch.int64)
     else:
         payload = b""
@@ -71,7 +88,7 @@ def allgather_object(obj: Any, name: Optional[str] = None,
                      process_set: ProcessSet = global_process_set) -> List[Any]:
     """Every rank's `obj` (pickled), in rank order."""
     name = name or type(obj).__name__
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = _dumps(obj)
     data = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
     sizes = allgather(torch.tensor([len(payload)], dtype=torch.int64),
                       name=name + ".sizes", process_set=process_set)
@@ -83,42 +100,64 @@ def allgather_object(obj: Any, name: Optional[str] = None,
     return out
 
 
+def _sparse_parameters(model: Optional[torch.nn.Module]) -> set:
+    """The parameters of `model`'s layers whose gradients are sparse."""
+    if model is None:
+        return set()
+    return {id(p) for m in model.modules()
+            if getattr(m, "sparse", False) for p in m.parameters()}
+
+
+def _create_state(optimizer: torch.optim.Optimizer, params: List[Any],
+                  model: Optional[torch.nn.Module]) -> None:
+    """An optimizer that has not stepped yet has no buffers: one step with
+    zero gradients (sparse ones for `model`'s sparse layers) makes them,
+    and the parameters are put back as they were."""
+    sparse = _sparse_parameters(model)
+    saved = [(p, p.data.clone(), p.grad) for p in params]
+    for p in params:
+        if p.requires_grad:
+            zero = torch.zeros_like(p.data)
+            p.grad = zero.to_sparse() if id(p) in sparse else zero
+    # Not the distributed step: nothing to reduce.
+    step = getattr(optimizer, "_local_step", optimizer.step)
+    step()
+    for p, data, grad in saved:
+        p.data.copy_(data)
+        p.grad = grad
+
+
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
                               root_rank: int,
+                              model: Optional[torch.nn.Module] = None,
                               process_set: ProcessSet = global_process_set
                               ) -> None:
     """Copies root_rank's optimizer state (hyper-parameters and per-parameter
     buffers) into every rank's optimizer.
 
-    An optimizer that has not stepped yet has no buffers; it takes one step
-    with zero gradients to create them, and its parameters are put back as
-    they were.
+    An optimizer that has not stepped yet makes its buffers with one step
+    of zero gradients; ``model`` names the layers whose gradients are
+    sparse (nn.Embedding(sparse=True) under SparseAdam). The root's state
+    decides what travels: a buffer another rank lacks (a parameter that
+    had no gradient there) is made for it.
     """
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("cannot broadcast torch.optim.LBFGS state")
     params = [p for group in optimizer.param_groups for p in group["params"]]
     if not optimizer.state:
-        saved = [(p, p.data.clone(), p.grad) for p in params]
-        for p in params:
-            if p.requires_grad:
-                p.grad = torch.zeros_like(p.data)
-        # Not the distributed step: nothing to reduce.
-        step = getattr(optimizer, "_local_step", optimizer.step)
-        step()
-        for p, data, grad in saved:
-            p.data.copy_(data)
-            p.grad = grad
-    # Scalars (hyper-parameters, step counts) travel pickled; tensors in
-    # place, each under a name every rank derives alike.
-    scalars: Dict[str, Any] = {"groups": [], "state": {}}
+        _create_state(optimizer, params, model)
+    # Scalars (hyper-parameters, step counts) and the root's list of
+    # buffers travel pickled; the buffers in place, in the root's order,
+    # each under a name every rank derives alike.
+    scalars: Dict[str, Any] = {"groups": [], "state": {}, "tensors": []}
     for group in optimizer.param_groups:
         scalars["groups"].append(
             {k: v for k, v in group.items() if k != "params"})
-    tensors = []
     for i, p in enumerate(params):
         for key, value in sorted(optimizer.state.get(p, {}).items()):
             if torch.is_tensor(value):
-                tensors.append((f"optimizer.state.{i}.{key}", value))
+                scalars["tensors"].append(
+                    (i, key, tuple(value.shape), value.dtype))
             else:
                 scalars["state"][(i, key)] = value
     scalars = broadcast_object(scalars, root_rank,
@@ -128,8 +167,16 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
         group.update(options)
     for (i, key), value in scalars["state"].items():
         optimizer.state[params[i]][key] = value
-    handles = [broadcast_async_(t, root_rank, name=name,
-                                process_set=process_set)
-               for name, t in tensors]
+    handles = []
+    for i, key, shape, dtype in scalars["tensors"]:
+        state = optimizer.state[params[i]]
+        value = state.get(key)
+        if (not torch.is_tensor(value) or tuple(value.shape) != shape or
+                value.dtype != dtype):
+            value = state[key] = torch.zeros(shape, dtype=dtype,
+                                             device=params[i].device)
+        handles.append(broadcast_async_(value, root_rank,
+                                        name=f"optimizer.state.{i}.{key}",
+                                        process_set=process_set))
     for h in handles:
         synchronize(h)

@@ -68,6 +68,8 @@ class _DistributedOptimizer:
             named = [(f"allreduce.noname.{i}", p)
                      for i, p in enumerate(all_params)]
         self._names: Dict[torch.Tensor, str] = {p: n for n, p in named}
+        # Horovod's name for the same map (scripts and libraries read it).
+        self._parameter_names = self._names
         self._delay: Dict[torch.Tensor, int] = {
             p: backward_passes_per_step for p in all_params}
         self._handles: Dict[Any, Tuple[Optional[int], Any]] = {}
@@ -100,7 +102,10 @@ class _DistributedOptimizer:
                 for p in members:
                     self._group_of[p] = gi
 
-        if size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+        # Hooks only where they start allreduces: on the set's members.
+        member = process_set is global_process_set or process_set.included()
+        if member and (size() > 1 or
+                       os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
 
     def _register_hooks(self) -> None:
@@ -224,6 +229,25 @@ class _DistributedOptimizer:
         value = self._compression.decompress(compressed, ctx)
         if value is not p.grad:
             p.grad.copy_(value)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        """Gradients accumulate over `passes` backward passes from now on."""
+        if passes < 1:
+            raise ValueError("backward_passes_per_step must be at least 1")
+        self.backward_passes_per_step = passes
+        for p in self._delay:
+            self._delay[p] = passes
+
+    def load_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        """The wrapped optimizer's, and what this one accumulated is
+        dropped: the next step starts from the loaded state."""
+        self._handles.clear()
+        self._group_ready = [{} for _ in self._group_ready]
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._delay:
+            self._delay[p] = self.backward_passes_per_step
+        super().load_state_dict(*args, **kwargs)
 
     @contextlib.contextmanager
     def skip_synchronize(self) -> Iterator[None]:
