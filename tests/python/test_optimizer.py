@@ -249,3 +249,49 @@ def test_hooks_only_on_the_sets_members() -> None:
     finally:
         hvd.shutdown()
         hvd.init()
+
+
+def _embedding_grads(sparse_as_dense: bool, make_opt) -> torch.Tensor:
+    """Rank q looks up row q of a shared embedding; the reduced gradient
+    (summed with rank q's row weighed q + 1, then averaged)."""
+    torch.manual_seed(3)
+    emb = torch.nn.Embedding(hvd.size() + 2, 3, sparse=True)
+    hvd.broadcast_parameters(emb.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(make_opt(emb.parameters()),
+                                   named_parameters=emb.named_parameters(),
+                                   sparse_as_dense=sparse_as_dense)
+    hvd.broadcast_optimizer_state(opt, 0, model=emb)
+    r = hvd.rank()
+    (emb(torch.tensor([r])) * (r + 1)).sum().backward()
+    opt.synchronize()
+    grad = emb.weight.grad
+    assert grad.is_sparse != sparse_as_dense
+    with opt.skip_synchronize():
+        opt.step()
+    assert gathered_weights_equal(emb.weight)
+    return grad.to_dense() if grad.is_sparse else grad
+
+
+def gathered_weights_equal(t: torch.Tensor) -> bool:
+    g = hvd.allgather(t.detach().reshape(1, -1).double())
+    return bool((g == g[0]).all())
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_sparse_gradients(sparse_as_dense: bool) -> None:
+    n = hvd.size()
+    make = ((lambda ps: torch.optim.SGD(ps, lr=0.1)) if sparse_as_dense
+            else (lambda ps: torch.optim.SparseAdam(list(ps), lr=0.1)))
+    grad = _embedding_grads(sparse_as_dense, make)
+    want = np.zeros((n + 2, 3))
+    for q in range(n):
+        want[q] = (q + 1) / n
+    np.testing.assert_allclose(grad.numpy(), want, rtol=1e-6)
+
+
+def test_sparse_allreduce_async_gathers_indices_and_values() -> None:
+    n, r = hvd.size(), hvd.rank()
+    t = torch.sparse_coo_tensor([[r, n]], [1.0, 2.0], (n + 1,))
+    total = hvd.sparse_allreduce_async(t, name="sparse.sum", op=hvd.Sum)()
+    want = [1.0] * n + [2.0 * n]
+    assert total.to_dense().tolist() == want

@@ -511,6 +511,36 @@ def grouped_allgather(tensors: Sequence[torch.Tensor],
     return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
+def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int,
+                           process_set: ProcessSet = global_process_set
+                           ) -> Callable[[], torch.Tensor]:
+    """Starts reducing a sparse (COO) tensor as Horovod does: every rank's
+    indices and values are gathered (allgather), and the sum (or, for
+    Average, the sum over the set's size) is the sparse tensor of all of
+    them, duplicates left to coalesce. Returns a function that waits and
+    gives the result."""
+    if op not in (Average, Sum):
+        raise ValueError("sparse_allreduce_async takes op=hvd.Average or "
+                         "hvd.Sum")
+    t = tensor.coalesce() if not tensor.is_coalesced() else tensor
+    # Allgather concatenates along the first dimension: the indices go
+    # one per row, and back once gathered.
+    indices = allgather_async(t.indices().t().contiguous(),
+                              name=f"{name}.indices", process_set=process_set)
+    values = allgather_async(t.values(), name=f"{name}.values",
+                             process_set=process_set)
+
+    def result() -> torch.Tensor:
+        v = synchronize(values)
+        i = synchronize(indices)
+        if op == Average:
+            n = process_set.size() if process_set.ranks else size()
+            v = v / n
+        return torch.sparse_coo_tensor(i.t(), v, t.size())
+
+    return result
+
+
 # ---------------------------------------------------------------- broadcast
 
 
@@ -848,5 +878,6 @@ __all__ = [
     "broadcast_", "broadcast_async", "broadcast_async_", "alltoall",
     "alltoall_async", "reducescatter", "reducescatter_async",
     "grouped_reducescatter", "grouped_reducescatter_async", "poll",
+    "sparse_allreduce_async",
     "synchronize", "join", "barrier", "Compression", "empty_shared",
 ]

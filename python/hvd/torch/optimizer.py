@@ -19,7 +19,8 @@ from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import ProcessSet, global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, allreduce_async_,
-                               grouped_allreduce_async_, size, synchronize)
+                               grouped_allreduce_async_, size,
+                               sparse_allreduce_async, synchronize)
 
 
 class _DistributedOptimizer:
@@ -29,8 +30,9 @@ class _DistributedOptimizer:
     def _setup(self, named_parameters: Optional[Sequence[Tuple[str, Any]]],
                compression: Any, backward_passes_per_step: int, op: int,
                gradient_predivide_factor: float, groups: Any,
-               process_set: ProcessSet) -> None:
+               process_set: ProcessSet, sparse_as_dense: bool) -> None:
         self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
         self._op = op
         self._process_set = process_set
         self.backward_passes_per_step = backward_passes_per_step
@@ -164,9 +166,14 @@ class _DistributedOptimizer:
             p.grad = torch.zeros_like(p.data)
         return p.grad
 
-    def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[int, Any]:
+    def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[Any, Any]:
         grad = self._grad(p)
         if grad.is_sparse:
+            if not self._sparse_as_dense:
+                # Indices and values gathered (sparse_allreduce_async).
+                return sparse_allreduce_async(
+                    grad, name="sparse." + self._names[p], op=self._op,
+                    process_set=self._process_set), None
             grad = grad.to_dense()
             p.grad = grad
         compressed, ctx = self._compression.compress(grad)
@@ -214,6 +221,10 @@ class _DistributedOptimizer:
 
     def _wait_all(self) -> None:
         for key, (handle, ctx) in self._handles.items():
+            if callable(handle):  # a sparse gradient's reduction
+                key.grad = handle()
+                self._delay[key] = self.backward_passes_per_step
+                continue
             synchronize(handle)
             if isinstance(key, tuple):
                 # A group: its compressed gradients were reduced in place.
@@ -321,5 +332,6 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     wrapped = cls.__new__(cls)
     base.__init__(wrapped, optimizer.param_groups)
     wrapped._setup(named_parameters, compression, backward_passes_per_step,
-                   op, gradient_predivide_factor, groups, process_set)
+                   op, gradient_predivide_factor, groups, process_set,
+                   sparse_as_dense)
     return wrapped
