@@ -2,6 +2,8 @@
 rank leaves the job), TorchState restores the last commit and syncs from
 rank 0, ElasticSampler splits what remains of an epoch."""
 
+import time
+
 import pytest
 import torch
 
@@ -66,15 +68,76 @@ def test_elastic_sampler_splits_what_remains() -> None:
     assert len(sampler) == 10
     mine = list(iter(sampler))
     assert mine == list(range(hvd.rank(), 10 * n, n))
-    sampler.record_batch(0, 4)  # this rank's first 4
+    sampler.record_batch(0, 4)  # every rank's first 4
+    # Horovod's state: the samples the whole job has processed.
+    assert sampler.state_dict() == {"epoch": 0, "processed_num": 4 * n}
     state = hvd.elastic.TorchState(sampler=sampler)
-    state.sync()  # the union of every rank's processed samples
-    assert len(sampler.processed_indices) == 4 * n
+    state.sync()  # rank 0's count is everyone's
     assert len(sampler) == 6
     rest = list(iter(sampler))
-    assert not set(rest) & sampler.processed_indices
     everyone = hvd.allgather_object(rest)
-    assert sorted(i for part in everyone for i in part) == sorted(
-        set(data) - sampler.processed_indices)
+    assert sorted(i for part in everyone for i in part) == data[4 * n:]
     sampler.set_epoch(1)
-    assert len(sampler) == 10 and not sampler.processed_indices
+    assert len(sampler) == 10 and sampler.processed_num == 0
+    # A checkpoint of Horovod's sampler loads as it is.
+    sampler.load_state_dict({"epoch": 3, "processed_num": n})
+    assert sampler.epoch == 3 and len(sampler) == 9
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class _CounterHandler(hvd.elastic.StateHandler):
+    def __init__(self, counter: _Counter) -> None:
+        super().__init__(counter)
+        self.saved = counter.value
+
+    def save(self) -> None:
+        self.saved = self.value.value
+
+    def restore(self) -> None:
+        self.value.value = self.saved
+
+    def sync(self) -> None:
+        self.value.value = hvd.broadcast_object(self.value.value, 0,
+                                                name="counter")
+
+
+def test_state_handler_registry_keeps_other_types() -> None:
+    registry = hvd.elastic.get_handler_registry()
+    hvd.elastic.set_handler_registry(registry + [(_Counter, _CounterHandler)])
+    try:
+        counter = _Counter()
+        counter.value = 10 + hvd.rank()
+        state = hvd.elastic.TorchState(counter=counter, epoch=1)
+        state.sync()
+        assert counter.value == 10  # rank 0's
+        counter.value = 99
+        state.restore()  # back to the last commit (the sync)
+        assert counter.value == 10
+        counter.value = 20
+        state.commit()
+        counter.value = 30
+        state.restore()
+        assert counter.value == 20 and state.epoch == 1
+    finally:
+        hvd.elastic.set_handler_registry(registry)
+
+
+def test_host_updates_interrupt_at_commit_and_removals_skip_sync() -> None:
+    from horovod.runner.elastic.worker import HostUpdateResult
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
+    state.commit()  # nothing new
+    for result, skip in ((HostUpdateResult.removed, True),
+                         (HostUpdateResult.added, False)):
+        stamp = time.time()
+        # Only rank 0's messages count: the others' views may lag.
+        if hvd.rank() == 0:
+            state.on_hosts_updated(stamp, result)
+        with pytest.raises(hvd.HostsUpdatedInterrupt) as caught:
+            state.commit()
+        assert caught.value.skip_sync is skip
+        state.on_hosts_updated(stamp, result)  # the same update: no news
+        state.commit()

@@ -4,10 +4,13 @@ Horovod's horovod.common.elastic)."""
 
 import copy
 import functools
+import queue
+import time
 from typing import Any, Callable, Dict, List
 
 from hvd import _core
 from hvd.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from hvd.runner.elastic.worker import HostUpdateResult
 
 
 class State:
@@ -19,6 +22,10 @@ class State:
         self._bcast_object = bcast_object
         self._rank = get_rank
         self._reset_callbacks: List[Callable[[], None]] = []
+        # Host updates (timestamp, HostUpdateResult) not yet acted on, and
+        # the newest one acted on.
+        self._host_messages: "queue.Queue[Any]" = queue.Queue()
+        self._last_updated_timestamp = 0.0
 
     def register_reset_callbacks(self,
                                  callbacks: List[Callable[[], None]]) -> None:
@@ -27,9 +34,16 @@ class State:
         self._reset_callbacks.extend(callbacks)
 
     def on_reset(self) -> None:
+        self._host_messages = queue.Queue()
         self.reset()
         for callback in self._reset_callbacks:
             callback()
+
+    def on_hosts_updated(self, timestamp: float,
+                         update_res: HostUpdateResult) -> None:
+        """Records a host update; the next commit() acts on it (as
+        Horovod's: its driver calls this on every worker)."""
+        self._host_messages.put((timestamp, update_res))
 
     def commit(self) -> None:
         """Saves the state, then raises HostsUpdatedInterrupt if the job's
@@ -38,10 +52,27 @@ class State:
         self.check_host_updates()
 
     def check_host_updates(self) -> None:
-        # Rank 0's view decides for every rank, so all of them reset here.
-        mine = _core.hosts_changed() if self._rank() == 0 else False
-        if self._bcast_object(mine, root_rank=0, name="elastic.hosts"):
-            raise HostsUpdatedInterrupt(False)
+        """Raises HostsUpdatedInterrupt when a host update newer than the
+        last one acted on arrived (skip_sync when hosts were only removed:
+        the survivors' state is already the same). Rank 0's view decides
+        for every rank, so all of them raise at the same commit."""
+        prev = last = self._last_updated_timestamp
+        update = HostUpdateResult.no_update
+        while not self._host_messages.empty():
+            timestamp, result = self._host_messages.get()
+            if timestamp > last:
+                last = timestamp
+            if timestamp > prev:
+                update |= result
+        if self._rank() == 0 and _core.hosts_changed():
+            # The launcher changed the membership; what changed is not
+            # told, so the state is synced.
+            last = max(last, time.time())
+            update |= HostUpdateResult.mixed
+        prev, self._last_updated_timestamp, update = self._bcast_object(
+            (prev, last, int(update)), root_rank=0, name="elastic.hosts")
+        if self._last_updated_timestamp > prev:
+            raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
 
     def save(self) -> None:
         raise NotImplementedError

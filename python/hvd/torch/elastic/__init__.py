@@ -2,7 +2,10 @@
 
 from hvd.common.elastic import ObjectState, State, run_fn
 from hvd.torch.elastic.sampler import ElasticSampler
-from hvd.torch.elastic.state import TorchState
+from hvd.torch.elastic.state import (ModelStateHandler, OptimizerStateHandler,
+                                     SamplerStateHandler, StateHandler,
+                                     TorchState, get_handler_registry,
+                                     set_handler_registry)
 from hvd.torch.mpi_ops import init, shutdown
 
 
@@ -17,4 +20,7 @@ def run(func):  # type: ignore[no-untyped-def]
     return run_fn(func, _reset)
 
 
-__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler"]
+__all__ = ["run", "State", "ObjectState", "TorchState", "ElasticSampler",
+           "StateHandler", "ModelStateHandler", "OptimizerStateHandler",
+           "SamplerStateHandler", "get_handler_registry",
+           "set_handler_registry"]

@@ -1,78 +1,167 @@
 """TorchState: a model, an optimizer, samplers and plain values that survive
-a reset."""
+a reset. Each value of a type in the handler registry (Horovod's:
+get_handler_registry / set_handler_registry) is kept by its StateHandler;
+the rest are plain attributes (ObjectState)."""
 
 import copy
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 import torch
 
 from hvd.common.elastic import ObjectState
 from hvd.torch.elastic.sampler import ElasticSampler
-from hvd.torch.functions import (allgather_object, broadcast_object,
-                                 broadcast_optimizer_state,
+from hvd.torch.functions import (broadcast_object, broadcast_optimizer_state,
                                  broadcast_parameters)
 from hvd.torch.mpi_ops import rank
 
 
+class StateHandler:
+    """Keeps one value of a TorchState: save() at commit, restore() after a
+    failure, sync() from rank 0 after every (re)start."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        raise NotImplementedError
+
+    def set_value(self, value: Any) -> None:
+        """A new value assigned to the state's attribute; saved at once."""
+        self.value = value
+        self.save()
+
+
+class ModelStateHandler(StateHandler):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__(model)
+        self._saved = copy.deepcopy(model.state_dict())
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        broadcast_parameters(self.value.state_dict(), root_rank=0)
+
+
+class OptimizerStateHandler(StateHandler):
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        super().__init__(optimizer)
+        self._saved = copy.deepcopy(optimizer.state_dict())
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        broadcast_optimizer_state(self.value, root_rank=0)
+
+
+class SamplerStateHandler(StateHandler):
+    def __init__(self, sampler: ElasticSampler) -> None:
+        super().__init__(sampler)
+        self._saved = copy.deepcopy(sampler.state_dict())
+
+    def save(self) -> None:
+        self._saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self) -> None:
+        self.value.load_state_dict(self._saved)
+
+    def sync(self) -> None:
+        # Every rank counts the samples of the whole job: rank 0's count
+        # (and epoch) is everyone's.
+        self.value.load_state_dict(broadcast_object(
+            self.value.state_dict(), root_rank=0, name="elastic.sampler"))
+
+
+_handler_registry: List[Tuple[Type[Any], Type[StateHandler]]] = [
+    (torch.nn.Module, ModelStateHandler),
+    (torch.optim.Optimizer, OptimizerStateHandler),
+    (ElasticSampler, SamplerStateHandler),
+]
+
+
+def get_handler_registry() -> List[Tuple[Type[Any], Type[StateHandler]]]:
+    """(type, StateHandler class) pairs, the first match deciding."""
+    return _handler_registry
+
+
+def set_handler_registry(
+        registry: List[Tuple[Type[Any], Type[StateHandler]]]) -> None:
+    global _handler_registry
+    _handler_registry = registry
+
+
+def _handler_for(value: Any) -> Optional[StateHandler]:
+    for kind, handler in _handler_registry:
+        if isinstance(value, kind):
+            return handler(value)
+    return None
+
+
 class TorchState(ObjectState):
     """``TorchState(model=..., optimizer=..., epoch=0, batch=0, ...)``:
-    commit() copies the model's and optimizer's state dicts (and samplers'
-    progress) aside, restore() puts them back, sync() broadcasts them from
-    rank 0 (a sampler's processed samples are the union over ranks)."""
+    commit() saves every value (state dicts aside, for the registered
+    types), restore() puts them back, sync() brings rank 0's to every
+    rank. Assigning a registered value (``state.model = other``) replaces
+    what its handler keeps."""
 
     def __init__(self, model: Optional[torch.nn.Module] = None,
                  optimizer: Optional[torch.optim.Optimizer] = None,
                  **kwargs: Any) -> None:
-        self.model = model
-        self.optimizer = optimizer
-        self._samplers: Dict[str, ElasticSampler] = {
-            k: v for k, v in kwargs.items() if isinstance(v, ElasticSampler)}
-        for k in self._samplers:
-            setattr(self, k, kwargs.pop(k))
-        self._saved_model: Optional[Dict[str, Any]] = None
-        self._saved_optimizer: Optional[Dict[str, Any]] = None
-        self._saved_samplers: Dict[str, Dict[str, Any]] = {}
+        kwargs.update(model=model, optimizer=optimizer)
+        handlers: Dict[str, StateHandler] = {}
+        plain: Dict[str, Any] = {}
+        for name, value in kwargs.items():
+            handler = _handler_for(value)
+            if handler is not None:
+                handlers[name] = handler
+            elif value is not None or name not in ("model", "optimizer"):
+                plain[name] = value
+        self._handlers = handlers
+        for name, handler in handlers.items():
+            setattr(self, name, handler.value)
+        if model is None:
+            self.model = None
+        if optimizer is None:
+            self.optimizer = None
         super().__init__(bcast_object=broadcast_object, get_rank=rank,
-                         **kwargs)
-        self._save_torch()
+                         **plain)
 
-    def _save_torch(self) -> None:
-        if self.model is not None:
-            self._saved_model = copy.deepcopy(self.model.state_dict())
-        if self.optimizer is not None:
-            self._saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
-        self._saved_samplers = {k: copy.deepcopy(s.state_dict())
-                                for k, s in self._samplers.items()}
+    def __setattr__(self, name: str, value: Any) -> None:
+        handlers = self.__dict__.get("_handlers", {})
+        if name in handlers and name in self.__dict__:
+            handlers[name].set_value(value)
+        super().__setattr__(name, value)
 
     def save(self) -> None:
-        self._save_torch()
+        for handler in self._handlers.values():
+            handler.save()
         super().save()
 
     def restore(self) -> None:
-        if self.model is not None and self._saved_model is not None:
-            self.model.load_state_dict(self._saved_model)
-        if self.optimizer is not None and self._saved_optimizer is not None:
-            self.optimizer.load_state_dict(self._saved_optimizer)
-        for k, s in self._samplers.items():
-            s.load_state_dict(self._saved_samplers[k])
+        for handler in self._handlers.values():
+            handler.restore()
         super().restore()
 
     def sync(self) -> None:
-        if self.model is not None:
-            broadcast_parameters(self.model.state_dict(), root_rank=0)
-        if self.optimizer is not None:
-            broadcast_optimizer_state(self.optimizer, root_rank=0)
-        for k, s in sorted(self._samplers.items()):
-            done = set()
-            for part in allgather_object(s.state_dict()["processed_indices"],
-                                         name=f"elastic.sampler.{k}"):
-                done |= part
-            epoch = broadcast_object(s.epoch, root_rank=0,
-                                     name=f"elastic.sampler.{k}.epoch")
-            s.load_state_dict({"epoch": epoch, "processed_indices": done})
+        for _, handler in sorted(self._handlers.items()):
+            handler.sync()
         super().sync()
-        self._save_torch()
+        self.save()
 
     def reset(self) -> None:
-        for s in self._samplers.values():
-            s.reset()
+        for handler in self._handlers.values():
+            if isinstance(handler.value, ElasticSampler):
+                handler.value.reset()

@@ -1,0 +1,1 @@
+"""Elastic jobs, as Horovod's horovod.runner.elastic names its parts."""
