@@ -42,6 +42,7 @@ if [[ $tests -eq 1 ]]; then
     # /usr/bin/python3.
     python3-torch python3-numpy python3-pytest
     python3-cloudpickle  # horovod.run ships the function to the ranks
+    python3-torchvision  # the synthetic benchmark's models
     python3-matplotlib  # bench/plot_timeline.py
     openssh-server openssh-client openssl iproute2 procps psmisc
     # A real Slurm for the launcher's tests (they start their own daemons).
