@@ -150,7 +150,7 @@ PYBIND11_MODULE(_core, m) {
   // Horovod's op constants onto these and copies no numbers. A type or op
   // added to hvd.h needs its name here.
   static_assert(static_cast<int>(hvd::DataType::kInt16) == 8);
-  static_assert(static_cast<int>(hvd::ReduceOp::kProduct) == 4);
+  static_assert(static_cast<int>(hvd::ReduceOp::kAdasum) == 5);
   py::enum_<hvd::DataType>(m, "DataType")
       .value("uint8", hvd::DataType::kUInt8)
       .value("int8", hvd::DataType::kInt8)
@@ -166,7 +166,8 @@ PYBIND11_MODULE(_core, m) {
       .value("Sum", hvd::ReduceOp::kSum)
       .value("Min", hvd::ReduceOp::kMin)
       .value("Max", hvd::ReduceOp::kMax)
-      .value("Product", hvd::ReduceOp::kProduct);
+      .value("Product", hvd::ReduceOp::kProduct)
+      .value("Adasum", hvd::ReduceOp::kAdasum);
 
   m.def("set_internal_error", [](py::object cls) {
     // Kept alive by the module that defines it (hvd.common.exceptions).

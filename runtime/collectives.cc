@@ -91,9 +91,11 @@ Status SubmitAndWait(F&& submit) {
   return h.wait();
 }
 
-// Average is Sum with a 1/size postscale in the engine.
+// Average is Sum with a 1/size postscale in the engine; Adasum the
+// engine's own combination of sums.
 void SetReduceOp(ReduceOp op, runtime::Request& r) {
   r.average = op == ReduceOp::kAverage;
+  r.adasum = op == ReduceOp::kAdasum;
   r.reduce = op == ReduceOp::kMin       ? runtime::ReduceOp::kMin
              : op == ReduceOp::kMax     ? runtime::ReduceOp::kMax
              : op == ReduceOp::kProduct ? runtime::ReduceOp::kProduct

@@ -12,9 +12,7 @@ writes a checkpoint every epoch (and resumes from the newest one).
 """
 
 import argparse
-import gzip
 import os
-import struct
 import sys
 import time
 from typing import Tuple
@@ -26,9 +24,8 @@ import torch.nn.functional as F
 import torch.utils.data.distributed
 
 import horovod.torch as hvd
+from mnist_idx import BUNDLED, read_idx
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUNDLED = os.path.join(HERE, "..", "mnist", "data")
 # PyTorch's MNIST recipe: the training set's pixel mean and deviation.
 MEAN, STD = 0.1307, 0.3081
 
@@ -56,7 +53,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--fp16-allreduce", action="store_true",
                    help="send gradients as float16")
     p.add_argument("--use-adasum", action="store_true",
-                   help="(Horovod's flag) refused: hvd has no Adasum")
+                   help="combine the ranks' steps by Adasum (the learning "
+                        "rate is then not scaled by size)")
     p.add_argument("--gradient-predivide-factor", type=float, default=1.0)
     p.add_argument("--no-cuda", action="store_true")
     p.add_argument("--train-limit", type=int, default=0,
@@ -66,23 +64,6 @@ def parse_args() -> argparse.Namespace:
                    help="benchmark: stop after N training batches and print "
                         "this rank's images/s")
     return p.parse_args()
-
-
-def read_idx(path: str) -> np.ndarray:
-    """An IDX file (MNIST's format), gzip-compressed or not."""
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype != 0x08:
-        raise ValueError(f"{path}: not an IDX file of unsigned bytes")
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    body = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
-    if body.size != int(np.prod(dims)):
-        raise ValueError(f"{path}: {body.size} bytes for dimensions {dims}")
-    return body.reshape(dims)
 
 
 def load(data_dir: str, split: str,
@@ -133,13 +114,18 @@ def ranks_agree(model: nn.Module) -> bool:
 
 def warmup_lr(args: argparse.Namespace, epoch: int, batch: int,
               batches: int) -> float:
-    """From lr up to lr * size over the warm-up epochs, then lr * size."""
-    scaled = args.lr * hvd.size()
+    """From lr up to lr * scaler over the warm-up epochs, then lr *
+    scaler."""
+    scaler = lr_scaler(args)
     e = epoch + batch / max(batches, 1)
     if e >= args.warmup_epochs:
-        return scaled
-    return scaled / hvd.size() * (e * (hvd.size() - 1) / args.warmup_epochs
-                                  + 1)
+        return args.lr * scaler
+    return args.lr * (e * (scaler - 1) / args.warmup_epochs + 1)
+
+
+def lr_scaler(args: argparse.Namespace) -> int:
+    """Averaged gradients take lr * size; Adasum adapts its own scale."""
+    return 1 if args.use_adasum else hvd.size()
 
 
 def newest_checkpoint(folder: str, epochs: int) -> int:
@@ -151,10 +137,6 @@ def newest_checkpoint(folder: str, epochs: int) -> int:
 
 def main() -> int:
     args = parse_args()
-    if args.use_adasum:
-        print("pytorch_mnist.py: --use-adasum: hvd has no Adasum; leave it "
-              "out (gradients are averaged)", file=sys.stderr)
-        return 2
     hvd.init()
     torch.manual_seed(args.seed)
     use_cuda = not args.no_cuda and torch.cuda.is_available()
@@ -179,7 +161,7 @@ def main() -> int:
 
     model = Net().to(device)
     optimizer = torch.optim.Adadelta(model.parameters(),
-                                     lr=args.lr * hvd.size())
+                                     lr=args.lr * lr_scaler(args))
 
     # Resume from the newest checkpoint rank 0 has; every rank learns which.
     resume = 0
@@ -199,7 +181,8 @@ def main() -> int:
                    else hvd.Compression.none)
     optimizer = hvd.DistributedOptimizer(
         optimizer, named_parameters=model.named_parameters(),
-        compression=compression, op=hvd.Average,
+        compression=compression,
+        op=hvd.Adasum if args.use_adasum else hvd.Average,
         gradient_predivide_factor=args.gradient_predivide_factor)
 
     steps = 0

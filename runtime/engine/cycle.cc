@@ -49,7 +49,7 @@ std::string Engine::BuildMessage(uint8_t stop,
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [name, p] : pending_) {
       const Request& r = p.request;
-      if (r.type != OpType::kAllreduce || r.device >= 0) continue;
+      if (r.type != OpType::kAllreduce || r.device >= 0 || r.adasum) continue;
       size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
       if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
       budget -= bytes;

@@ -9,12 +9,38 @@
 
 #include "common/logging.h"
 #include "runtime/affinity.h"
+#include "runtime/engine/adasum.h"
 #include "runtime/engine/message.h"
 #include "runtime/engine/response_cache.h"
 #include "runtime/metrics.h"
 #include "runtime/timeline.h"
 
 namespace hvd::runtime {
+namespace {
+
+// What Adasum takes: host allreduces of floating-point tensors.
+Status CheckAdasum(const Request& request, const std::string& who) {
+  if (request.type != OpType::kAllreduce) {
+    return Status::InvalidArgument(
+        who, std::string("is a ") + OpTypeName(request.type) +
+                 "; Adasum is an allreduce operation (use Sum or Average)");
+  }
+  if (request.device >= 0) {
+    return Status::InvalidArgument(
+        who,
+        "is a CUDA tensor; Adasum takes host tensors (copy it to the "
+        "host)");
+  }
+  if (!AdasumTakes(request.dtype)) {
+    return Status::InvalidArgument(
+        who, std::string("is ") + std::string(DataTypeName(request.dtype)) +
+                 "; Adasum takes float16, bfloat16, float32 and float64");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 bool Completion::done() const {
   std::lock_guard<std::mutex> lock(mu_);
   return done_;
@@ -166,6 +192,9 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
                    std::to_string(options_.size) + ") adding up to the " +
                    std::to_string(rows) + " rows");
     }
+  }
+  if (request.adasum) {
+    HVD_RETURN_IF_ERROR(CheckAdasum(request, who));
   }
   if (request.type == OpType::kBroadcast &&
       (request.root < 0 || request.root >= options_.size)) {

@@ -48,7 +48,11 @@ std::vector<int64_t> WithRows(const Request& r, int64_t rows) {
 }  // namespace
 
 Executor::Executor(int rank, int size, BackendSet* backends, Timeline* timeline)
-    : rank_(rank), size_(size), backends_(backends), timeline_(timeline) {}
+    : rank_(rank),
+      size_(size),
+      backends_(backends),
+      timeline_(timeline),
+      adasum_(rank, size) {}
 
 Executor::~Executor() {
   if (fusion_shared_) (void)ShmHeap::Process().Free(fusion_);
@@ -265,8 +269,17 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
     phases.End();
   }
   if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
-  phases.BeginOp("ALLREDUCE");
-  Status s = backend.AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
+  Status s;
+  if (r0.adasum) {
+    phases.BeginOp("ADASUM_ALLREDUCE");
+    std::vector<size_t> counts;
+    for (Pending* q : group) counts.push_back(q->request.count);
+    s = adasum_.Allreduce(backend, buffer, r0.dtype, counts);
+    if (s.ok() && post != 1.0) ScaleBuffer(r0.dtype, buffer, total, post);
+  } else {
+    phases.BeginOp("ALLREDUCE");
+    s = backend.AllreduceScaled(buffer, total, r0.dtype, r0.reduce, post);
+  }
   phases.End();
   if (!s.ok() || !fused) return s;
   phases.Begin("MEMCPY_OUT_FUSION_BUFFER");

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "runtime/backend_set.h"
+#include "runtime/engine/adasum.h"
 #include "runtime/engine/pending.h"
 
 namespace hvd::runtime {
@@ -51,6 +52,7 @@ class Executor {
   const int rank_, size_;
   BackendSet* backends_;
   Timeline* timeline_;
+  Adasum adasum_;
   // The fusion buffer, at least `bytes`: in a shared block (shm_heap.h)
   // where the system gives one, so that the shared-memory backend reduces
   // a fused group straight between the ranks' buffers; otherwise in

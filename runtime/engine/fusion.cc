@@ -6,8 +6,8 @@ bool Fusable(const Request& a, const Request& b, bool by_group) {
   return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
          a.device < 0 && b.device < 0 && a.dtype == b.dtype &&
          a.reduce == b.reduce && a.average == b.average &&
-         a.prescale == b.prescale && a.postscale == b.postscale &&
-         (!by_group || a.group == b.group);
+         a.adasum == b.adasum && a.prescale == b.prescale &&
+         a.postscale == b.postscale && (!by_group || a.group == b.group);
 }
 
 std::vector<FusionGroup> PlanFusion(const std::vector<const Request*>& ready,

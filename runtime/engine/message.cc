@@ -99,7 +99,7 @@ std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
     PutValue<uint8_t>(out, static_cast<uint8_t>(r.type));
     PutValue<uint8_t>(out, static_cast<uint8_t>(r.dtype));
     PutValue<uint8_t>(out, static_cast<uint8_t>(r.reduce));
-    PutValue<uint8_t>(out, r.average ? 1 : 0);
+    PutValue<uint8_t>(out, (r.average ? 1 : 0) | (r.adasum ? 2 : 0));
     PutValue<int64_t>(out, r.count);
     PutValue<double>(out, r.prescale);
     PutValue<double>(out, r.postscale);
@@ -126,13 +126,13 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
   for (uint32_t i = 0; i < n; ++i) {
     Request r;
     std::string_view name;
-    uint8_t type, dtype, reduce, average;
+    uint8_t type, dtype, reduce, how;
     if (!TakeBytes(in, &name) || !TakeValue(in, &type) ||
         !TakeValue(in, &dtype) || !TakeValue(in, &reduce) ||
-        !TakeValue(in, &average) || !TakeValue(in, &r.count) ||
+        !TakeValue(in, &how) || !TakeValue(in, &r.count) ||
         !TakeValue(in, &r.prescale) || !TakeValue(in, &r.postscale) ||
         !TakeValue(in, &r.root) || type > kLastOpType ||
-        dtype > kLastDataType || reduce > kLastReduceOp) {
+        dtype > kLastDataType || reduce > kLastReduceOp || how > 3) {
       return bad;
     }
     r.name.assign(name);
@@ -154,7 +154,8 @@ StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,
     r.type = static_cast<OpType>(type);
     r.dtype = static_cast<DataType>(dtype);
     r.reduce = static_cast<ReduceOp>(reduce);
-    r.average = average != 0;
+    r.average = how & 1;
+    r.adasum = how & 2;
     reqs.push_back(std::move(r));
   }
   if (!in.empty()) return bad;

@@ -48,7 +48,9 @@ std::string DescribeRequest(const Request& r) {
   std::string op;
   switch (r.type) {
     case OpType::kAllreduce:
-      op = std::string(r.average ? "average" : ReduceOpName(r.reduce)) +
+      op = std::string(r.adasum    ? "adasum"
+                       : r.average ? "average"
+                                   : ReduceOpName(r.reduce)) +
            " allreduce";
       break;
     case OpType::kAllgather:
@@ -91,7 +93,8 @@ bool SameMetadata(const Request& a, const Request& b) {
     return a.shape.size() == b.shape.size() &&
            std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1);
   }
-  return a.reduce == b.reduce && a.average == b.average && a.shape == b.shape &&
+  return a.reduce == b.reduce && a.average == b.average &&
+         a.adasum == b.adasum && a.shape == b.shape &&
          a.prescale == b.prescale && a.postscale == b.postscale &&
          a.root == b.root;
 }

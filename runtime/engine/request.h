@@ -29,6 +29,10 @@ struct Request {
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce = ReduceOp::kSum;
   bool average = false;
+  // Adasum is not a backend operation either: the executor combines the
+  // ranks' tensors itself (engine/adasum.h) over the backend's collectives.
+  // `reduce` is then kSum.
+  bool adasum = false;
   int64_t count = 0;  // elements (allgather: this rank's, may differ)
   // Row-major dimensions (their product is count); allgather and alltoall
   // may differ in the first. Empty: one dimension of `count`.

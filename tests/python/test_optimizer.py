@@ -148,8 +148,9 @@ def test_unused_parameters_are_still_reduced() -> None:
 def test_errors_and_warnings() -> None:
     model = make_model()
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-    with pytest.raises(ValueError, match="Adasum"):
-        hvd.DistributedOptimizer(sgd, op=hvd.Adasum)
+    with pytest.raises(ValueError, match="predivide"):
+        hvd.DistributedOptimizer(sgd, op=hvd.Adasum,
+                                 gradient_predivide_factor=2.0)
     with pytest.raises(ValueError, match="predivide"):
         hvd.DistributedOptimizer(sgd, op=hvd.Sum,
                                  gradient_predivide_factor=2.0)

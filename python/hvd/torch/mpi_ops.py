@@ -42,7 +42,7 @@ Product = 5
 # Horovod's op -> libhvd's (hvd::ReduceOp, bound by name in hvd._core).
 _CORE_OP = {Average: _core.ReduceOp.Average, Sum: _core.ReduceOp.Sum,
             Min: _core.ReduceOp.Min, Max: _core.ReduceOp.Max,
-            Product: _core.ReduceOp.Product}
+            Product: _core.ReduceOp.Product, Adasum: _core.ReduceOp.Adasum}
 _OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min",
              Max: "Max", Product: "Product"}
 
@@ -104,12 +104,10 @@ def _resolve_op(op: Optional[int], average: Optional[bool],
         op = Average if average else Sum
     if op is None:
         op = default
-    if op == Adasum:
-        raise ValueError("op=Adasum is not supported by hvd: use hvd.Average "
-                         "or hvd.Sum")
     if op not in _CORE_OP:
         raise ValueError(f"unknown reduction op {op!r}: use hvd.Average, "
-                         "hvd.Sum, hvd.Min, hvd.Max or hvd.Product")
+                         "hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max or "
+                         "hvd.Product")
     return op
 
 
@@ -162,6 +160,19 @@ def empty_shared(*size: int, dtype: torch.dtype = torch.float32
 
 
 
+def _work(tensor: torch.Tensor, output: torch.Tensor,
+          op: int) -> torch.Tensor:
+    """The memory libhvd reduces `tensor` in: `output` itself where it can
+    (in place), else a contiguous copy that is copied back after. Adasum
+    combines on the host, so a CUDA tensor goes through a host copy."""
+    if op == Adasum and output.is_cuda:
+        return tensor.detach().cpu().contiguous()
+    work = output if output.is_contiguous() else output.contiguous()
+    if output is not tensor:
+        work.copy_(tensor)
+    return work
+
+
 def _allreduce_async(tensor: torch.Tensor, output: torch.Tensor,
                      name: Optional[str], op: int, prescale_factor: float,
                      postscale_factor: float,
@@ -169,10 +180,7 @@ def _allreduce_async(tensor: torch.Tensor, output: torch.Tensor,
     """Reduces into `output` (`tensor` itself when in place)."""
     ps = _set_id(process_set)
     handle = next(_handles)
-    # In place on a strided tensor: a contiguous copy, copied back after.
-    work = output if output.is_contiguous() else output.contiguous()
-    if output is not tensor:
-        work.copy_(tensor)
+    work = _work(tensor, output, op)
     core = _core.allreduce(_name("allreduce", name, ps), work.data_ptr(),
                            _dtype_code(work), list(work.shape), _device(work),
                            _CORE_OP[op], float(prescale_factor),
@@ -271,12 +279,7 @@ def _grouped_allreduce_async(tensors: Sequence[torch.Tensor],
         raise ValueError("grouped_allreduce needs at least one tensor")
     handle = next(_handles)
     base = _name("grouped_allreduce", name, ps)
-    works = []
-    for t, o in zip(tensors, outputs):
-        w = o if o.is_contiguous() else o.contiguous()
-        if o is not t:
-            w.copy_(t)
-        works.append(w)
+    works = [_work(t, o, op) for t, o in zip(tensors, outputs)]
     # libhvd groups one dtype on one device per call: a mixed list becomes
     # one group per kind, in order of first appearance (alike on every rank).
     kinds: Dict[Tuple[int, int], List[int]] = {}

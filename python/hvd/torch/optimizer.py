@@ -17,10 +17,41 @@ import torch
 from hvd import _core
 from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import ProcessSet, global_process_set
+from hvd.torch.adasum_optimizer import adasum_optimizer
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, allreduce_async_,
                                grouped_allreduce_async_, size,
                                sparse_allreduce_async, synchronize)
+
+
+def named_parameter_list(named_parameters: Optional[Any],
+                         all_params: List[torch.Tensor]
+                         ) -> List[Tuple[str, torch.Tensor]]:
+    """The (name, parameter) pairs a distributed optimizer reduces under:
+    the given ones, checked as Horovod checks them, or generated names."""
+    if named_parameters is None:
+        return [(f"allreduce.noname.{i}", p)
+                for i, p in enumerate(all_params)]
+    named = list(named_parameters)
+    for item in named:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise ValueError(
+                "named_parameters should be a sequence of tuples "
+                "(name, parameter), usually produced by "
+                "model.named_parameters().")
+    names = [n for n, _ in named]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise ValueError("Parameter names in named_parameters must "
+                         f"be unique. Found duplicates: {dups}")
+    known = {id(p) for _, p in named}
+    unnamed = [id(p) for p in all_params if id(p) not in known]
+    if unnamed:
+        raise ValueError(
+            "named_parameters was specified, but one or more model "
+            "parameters were not named. Python object ids: "
+            + ", ".join(str(i) for i in unnamed))
+    return named
 
 
 class _DistributedOptimizer:
@@ -46,29 +77,7 @@ class _DistributedOptimizer:
 
         all_params = [p for group in self.param_groups
                       for p in group["params"]]
-        if named_parameters is not None:
-            named = list(named_parameters)
-            for item in named:
-                if not (isinstance(item, tuple) and len(item) == 2):
-                    raise ValueError(
-                        "named_parameters should be a sequence of tuples "
-                        "(name, parameter), usually produced by "
-                        "model.named_parameters().")
-            names = [n for n, _ in named]
-            dups = sorted({n for n in names if names.count(n) > 1})
-            if dups:
-                raise ValueError("Parameter names in named_parameters must "
-                                 f"be unique. Found duplicates: {dups}")
-            known = {id(p) for _, p in named}
-            unnamed = [id(p) for p in all_params if id(p) not in known]
-            if unnamed:
-                raise ValueError(
-                    "named_parameters was specified, but one or more model "
-                    "parameters were not named. Python object ids: "
-                    + ", ".join(str(i) for i in unnamed))
-        else:
-            named = [(f"allreduce.noname.{i}", p)
-                     for i, p in enumerate(all_params)]
+        named = named_parameter_list(named_parameters, all_params)
         self._names: Dict[torch.Tensor, str] = {p: n for n, p in named}
         # Horovod's name for the same map (scripts and libraries read it).
         self._parameter_names = self._names
@@ -309,14 +318,13 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          process_set: ProcessSet = global_process_set
                          ) -> torch.optim.Optimizer:
     """Wraps `optimizer` so that step() applies gradients averaged (or
-    reduced by `op`) over every rank.
+    reduced by `op`) over every rank. With op=hvd.Adasum it is Horovod's
+    delta optimizer instead (adasum_optimizer.py): each rank steps, and
+    the steps combine by Adasum.
 
     Returns an optimizer of a class derived from `optimizer`'s, over the
     same parameter groups.
     """
-    if op == Adasum:
-        raise ValueError("op=Adasum is not supported by hvd: use hvd.Average "
-                         "or hvd.Sum")
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with "
                          "op != Average")
@@ -327,6 +335,14 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                       "and will be removed", DeprecationWarning)
         if groups is None:
             groups = num_groups
+    if op == Adasum and size() > 1:
+        # Horovod's delta optimizer (adasum_optimizer.py); on one rank
+        # Adasum is the identity and the plain optimizer does.
+        named = named_parameter_list(
+            named_parameters,
+            [p for g in optimizer.param_groups for p in g["params"]])
+        return adasum_optimizer(optimizer, named, compression,
+                                backward_passes_per_step, process_set)
     base = optimizer.__class__
     cls = type(base.__name__, (_DistributedOptimizer, base), {})
     wrapped = cls.__new__(cls)

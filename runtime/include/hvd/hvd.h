@@ -66,8 +66,11 @@ enum class DataType {
   kInt16,  // last: the values travel between ranks; new types go after it
 };
 
-// Average is Sum followed by a 1/size postscale, as in Horovod.
-enum class ReduceOp { kAverage, kSum, kMin, kMax, kProduct };
+// Average is Sum followed by a 1/size postscale, as in Horovod. Adasum
+// (allreduce of floating-point host tensors only) combines the ranks'
+// gradients by adaptive summation: orthogonal ones add, parallel ones
+// average; see Horovod's documentation of hvd.Adasum.
+enum class ReduceOp { kAverage, kSum, kMin, kMax, kProduct, kAdasum };
 
 // Where a tensor's memory is: the host, or a CUDA device by index.
 inline constexpr int kCPU = -1;
