@@ -5,9 +5,10 @@
 #   hvd_shared   the engine on buffers from hvd::alloc_shared (reduced
 #                straight between the ranks' buffers)
 #   hvd_backend  the shared-memory backend alone, no engine
-#   hvd_tcp      the engine with HOROVOD_SHM_DISABLE=1 (Gloo over TCP, as
+#   hvd_tcp      the engine with HOROVOD_SHM_DISABLE=1 (hvd's TCP ring, as
 #                across hosts)
-#   gloo         raw Gloo (the backend with shared memory off)
+#   gloo         raw Gloo (the backend with shared memory and hvd's TCP
+#                ring off)
 #   mpi          OpenMPI's MPI_Allreduce
 # and one core's memcpy as the physical reference. The contenders run in
 # turn, RUNS times (3), each figure the median over the runs; then the
@@ -41,7 +42,7 @@ for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode shared | rank0 shared hvd_shared | grep -v fusion >> "$raw"
   "$run" -np $np "$prog" --mode backend | rank0 backend hvd_backend >> "$raw"
   HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode engine | rank0 engine hvd_tcp >> "$raw"
-  HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode backend | rank0 backend gloo >> "$raw"
+  HOROVOD_SHM_DISABLE=1 HOROVOD_TCP_RING_DISABLE=1 "$run" -np $np "$prog" --mode backend | rank0 backend gloo >> "$raw"
   [[ ${#mpi[@]} -gt 0 ]] && "${mpi[@]}" -np $np "$mpi_prog" >> "$raw"
   "$prog" --mode memcpy >> "$raw"
 done

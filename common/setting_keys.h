@@ -38,6 +38,9 @@ inline constexpr Key<bool> kDynamicProcessSets{"dynamic_process_sets"};
 inline constexpr Key<bool> kElastic{"elastic"};
 inline constexpr Key<bool> kMetricsDisable{"metrics_disable"};
 inline constexpr Key<bool> kShmDisable{"shm_disable"};
+inline constexpr Key<bool> kTcpRingDisable{"tcp_ring_disable"};
+inline constexpr Key<int64_t> kTcpStreams{"tcp_streams"};
+inline constexpr Key<int64_t> kTcpStreamBytes{"tcp_stream_bytes"};
 inline constexpr Key<int64_t> kShmSingleCopyThreshold{
     "shm_single_copy_threshold"};
 inline constexpr Key<int64_t> kShmSingleCopyLimit{"shm_single_copy_limit"};
@@ -117,6 +120,9 @@ inline std::vector<KeyShape> AllKeys() {
           ShapeOf(kElastic),
           ShapeOf(kMetricsDisable),
           ShapeOf(kShmDisable),
+          ShapeOf(kTcpRingDisable),
+          ShapeOf(kTcpStreams),
+          ShapeOf(kTcpStreamBytes),
           ShapeOf(kShmSingleCopyThreshold),
           ShapeOf(kShmSingleCopyLimit),
           ShapeOf(kAutotune),

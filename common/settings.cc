@@ -154,6 +154,22 @@ std::vector<Setting> Build() {
                    kTune,
                    "move data between the ranks of a host over TCP instead "
                    "of shared memory"));
+  t.push_back(Make("tcp_ring_disable", {}, Kind::kSwitch,
+                   "HOROVOD_TCP_RING_DISABLE", "", kTune,
+                   "allreduce over TCP with Gloo's own ring instead of hvd's "
+                   "(hvd's reads and writes its sockets on the calling "
+                   "thread; this is for comparing)"));
+  t.push_back(Int("tcp_streams", {}, "HOROVOD_TCP_STREAMS", "", kTune, 1, 16,
+                  "2",
+                  "TCP connections to each ring neighbour: an allreduce step "
+                  "of at least HOROVOD_TCP_STREAM_BYTES per connection "
+                  "spreads over them (one TCP flow rarely fills a fast link)",
+                  ""));
+  t.push_back(Int("tcp_stream_bytes", {}, "HOROVOD_TCP_STREAM_BYTES", "", kTune,
+                  4096, int64_t{1} << 40, "1048576",
+                  "bytes of a ring step per TCP connection below which the "
+                  "step uses fewer connections",
+                  "B"));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
           "", kTune, 0, int64_t{1} << 40, "2097152",

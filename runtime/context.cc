@@ -59,6 +59,9 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   gloo.hostname = config.gloo_addr;
   gloo.connect_timeout = PeerWait(config);
   gloo.op_timeout = config.gloo_timeout;
+  gloo.ring = config.tcp_ring;
+  gloo.ring_streams = config.tcp_streams;
+  gloo.ring_stream_bytes = config.tcp_stream_bytes;
   return gloo;
 }
 

@@ -123,6 +123,12 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   HVD_ASSIGN_OR_RETURN(bool shm_off, read.Get(key::kShmDisable));
   c.shm = !shm_off;
   c.shm_given = read.Given(key::kShmDisable);
+  HVD_ASSIGN_OR_RETURN(bool ring_off, read.Get(key::kTcpRingDisable));
+  c.tcp_ring = !ring_off;
+  HVD_ASSIGN_OR_RETURN(int64_t streams_tcp, read.Get(key::kTcpStreams));
+  c.tcp_streams = static_cast<int>(streams_tcp);
+  HVD_ASSIGN_OR_RETURN(int64_t stream_bytes, read.Get(key::kTcpStreamBytes));
+  c.tcp_stream_bytes = static_cast<size_t>(stream_bytes);
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
                        read.Get(key::kShmSingleCopyThreshold));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);

@@ -58,6 +58,12 @@ struct WorkerConfig {
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);
   // given: the variable was set (autotune then leaves it alone).
   bool shm = true, shm_given = false;
+  // Allreduce over TCP on hvd's ring (!HOROVOD_TCP_RING_DISABLE).
+  bool tcp_ring = true;
+  // Its connections per neighbour (HOROVOD_TCP_STREAMS), and the bytes of
+  // a step per connection below which it uses fewer.
+  int tcp_streams = 2;
+  size_t tcp_stream_bytes = size_t{1} << 20;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
   // ranks and shared memory is on; "0" pins it off.

@@ -41,7 +41,7 @@ learns() {
     fail "$what: best validation accuracy $best%"
 }
 
-out=$(run plain --epochs 3 --base-lr 0.005)
+out=$(run plain --epochs 3 --base-lr 0.005 2>&1) || fail "averaged: $out"
 echo "$out"
 learns "$out" "averaged"
 [[ -f $dir/plain-3.pth.tar ]] || fail "no checkpoint after epoch 3"
@@ -49,14 +49,14 @@ learns "$out" "averaged"
 grep -q "^2,val/accuracy," "$dir/logs-plain/scalars.csv" ||
   fail "no scalars logged"
 
-out=$(run plain --epochs 4 --base-lr 0.005)
+out=$(run plain --epochs 4 --base-lr 0.005 2>&1) || fail "resumed: $out"
 echo "$out"
 grep -q "resumed after epoch 3" <<<"$out" || fail "did not resume"
 grep -q "^Train Epoch #4:" <<<"$out" || fail "no fourth epoch"
 ! grep -q "^Train Epoch #1:" <<<"$out" || fail "trained epoch 1 again"
 
 out=$(run adasum --epochs 3 --base-lr 0.01 --use-adasum --fp16-allreduce \
-  --batches-per-allreduce 2)
+  --batches-per-allreduce 2 2>&1) || fail "adasum: $out"
 echo "$out"
 learns "$out" "--use-adasum --fp16-allreduce"
 echo "imagenet: ok"

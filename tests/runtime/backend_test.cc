@@ -24,16 +24,23 @@ using std::chrono::milliseconds;
 
 double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 
-// Which backend the ranks get: Gloo over TCP, shared memory (the default
-// for ranks of one host), shared memory with slots so small that every
-// collective runs in many chunks (and always through the segment: two
-// copies), or shared memory reading the peers' buffers directly (single
-// copy) at every size.
+// Which backend the ranks get: TCP (hvd's ring for allreduce, Gloo for the
+// rest), TCP with the ring cutting every step over three streams, Gloo
+// alone (HOROVOD_TCP_RING_DISABLE), shared memory (the default for ranks of
+// one host), shared memory with slots so small that every collective runs
+// in many chunks (and always through the segment: two copies), or shared
+// memory reading the peers' buffers directly (single copy) at every size.
 const char* g_backend = "shm";
 
 void RunRanksOn(int size, const std::function<void(Context&, int)>& body) {
   RunRanks(size, body, [](WorkerConfig& c) {
-    c.shm = std::string(g_backend) != "gloo";
+    const std::string b = g_backend;
+    c.shm = b.rfind("gloo", 0) != 0;
+    if (b == "gloo-streams") {
+      c.tcp_streams = 3;
+      c.tcp_stream_bytes = 4096;
+    }
+    if (b == "gloo-only") c.tcp_ring = false;
     if (std::string(g_backend) == "shm-small") {
       c.shm_slot_bytes = 4096;
       c.shm_single_copy_bytes = 0;
@@ -369,8 +376,8 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     WorldSizesAndBackends, BackendMatrixTest,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values("gloo", "shm", "shm-small",
-                                         "shm-direct")),
+                       ::testing::Values("gloo", "gloo-streams", "gloo-only",
+                                         "shm", "shm-small", "shm-direct")),
     [](const auto& info) {
       std::string b = std::get<1>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "runtime/transport/tcp/tcp_ring.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -57,16 +59,19 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
 class GlooBackend final : public Backend {
  public:
   GlooBackend(std::shared_ptr<gloo::rendezvous::Context> context,
-              std::shared_ptr<gloo::transport::Device> device, int rank,
+              std::shared_ptr<gloo::transport::Device> device,
+              std::unique_ptr<TcpRing> ring, int rank,
               std::chrono::milliseconds timeout)
       : context_(std::move(context)),
         device_(std::move(device)),
+        ring_(std::move(ring)),
         rank_(rank),
         timeout_(timeout) {}
 
   Status Allreduce(void* data, size_t count, DataType type,
                    ReduceOp op) override {
     if (count == 0) return Status::Ok();
+    if (ring_) return ring_->Allreduce(data, count, type, op);
     return Run("allreduce", [&] {
       gloo::AllreduceOptions opts(context_);
       opts.setTimeout(timeout_);
@@ -226,6 +231,7 @@ class GlooBackend final : public Backend {
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<gloo::transport::Device> device_;
+  std::unique_ptr<TcpRing> ring_;  // the allreduce's, where there is one
   int rank_;
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
@@ -275,6 +281,14 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
         where,
         std::string("connecting to the other ranks failed: ") + e.what());
   }
+  std::unique_ptr<TcpRing> ring;
+  if (options.ring) {
+    TcpRingOptions r;
+    static_cast<TcpOptions&>(r) = options;
+    r.streams = options.ring_streams;
+    r.stream_bytes = options.ring_stream_bytes;
+    HVD_ASSIGN_OR_RETURN(ring, TcpRing::Connect(r, store));
+  }
   // Nobody may tear down before everyone has finished connecting: a rank
   // that exits right after init() would otherwise reset a peer's
   // half-finished handshake.
@@ -288,8 +302,9 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
         std::string("the other ranks did not finish connecting: ") + e.what());
   }
   context->setTimeout(options.op_timeout);
-  return std::unique_ptr<Backend>(new GlooBackend(
-      std::move(context), std::move(device), options.rank, options.op_timeout));
+  return std::unique_ptr<Backend>(
+      new GlooBackend(std::move(context), std::move(device), std::move(ring),
+                      options.rank, options.op_timeout));
 }
 
 }  // namespace hvd::runtime

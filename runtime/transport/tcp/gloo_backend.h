@@ -10,7 +10,15 @@
 
 namespace hvd::runtime {
 
-using GlooOptions = TcpOptions;
+struct GlooOptions : TcpOptions {
+  // Allreduce on the TCP ring of hvd's own sockets (tcp_ring.h) rather
+  // than on Gloo's.
+  bool ring = true;
+  // Its sockets per neighbour, and the bytes per stream below which a
+  // step uses fewer (tcp_ring.h).
+  int ring_streams = 1;
+  size_t ring_stream_bytes = size_t{1} << 20;
+};
 
 // Connects the full mesh through `store` (which must outlive the call only).
 // Errors name this rank and say which peer or setting to check.

@@ -19,10 +19,7 @@ struct ControlOptions : TcpOptions {
   std::chrono::microseconds spin{50};
 };
 
-// Connects the mesh through `store`: rank r listens and publishes its
-// address and a random ticket; lower ranks accept, higher ranks connect and
-// must present the ticket they read from the (authenticated) store, so no
-// other process on the network can pose as a rank.
+// Connects the mesh through `store` (tcp_mesh.h).
 StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
     const ControlOptions& options, Store& store);
 

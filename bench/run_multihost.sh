@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Allreduce across hosts on real sockets: HOSTS (2 4) network-namespace
+# hosts on a bridge, each with its own sshd, each host's link shaped by tc
+# tbf both ways at RATES Gbit/s (2 10), and for each rate:
+#   tcp     plain TCP between two hosts (bench/tcp_probe): the 4-byte
+#           round trip, and what one stream carries each way at once
+#   hvd     libhvd's engine, through horovodrun over SSH (as the job
+#           picks its data path)
+#   hier    with more ranks than one per host: the engine with
+#           HOROVOD_HIERARCHICAL_ALLREDUCE=1 (shared memory within a host,
+#           the TCP ring between hosts)
+#   flat    the same with =0 (one TCP ring through every rank)
+#   ring    hvd's TCP ring alone (the engine's TCP allreduce, no engine)
+#   gloo    raw Gloo (HOROVOD_TCP_RING_DISABLE=1: Gloo's own ring)
+#   mpi     OpenMPI's MPI_Allreduce, mpirun over the same SSH hosts,
+#           --mca btl tcp,self
+# (RATES 0: unshaped) at RANKS_PER_HOST (1 2) ranks per host, fp32, SIZES (4 B .. 256 MiB in
+# powers of 4). The contenders take turns, RUNS (3) times; each figure is
+# the median over the runs. Root only (namespaces, tc, sshd).
+#   BUILD_DIR=build bench/run_multihost.sh      (PLOT=FILE.png also draws it)
+# Lines: BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.busbw.<size> (GB/s),
+# BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.latency.<size> (us),
+# BENCH multihost.link.<rate>g.GBps (the shaped rate),
+# BENCH multihost.tcp.<rate>g.both_ways (GB/s per direction),
+# BENCH multihost.tcp.<rate>g.rtt (us).
+# busbw = bytes / time * 2(n-1)/n.
+set -euo pipefail
+build=${BUILD_DIR:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+run="$build/launcher/horovodrun"
+prog="$build/bench/allreduce_bench"
+mpi_prog="$build/bench/mpi_allreduce_bench"
+probe="$build/bench/tcp_probe"
+for f in "$run" "$prog" "$probe"; do
+  [[ -x $f ]] || { echo "run_multihost.sh: $f is missing; build first (BUILD_DIR=$build)" >&2; exit 2; }
+done
+[[ $(id -u) -eq 0 ]] || { echo "run_multihost.sh: needs root (network namespaces, tc, sshd)" >&2; exit 2; }
+run=$(realpath "$run") prog=$(realpath "$prog") probe=$(realpath "$probe")
+mpi=()
+if command -v mpirun >/dev/null && [[ -x $mpi_prog ]]; then
+  mpi_prog=$(realpath "$mpi_prog")
+  mpi=(mpirun --allow-run-as-root)
+else
+  echo "run_multihost.sh: no mpirun or $mpi_prog; the mpi figures are left out (packaging/install-deps.sh --bench)" >&2
+fi
+hosts_list=${HOSTS:-2 4}
+rates=${RATES:-2 10}
+ppn_list=${RANKS_PER_HOST:-1 2}
+runs=${RUNS:-3}
+sizes=${SIZES:-}
+if [[ -z $sizes ]]; then
+  for ((b = 4; b <= 268435456; b *= 4)); do sizes+="$b "; done
+fi
+max_hosts=0
+for h in $hosts_list; do ((h > max_hosts)) && max_hosts=$h; done
+
+# Names of this bench's own (the tests use hvdt*): hvdbN, 10.212.0.N+2.
+ns() { echo "hvdb$1"; }
+addr() { echo "10.212.0.$(($1 + 2))"; }
+work=$(mktemp -d)
+sshd_pids=()
+cleanup() {
+  for p in "${sshd_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for ((i = 0; i < max_hosts; ++i)); do
+    ip link del "$(ns "$i")a" 2>/dev/null || true
+    ip netns del "$(ns "$i")" 2>/dev/null || true
+  done
+  ip link del hvdbbr0 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The hosts: a bridge, a namespace per host, a veth into each.
+ip link add hvdbbr0 type bridge
+ip addr add 10.212.0.1/24 dev hvdbbr0
+ip link set hvdbbr0 up
+for ((i = 0; i < max_hosts; ++i)); do
+  n=$(ns "$i")
+  ip netns add "$n"
+  ip link add "${n}a" type veth peer name "${n}b"
+  ip link set "${n}b" netns "$n"
+  ip link set "${n}a" master hvdbbr0 up
+  ip netns exec "$n" ip addr add "$(addr "$i")/24" dev "${n}b"
+  ip netns exec "$n" ip link set "${n}b" up
+  ip netns exec "$n" ip link set lo up
+done
+
+# An sshd per host, one key for all; known hosts in a HOME of our own.
+mkdir -p /run/sshd "$work/home/.ssh"
+ssh-keygen -q -t ed25519 -N '' -f "$work/user_key"
+ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
+cp "$work/user_key.pub" "$work/authorized_keys"
+cat > "$work/sshd_config" <<EOF
+Port 22
+HostKey $work/host_key
+AuthorizedKeysFile $work/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+LogLevel ERROR
+MaxStartups 200
+EOF
+for ((i = 0; i < max_hosts; ++i)); do
+  ip netns exec "$(ns "$i")" /usr/sbin/sshd -D -e -f "$work/sshd_config" \
+    -o "ListenAddress=$(addr "$i")" -o "PidFile=$work/sshd$i.pid" &
+  sshd_pids+=($!)
+done
+for ((i = 0; i < max_hosts; ++i)); do
+  for ((t = 0; t < 200; ++t)); do
+    bash -c "exec 3<>/dev/tcp/$(addr "$i")/22" 2>/dev/null && break
+    sleep 0.05
+  done
+done
+ssh_opts="-i $work/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+
+# Each host's link at `rate` Gbit/s, both ways: tbf on both ends of its
+# veth. The bucket holds 1 ms at the rate (at least 64 KiB).
+# Rate 0: unshaped (the veths' own speed).
+shape() {
+  local rate=$1 burst
+  if ((rate == 0)); then
+    for ((i = 0; i < max_hosts; ++i)); do
+      tc qdisc del dev "$(ns "$i")a" root 2>/dev/null || true
+      ip netns exec "$(ns "$i")" tc qdisc del dev "$(ns "$i")b" root 2>/dev/null || true
+    done
+    return
+  fi
+  burst=$((rate * 125000))
+  ((burst < 65536)) && burst=65536
+  for ((i = 0; i < max_hosts; ++i)); do
+    local n
+    n=$(ns "$i")
+    tc qdisc replace dev "${n}a" root tbf rate "${rate}gbit" burst "$burst" latency 20ms
+    ip netns exec "$n" tc qdisc replace dev "${n}b" root tbf rate "${rate}gbit" burst "$burst" latency 20ms
+  done
+}
+
+raw=$(mktemp -p "$work") table=$(mktemp -p "$work")
+rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
+host_list() {  # hosts ranks
+  local out="" i
+  for ((i = 0; i < $1; ++i)); do out+="${out:+,}$(addr "$i"):$2"; done
+  echo "$out"
+}
+hvd() {  # label hosts ranks mode [env...]
+  local label=$1 h=$2 r=$3 mode=$4
+  shift 4
+  env HOME="$work/home" "$@" "$run" -i "$work/user_key" -np $((h * r)) \
+    -H "$(host_list "$h" "$r")" "$prog" --mode "$mode" $sizes |
+    rank0 "$mode" "$label" | grep -v fusion
+}
+mpi_run() {  # label hosts ranks
+  "${mpi[@]}" -np $(($2 * $3)) -H "$(host_list "$2" "$3")" \
+    --mca btl tcp,self --mca btl_tcp_if_include 10.212.0.0/24 \
+    --mca oob_tcp_if_include 10.212.0.0/24 --mca plm_rsh_args "$ssh_opts" \
+    "$mpi_prog" $sizes | sed "s/^RESULT mpi /RESULT $1 /"
+}
+
+for rate in $rates; do
+  shape "$rate"
+  ((rate > 0)) && echo "RESULT link.${rate}g $((rate * 125000000))" >> "$raw"
+  for ((i = 0; i < runs; ++i)); do
+    port=$((30000 + RANDOM % 5000))
+    ip netns exec "$(ns 1)" "$probe" server "$(addr 1)" "$port" &
+    server=$!
+    ip netns exec "$(ns 0)" "$probe" client "$(addr 1)" "$port" |
+      sed "s/^RESULT tcp\.\([a-z_]*\) /RESULT tcp.${rate}g.\1 0 /" >> "$raw"
+    wait "$server"
+    for h in $hosts_list; do
+      for r in $ppn_list; do
+        tag="${h}x${r}.${rate}g"
+        hvd "hvd.$tag" "$h" "$r" engine >> "$raw"
+        if ((r > 1)); then
+          hvd "hier.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=1 >> "$raw"
+          hvd "flat.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=0 >> "$raw"
+        fi
+        hvd "ring.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 >> "$raw"
+        hvd "gloo.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 \
+          HOROVOD_TCP_RING_DISABLE=1 >> "$raw"
+        [[ ${#mpi[@]} -gt 0 ]] && mpi_run "mpi.$tag" "$h" "$r" >> "$raw"
+      done
+    done
+  done
+done
+
+# The median of each (who, size) over the runs.
+awk '$1 == "RESULT" { k = $2 " " $3; v[k] = v[k] " " $4 }
+  END {
+    for (k in v) {
+      n = split(substr(v[k], 2), a, " ")
+      for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      print k " " a[int((n + 1) / 2)]
+    }
+  }' "$raw" | sort -k1,1 -k2,2n > "$table"
+awk '
+  function label(b) {
+    if (b >= 1048576) return b / 1048576 "MiB"
+    if (b >= 1024) return b / 1024 "KiB"
+    return b "B"
+  }
+  $1 ~ /^link\./ { split($1, w, "."); printf "BENCH multihost.link.%s.GBps %.3f GB/s\n", w[2], $2 / 1e9; next }
+  $1 ~ /^tcp\..*\.rtt$/ { split($1, w, "."); printf "BENCH multihost.tcp.%s.rtt %.1f us\n", w[2], $3 * 1e6; next }
+  $1 ~ /^tcp\..*\.both_ways$/ { split($1, w, "."); printf "BENCH multihost.tcp.%s.both_ways %.3f GB/s\n", w[2], $3 / 1e9; next }
+  {
+    # who.HxR.RATEg: n = H * R ranks.
+    split($1, w, "."); split(w[2], hr, "x"); n = hr[1] * hr[2]
+    printf "BENCH multihost.%s.busbw.%s %.3f GB/s\n", $1, label($2), $2 / $3 * 2 * (n - 1) / n / 1e9
+    printf "BENCH multihost.%s.latency.%s %.2f us\n", $1, label($2), $3 * 1e6
+  }' "$table"
+if [[ -n ${PLOT:-} ]]; then
+  /usr/bin/python3 "$here/plot_multihost.py" "$table" "$PLOT"
+fi

@@ -1,0 +1,189 @@
+#include "runtime/transport/tcp/tcp_ring.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hvd::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Arrived input is reduced in pieces of at least this much, so the
+// reduction of a large block overlaps the rest of its transfer.
+constexpr size_t kReducePiece = 256 << 10;
+
+// Where a block lies in the buffer, in bytes.
+struct Span {
+  size_t at, bytes;
+};
+
+// Block b of `count` elements split over n ranks: [begin, end).
+size_t BlockBegin(size_t count, int n, int b) {
+  const size_t base = count / n, extra = count % n;
+  return b * base + std::min<size_t>(b, extra);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TcpRing>> TcpRing::Connect(
+    const TcpRingOptions& options, Store& store) {
+  HVD_ASSIGN_OR_RETURN(
+      std::vector<std::vector<Fd>> mesh,
+      ConnectMesh(options, store, "ring", "TCP ring", options.streams));
+  return std::unique_ptr<TcpRing>(new TcpRing(options, std::move(mesh)));
+}
+
+TcpRing::TcpRing(const TcpRingOptions& options,
+                 std::vector<std::vector<Fd>> mesh)
+    : options_(options),
+      mesh_(std::move(mesh)),
+      left_((options.rank + options.size - 1) % options.size),
+      right_((options.rank + 1) % options.size) {}
+
+std::string TcpRing::Where() const {
+  return "rank " + std::to_string(options_.rank) + ": TCP ring";
+}
+
+Status TcpRing::Allreduce(void* data, size_t count, DataType type,
+                          ReduceOp op) {
+  if (!broken_.ok()) return broken_;
+  if (options_.size == 1 || count == 0) return Status::Ok();
+  Status s = Run(static_cast<uint8_t*>(data), count, type, op);
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status TcpRing::Run(uint8_t* data, size_t count, DataType type, ReduceOp op) {
+  const int n = options_.size, me = options_.rank;
+  const size_t esize = DataTypeSize(type);
+  auto block = [&](int b) {
+    const int k = ((b % n) + n) % n;
+    const size_t first = BlockBegin(count, n, k);
+    return Span{first * esize, (BlockBegin(count, n, k + 1) - first) * esize};
+  };
+  if (scratch_.size() < block(0).bytes) scratch_.resize(block(0).bytes);
+  // Reduce-scatter: after step s this rank holds block me - s - 1 reduced
+  // over s + 2 ranks; after n - 1 steps, block me + 1 over all of them.
+  for (int s = 0; s < n - 1; ++s) {
+    const Span out = block(me - s), in = block(me - s - 1);
+    uint8_t* acc = data + in.at;
+    HVD_RETURN_IF_ERROR(Step(data + out.at, out.bytes, scratch_.data(),
+                             in.bytes, esize, [&](size_t from, size_t to) {
+                               ReduceBuffers(type, op, acc + from, acc + from,
+                                             scratch_.data() + from,
+                                             (to - from) / esize);
+                             }));
+  }
+  // Allgather: pass the reduced blocks around.
+  for (int s = 0; s < n - 1; ++s) {
+    const Span out = block(me + 1 - s), in = block(me - s);
+    HVD_RETURN_IF_ERROR(Step(data + out.at, out.bytes, data + in.at, in.bytes,
+                             esize, [](size_t, size_t) {}));
+  }
+  return Status::Ok();
+}
+
+int TcpRing::StreamsFor(size_t bytes) const {
+  const int have = static_cast<int>(mesh_[right_].size());
+  if (bytes < options_.stream_bytes) return 1;
+  return std::max(1, std::min<int>(have, bytes / options_.stream_bytes));
+}
+
+template <typename F>
+Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
+                     size_t in_bytes, size_t esize, F&& arrived) {
+  // Each direction's block in slices, one per stream, cut at whole
+  // elements the same way at both ends (from the block's size alone).
+  struct Slice {
+    size_t begin, end, done, reduced;
+  };
+  auto cut = [&](size_t bytes) {
+    const int k = StreamsFor(bytes);
+    const size_t elems = bytes / esize;
+    std::vector<Slice> v;
+    for (int i = 0; i < k; ++i) {
+      v.push_back({elems * i / k * esize, elems * (i + 1) / k * esize, 0, 0});
+    }
+    return v;
+  };
+  std::vector<Slice> sends = cut(out_bytes), recvs = cut(in_bytes);
+  for (Slice& r : recvs) r.done = r.reduced = r.begin;
+  for (Slice& w : sends) w.done = w.begin;
+  size_t left_to_send = out_bytes, left_to_recv = in_bytes;
+  const auto deadline = Clock::now() + options_.op_timeout;
+  auto peer = [&](int r, const std::string& what) {
+    return Status::Unavailable(Where(),
+                               "rank " + std::to_string(r) + " " + what);
+  };
+  std::vector<pollfd> fds;
+  while (left_to_send > 0 || left_to_recv > 0) {
+    bool progress = false;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      Slice& w = sends[i];
+      if (w.done == w.end) continue;
+      ssize_t got = ::send(mesh_[right_][i].get(), out + w.done, w.end - w.done,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (got > 0) {
+        w.done += static_cast<size_t>(got);
+        left_to_send -= static_cast<size_t>(got);
+        progress = true;
+      } else if (errno == EPIPE || errno == ECONNRESET) {
+        return peer(right_, "closed its connection (it exited or crashed)");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return peer(right_, Errno("send"));
+      }
+    }
+    for (size_t i = 0; i < recvs.size(); ++i) {
+      Slice& r = recvs[i];
+      if (r.done == r.end) continue;
+      ssize_t got = ::recv(mesh_[left_][i].get(), in + r.done, r.end - r.done,
+                           MSG_DONTWAIT);
+      if (got > 0) {
+        r.done += static_cast<size_t>(got);
+        left_to_recv -= static_cast<size_t>(got);
+        progress = true;
+        // Reduce what arrived in pieces, the last piece whatever its size.
+        const size_t whole = r.done - (r.done - r.begin) % esize;
+        if (whole - r.reduced >= kReducePiece || r.done == r.end) {
+          arrived(r.reduced, whole);
+          r.reduced = whole;
+        }
+      } else if (got == 0 || errno == ECONNRESET) {
+        return peer(left_, "closed its connection (it exited or crashed)");
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return peer(left_, Errno("recv"));
+      }
+    }
+    if (progress) continue;
+    if (Clock::now() >= deadline) {
+      return Status::DeadlineExceeded(
+          Where(), "rank " + std::to_string(left_to_recv ? left_ : right_) +
+                       " did not keep up within " +
+                       std::to_string(options_.op_timeout.count() / 1000) +
+                       " s (raise HOROVOD_GLOO_TIMEOUT_SECONDS if it is only "
+                       "slow)");
+    }
+    fds.clear();
+    for (size_t i = 0; i < sends.size(); ++i) {
+      if (sends[i].done < sends[i].end) {
+        fds.push_back({mesh_[right_][i].get(), POLLOUT, 0});
+      }
+    }
+    for (size_t i = 0; i < recvs.size(); ++i) {
+      if (recvs[i].done < recvs[i].end) {
+        fds.push_back({mesh_[left_][i].get(), POLLIN, 0});
+      }
+    }
+    if (::poll(fds.data(), fds.size(), RemainingMs(deadline)) < 0 &&
+        errno != EINTR) {
+      return Status::Internal(Where(), Errno("poll"));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime

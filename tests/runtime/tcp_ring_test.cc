@@ -1,0 +1,107 @@
+// hvd's TCP ring (transport/tcp/tcp_ring.h) when a peer fails: one that
+// exits mid-job and one that never joins an allreduce are errors naming a
+// rank, within the timeout, never a hang; the ring stays failed after.
+// (Its results are checked in backend_test's matrix.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/context.h"
+#include "tests/runtime/ranks.h"
+
+namespace hvd::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+WorkerConfig TcpConfig(const TestJob& job, int r) {
+  WorkerConfig c = job.Config(r);
+  c.shm = false;
+  c.tcp_streams = 2;
+  c.tcp_stream_bytes = 4096;
+  c.gloo_timeout = milliseconds(2000);
+  return c;
+}
+
+TEST(TcpRingTest, APeerThatExitsIsAnErrorNamingARankNotAHang) {
+  TestJob job(3);
+  ASSERT_TRUE(job.ok());
+  std::vector<Status> results(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto ctx = Context::Create(TcpConfig(job, r));
+      ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+      std::vector<float> big(1 << 16, 1.0f);
+      ASSERT_TRUE((*ctx)
+                      ->backend()
+                      .Allreduce(big.data(), big.size(), DataType::kFloat32,
+                                 ReduceOp::kSum)
+                      .ok());
+      EXPECT_EQ(big[0], 3.0f);
+      if (r == 2) return;  // its context closes its sockets
+      Status s;
+      for (int i = 0; i < 50 && s.ok(); ++i) {
+        s = (*ctx)->backend().Allreduce(big.data(), big.size(),
+                                        DataType::kFloat32, ReduceOp::kSum);
+      }
+      results[r] = s;
+      // Failed once, failed for good, at once.
+      Status again = (*ctx)->backend().Allreduce(
+          big.data(), big.size(), DataType::kFloat32, ReduceOp::kSum);
+      EXPECT_EQ(again.ToString(), s.ToString());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(results[r].ok()) << "rank " << r;
+    EXPECT_NE(results[r].message().find("rank " + std::to_string(r)),
+              std::string::npos)
+        << results[r].message();
+  }
+  // Rank 0 receives from rank 2: it sees the connection close.
+  EXPECT_EQ(results[0].code(), StatusCode::kUnavailable)
+      << results[0].message();
+  EXPECT_NE(results[0].message().find("rank 2 closed its connection"),
+            std::string::npos)
+      << results[0].message();
+}
+
+TEST(TcpRingTest, APeerThatNeverJoinsTimesOut) {
+  TestJob job(2);
+  ASSERT_TRUE(job.ok());
+  Status result;
+  bool done = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      auto ctx = Context::Create(TcpConfig(job, r));
+      ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+      if (r == 1) {
+        // Alive, connected, and silent until rank 0 has given up.
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return done; });
+        return;
+      }
+      std::vector<float> big(1 << 16, 1.0f);
+      result = (*ctx)->backend().Allreduce(big.data(), big.size(),
+                                           DataType::kFloat32, ReduceOp::kSum);
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      cv.notify_all();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(result.code(), StatusCode::kDeadlineExceeded) << result.ToString();
+  EXPECT_NE(result.message().find("rank 1 did not keep up"), std::string::npos)
+      << result.message();
+}
+
+}  // namespace
+}  // namespace hvd::runtime
