@@ -25,6 +25,8 @@ def read(table: str):
         for line in f:
             parts = line.split()
             name = parts[0]
+            if name.startswith("train."):
+                continue
             if name.startswith("link."):
                 link[name.split(".")[1]] = float(parts[1]) / 1e9
             elif name.startswith("tcp."):

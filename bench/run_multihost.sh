@@ -16,9 +16,13 @@
 #           --mca btl tcp,self
 # (RATES 0: unshaped) at RANKS_PER_HOST (1 2) ranks per host, fp32, SIZES (4 B .. 256 MiB in
 # powers of 4). The contenders take turns, RUNS (3) times; each figure is
-# the median over the runs. Root only (namespaces, tc, sshd).
+# the median over the runs. With TRAIN=1, training too: train_mnist's step
+# (bench/train_bench) and examples/pytorch/pytorch_mnist.py, 2 ranks on one
+# host (shared memory) against 2 hosts of one rank over the link, images/s
+# of the job (STEPS, 30). Root only (namespaces, tc, sshd).
 #   BUILD_DIR=build bench/run_multihost.sh      (PLOT=FILE.png also draws it)
 # Lines: BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.busbw.<size> (GB/s),
+# BENCH multihost.train.{cpp,py}.{1x2,2x1}.<rate>g.images_per_s,
 # BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.latency.<size> (us),
 # BENCH multihost.link.<rate>g.GBps (the shaped rate),
 # BENCH multihost.tcp.<rate>g.both_ways (GB/s per direction),
@@ -152,11 +156,29 @@ hvd() {  # label hosts ranks mode [env...]
     -H "$(host_list "$h" "$r")" "$prog" --mode "$mode" $sizes |
     rank0 "$mode" "$label" | grep -v fusion
 }
+# --bind-to none: the namespace hosts share this machine's CPUs, and each
+# host's orted would bind its first rank to core 0 (all of them on one
+# core: every operation then waits a scheduler tick, 4 ms).
 mpi_run() {  # label hosts ranks
-  "${mpi[@]}" -np $(($2 * $3)) -H "$(host_list "$2" "$3")" \
+  "${mpi[@]}" -np $(($2 * $3)) -H "$(host_list "$2" "$3")" --bind-to none \
     --mca btl tcp,self --mca btl_tcp_if_include 10.212.0.0/24 \
     --mca oob_tcp_if_include 10.212.0.0/24 --mca plm_rsh_args "$ssh_opts" \
     "$mpi_prog" $sizes | sed "s/^RESULT mpi /RESULT $1 /"
+}
+
+train_prog="$build/bench/train_bench"
+python=${PYTHON:-/usr/bin/python3}
+steps=${STEPS:-30}
+# A job's images/s: the sum of its ranks' RESULT lines.
+images() { sed -n 's/^\[[0-9]*\]<stdout>://p' | awk '$1 == "RESULT" {s += $NF} END {printf "%.1f\n", s}'; }
+train() {  # label hostspec
+  local label=$1 hosts=$2
+  echo "RESULT train.cpp.$label 0 $(env HOME="$work/home" "$run" -i "$work/user_key" \
+    -np 2 -H "$hosts" "$(realpath "$train_prog")" --threads 1 --steps "$steps" | images)"
+  # The namespace hosts share this machine's cores: one thread per rank.
+  echo "RESULT train.py.$label 0 $(env HOME="$work/home" OMP_NUM_THREADS=1 "$run" -i "$work/user_key" \
+    -np 2 -H "$hosts" "$python" "$here/../examples/pytorch/pytorch_mnist.py" \
+    --no-checkpoint --batch-size 128 --log-interval 100000 --steps "$steps" | images)"
 }
 
 for rate in $rates; do
@@ -183,6 +205,10 @@ for rate in $rates; do
         [[ ${#mpi[@]} -gt 0 ]] && mpi_run "mpi.$tag" "$h" "$r" >> "$raw"
       done
     done
+    if [[ ${TRAIN:-0} == 1 ]]; then
+      train "1x2.${rate}g" "$(addr 0):2" >> "$raw"
+      train "2x1.${rate}g" "$(addr 0):1,$(addr 1):1" >> "$raw"
+    fi
   done
 done
 
@@ -201,6 +227,7 @@ awk '
     if (b >= 1024) return b / 1024 "KiB"
     return b "B"
   }
+  $1 ~ /^train\./ { printf "BENCH multihost.%s.images_per_s %.1f images/s\n", $1, $3; next }
   $1 ~ /^link\./ { split($1, w, "."); printf "BENCH multihost.link.%s.GBps %.3f GB/s\n", w[2], $2 / 1e9; next }
   $1 ~ /^tcp\..*\.rtt$/ { split($1, w, "."); printf "BENCH multihost.tcp.%s.rtt %.1f us\n", w[2], $3 * 1e6; next }
   $1 ~ /^tcp\..*\.both_ways$/ { split($1, w, "."); printf "BENCH multihost.tcp.%s.both_ways %.3f GB/s\n", w[2], $3 / 1e9; next }

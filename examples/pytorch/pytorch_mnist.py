@@ -146,7 +146,9 @@ def main() -> int:
         torch.cuda.manual_seed(args.seed)
         device = torch.device("cuda", hvd.local_rank())
     # One intra-op thread per rank: the ranks share the host's cores.
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // hvd.local_size()))
+    # OMP_NUM_THREADS, where given, wins (as it does in torch itself).
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", 0)) or
+                          max(1, (os.cpu_count() or 1) // hvd.local_size()))
 
     train_set = load(args.data_dir, "train", args.train_limit)
     test_set = load(args.data_dir, "test", args.test_limit)
