@@ -93,26 +93,32 @@ int TcpRing::StreamsFor(size_t bytes) const {
   return std::max(1, std::min<int>(have, bytes / options_.stream_bytes));
 }
 
+// Each direction's block in slices, one per stream, cut at whole elements
+// the same way at both ends (from the block's size alone).
+std::vector<TcpRing::Slice> TcpRing::Slices(size_t bytes, size_t esize) const {
+  const int k = StreamsFor(bytes);
+  const size_t elems = bytes / esize;
+  std::vector<Slice> v;
+  for (int i = 0; i < k; ++i) {
+    const size_t begin = elems * i / k * esize;
+    v.push_back({begin, elems * (i + 1) / k * esize, begin, begin});
+  }
+  return v;
+}
+
+Status TcpRing::TimedOut(int peer) const {
+  return Status::DeadlineExceeded(
+      Where(), "rank " + std::to_string(peer) + " did not keep up within " +
+                   std::to_string(options_.op_timeout.count() / 1000) +
+                   " s (raise HOROVOD_GLOO_TIMEOUT_SECONDS if it is only "
+                   "slow)");
+}
+
 template <typename F>
 Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
                      size_t in_bytes, size_t esize, F&& arrived) {
-  // Each direction's block in slices, one per stream, cut at whole
-  // elements the same way at both ends (from the block's size alone).
-  struct Slice {
-    size_t begin, end, done, reduced;
-  };
-  auto cut = [&](size_t bytes) {
-    const int k = StreamsFor(bytes);
-    const size_t elems = bytes / esize;
-    std::vector<Slice> v;
-    for (int i = 0; i < k; ++i) {
-      v.push_back({elems * i / k * esize, elems * (i + 1) / k * esize, 0, 0});
-    }
-    return v;
-  };
-  std::vector<Slice> sends = cut(out_bytes), recvs = cut(in_bytes);
-  for (Slice& r : recvs) r.done = r.reduced = r.begin;
-  for (Slice& w : sends) w.done = w.begin;
+  std::vector<Slice> sends = Slices(out_bytes, esize),
+                     recvs = Slices(in_bytes, esize);
   size_t left_to_send = out_bytes, left_to_recv = in_bytes;
   const auto deadline = Clock::now() + options_.op_timeout;
   auto peer = [&](int r, const std::string& what) {
@@ -160,12 +166,7 @@ Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
     }
     if (progress) continue;
     if (Clock::now() >= deadline) {
-      return Status::DeadlineExceeded(
-          Where(), "rank " + std::to_string(left_to_recv ? left_ : right_) +
-                       " did not keep up within " +
-                       std::to_string(options_.op_timeout.count() / 1000) +
-                       " s (raise HOROVOD_GLOO_TIMEOUT_SECONDS if it is only "
-                       "slow)");
+      return TimedOut(left_to_recv ? left_ : right_);
     }
     fds.clear();
     for (size_t i = 0; i < sends.size(); ++i) {

@@ -54,6 +54,13 @@ class TcpRing {
   Status Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
               size_t in_bytes, size_t esize, F&& arrived);
   int StreamsFor(size_t bytes) const;
+  // A direction's part on one stream: [begin, end), how far it got, and
+  // (received) how far it was reduced.
+  struct Slice {
+    size_t begin, end, done, reduced;
+  };
+  std::vector<Slice> Slices(size_t bytes, size_t esize) const;
+  Status TimedOut(int peer) const;
   std::string Where() const;
 
   const TcpRingOptions options_;
