@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Tuple
 
 import numpy as np
 import torch

@@ -14,10 +14,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import torch
 
 from hvd.common.process_sets import ProcessSet, global_process_set
+from hvd.torch.grad_hooks import GradientHooks
 from hvd.torch.mpi_ops import Adasum, allreduce_async_, synchronize
 
 
-class _DistributedAdasumOptimizer:
+class _DistributedAdasumOptimizer(GradientHooks):
     """Mixed in before the wrapped optimizer's class (DistributedOptimizer
     picks it for op=Adasum)."""
 
@@ -40,31 +41,15 @@ class _DistributedAdasumOptimizer:
         self._requires_update = {p for p in params if p.requires_grad}
         member = process_set is global_process_set or process_set.included()
         if member:
-            self._register_hooks()
+            ordered = sorted(self._requires_update,
+                             key=lambda q: self._names[q])
+            for p in ordered:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p.data)
+            self._register_hooks(ordered)
 
-    def _register_hooks(self) -> None:
-        for p in sorted(self._requires_update, key=lambda q: self._names[q]):
-            if p.grad is None:
-                p.grad = torch.zeros_like(p.data)
-            acc = p.expand_as(p).grad_fn.next_functions[0][0]
-            acc.register_hook(self._make_hook(p))
-            self._grad_accs.append(acc)
-
-    def _make_hook(self, p: torch.Tensor) -> Any:
-        def hook(*ignore: Any) -> None:
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than "
-                        "backward_passes_per_step times before call to "
-                        "step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            handle, ctx = None, None
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
-                handle, ctx = self._reduce_delta_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
+    def _gradient_final(self, p: torch.Tensor) -> None:
+        self._handles[p] = self._reduce_delta_async(p)
 
     def _reduce_delta_async(self, p: torch.Tensor) -> Tuple[int, Any]:
         """Steps `p` alone, leaves the delta in it, and starts its
@@ -116,13 +101,6 @@ class _DistributedAdasumOptimizer:
         self._handles.clear()
         return loss
 
-    def set_backward_passes_per_step(self, passes: int) -> None:
-        if passes < 1:
-            raise ValueError("backward_passes_per_step must be at least 1")
-        self.backward_passes_per_step = passes
-        for p in self._delay:
-            self._delay[p] = passes
-
     def load_state_dict(self, *args: Any, **kwargs: Any) -> None:
         if self._handles:
             for handle, _ in self._handles.values():
@@ -135,13 +113,6 @@ class _DistributedAdasumOptimizer:
             self._delay[p] = self.backward_passes_per_step
         super().load_state_dict(*args, **kwargs)
 
-    def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
-        if self._handles:
-            raise AssertionError(
-                "optimizer.zero_grad() was called after loss.backward() but "
-                "before optimizer.step() or optimizer.synchronize(). This is "
-                "prohibited as it can cause a race condition.")
-        return super().zero_grad(*args, **kwargs)
 
 
 def adasum_optimizer(optimizer: torch.optim.Optimizer,

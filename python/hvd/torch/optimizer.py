@@ -19,6 +19,7 @@ from hvd.common.exceptions import HorovodInternalError
 from hvd.common.process_sets import ProcessSet, global_process_set
 from hvd.torch.adasum_optimizer import adasum_optimizer
 from hvd.torch.compression import Compression
+from hvd.torch.grad_hooks import GradientHooks
 from hvd.torch.mpi_ops import (Adasum, Average, allreduce_async_,
                                grouped_allreduce_async_, size,
                                sparse_allreduce_async, synchronize)
@@ -54,7 +55,7 @@ def named_parameter_list(named_parameters: Optional[Any],
     return named
 
 
-class _DistributedOptimizer:
+class _DistributedOptimizer(GradientHooks):
     """Mixed in before the wrapped optimizer's class (see
     DistributedOptimizer); the optimizer's own methods do the updates."""
 
@@ -117,37 +118,14 @@ class _DistributedOptimizer:
         member = process_set is global_process_set or process_set.included()
         if member and (size() > 1 or
                        os.environ.get("HOROVOD_ELASTIC") == "1"):
-            self._register_hooks()
+            self._register_hooks(p for g in self.param_groups
+                                 for p in g["params"] if p.requires_grad)
 
-    def _register_hooks(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                # The AccumulateGrad node of p: it runs once p.grad holds
-                # this pass's gradient.
-                acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                acc.register_hook(self._make_hook(p))
-                self._grad_accs.append(acc)
-
-    def _make_hook(self, p: torch.Tensor) -> Any:
-        def hook(*ignore: Any) -> None:
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than "
-                        "backward_passes_per_step times before call to "
-                        "step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            handle, ctx = None, None
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
-                if p in self._group_of:
-                    self._group_ready_for(p)
-                    return
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
+    def _gradient_final(self, p: torch.Tensor) -> None:
+        if p in self._group_of:
+            self._group_ready_for(p)
+        else:
+            self._handles[p] = self._allreduce_grad_async(p)
 
     def _group_ready_for(self, p: torch.Tensor) -> None:
         gi = self._group_of[p]
@@ -250,14 +228,6 @@ class _DistributedOptimizer:
         if value is not p.grad:
             p.grad.copy_(value)
 
-    def set_backward_passes_per_step(self, passes: int) -> None:
-        """Gradients accumulate over `passes` backward passes from now on."""
-        if passes < 1:
-            raise ValueError("backward_passes_per_step must be at least 1")
-        self.backward_passes_per_step = passes
-        for p in self._delay:
-            self._delay[p] = passes
-
     def load_state_dict(self, *args: Any, **kwargs: Any) -> None:
         """The wrapped optimizer's, and what this one accumulated is
         dropped: the next step starts from the loaded state."""
@@ -297,13 +267,6 @@ class _DistributedOptimizer:
         """The wrapped optimizer's step alone (no allreduce)."""
         return super().step(closure)
 
-    def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
-        if self._handles:
-            raise AssertionError(
-                "optimizer.zero_grad() was called after loss.backward() but "
-                "before optimizer.step() or optimizer.synchronize(). This is "
-                "prohibited as it can cause a race condition.")
-        return super().zero_grad(*args, **kwargs)
 
 
 def DistributedOptimizer(optimizer: torch.optim.Optimizer,
