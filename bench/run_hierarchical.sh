@@ -15,14 +15,7 @@ trap 'rm -f "$raw"' EXIT
 for ((i = 0; i < ${RUNS:-3}; ++i)); do
   "$prog" "$@" | grep '^RESULT ' >> "$raw"
 done
-awk '{ k = $2 " " $3; v[k] = v[k] " " $4 }
-  END {
-    for (k in v) {
-      n = split(substr(v[k], 2), a, " ")
-      for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-      print k " " a[int((n + 1) / 2)]
-    }
-  }' "$raw" | sort -k1,1 -k2,2n | awk '
+awk -f "$(dirname "$0")/medians.awk" "$raw" | sort -k1,1 -k2,2n | awk '
   function label(b) {
     if (b >= 1048576) return b / 1048576 "MiB"
     return b / 1024 "KiB"

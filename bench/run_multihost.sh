@@ -213,14 +213,7 @@ for rate in $rates; do
 done
 
 # The median of each (who, size) over the runs.
-awk '$1 == "RESULT" { k = $2 " " $3; v[k] = v[k] " " $4 }
-  END {
-    for (k in v) {
-      n = split(substr(v[k], 2), a, " ")
-      for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      print k " " a[int((n + 1) / 2)]
-    }
-  }' "$raw" | sort -k1,1 -k2,2n > "$table"
+awk -f "$(dirname "$0")/medians.awk" "$raw" | sort -k1,1 -k2,2n > "$table"
 awk '
   function label(b) {
     if (b >= 1048576) return b / 1048576 "MiB"

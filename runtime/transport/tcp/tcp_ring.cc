@@ -95,15 +95,14 @@ int TcpRing::StreamsFor(size_t bytes) const {
 
 // Each direction's block in slices, one per stream, cut at whole elements
 // the same way at both ends (from the block's size alone).
-std::vector<TcpRing::Slice> TcpRing::Slices(size_t bytes, size_t esize) const {
+void TcpRing::Slices(size_t bytes, size_t esize, std::vector<Slice>* v) const {
   const int k = StreamsFor(bytes);
   const size_t elems = bytes / esize;
-  std::vector<Slice> v;
+  v->clear();
   for (int i = 0; i < k; ++i) {
     const size_t begin = elems * i / k * esize;
-    v.push_back({begin, elems * (i + 1) / k * esize, begin, begin});
+    v->push_back({begin, elems * (i + 1) / k * esize, begin, begin});
   }
-  return v;
 }
 
 Status TcpRing::TimedOut(int peer) const {
@@ -117,15 +116,18 @@ Status TcpRing::TimedOut(int peer) const {
 template <typename F>
 Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
                      size_t in_bytes, size_t esize, F&& arrived) {
-  std::vector<Slice> sends = Slices(out_bytes, esize),
-                     recvs = Slices(in_bytes, esize);
+  // Members, reused: a step allocates nothing once the first ran.
+  std::vector<Slice>& sends = sends_;
+  std::vector<Slice>& recvs = recvs_;
+  std::vector<pollfd>& fds = fds_;
+  Slices(out_bytes, esize, &sends);
+  Slices(in_bytes, esize, &recvs);
   size_t left_to_send = out_bytes, left_to_recv = in_bytes;
   const auto deadline = Clock::now() + options_.op_timeout;
   auto peer = [&](int r, const std::string& what) {
     return Status::Unavailable(Where(),
                                "rank " + std::to_string(r) + " " + what);
   };
-  std::vector<pollfd> fds;
   while (left_to_send > 0 || left_to_recv > 0) {
     bool progress = false;
     for (size_t i = 0; i < sends.size(); ++i) {

@@ -13,6 +13,8 @@
 // Not thread-safe: one collective at a time, as every Backend.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -59,7 +61,7 @@ class TcpRing {
   struct Slice {
     size_t begin, end, done, reduced;
   };
-  std::vector<Slice> Slices(size_t bytes, size_t esize) const;
+  void Slices(size_t bytes, size_t esize, std::vector<Slice>* out) const;
   Status TimedOut(int peer) const;
   std::string Where() const;
 
@@ -67,6 +69,8 @@ class TcpRing {
   std::vector<std::vector<Fd>> mesh_;
   int left_, right_;
   std::vector<uint8_t> scratch_;
+  std::vector<Slice> sends_, recvs_;  // the step's (Step)
+  std::vector<pollfd> fds_;
   Status broken_;
 };
 
