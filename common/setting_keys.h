@@ -41,6 +41,7 @@ inline constexpr Key<bool> kShmDisable{"shm_disable"};
 inline constexpr Key<bool> kTcpRingDisable{"tcp_ring_disable"};
 inline constexpr Key<int64_t> kTcpStreams{"tcp_streams"};
 inline constexpr Key<int64_t> kTcpStreamBytes{"tcp_stream_bytes"};
+inline constexpr Key<int64_t> kTcpDoublingBytes{"tcp_doubling_bytes"};
 inline constexpr Key<int64_t> kShmSingleCopyThreshold{
     "shm_single_copy_threshold"};
 inline constexpr Key<int64_t> kShmSingleCopyLimit{"shm_single_copy_limit"};
@@ -123,6 +124,7 @@ inline std::vector<KeyShape> AllKeys() {
           ShapeOf(kTcpRingDisable),
           ShapeOf(kTcpStreams),
           ShapeOf(kTcpStreamBytes),
+          ShapeOf(kTcpDoublingBytes),
           ShapeOf(kShmSingleCopyThreshold),
           ShapeOf(kShmSingleCopyLimit),
           ShapeOf(kAutotune),

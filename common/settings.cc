@@ -170,6 +170,13 @@ std::vector<Setting> Build() {
                   "bytes of a ring step per TCP connection below which the "
                   "step uses fewer connections",
                   "B"));
+  t.push_back(Int("tcp_doubling_bytes", {}, "HOROVOD_TCP_DOUBLING_BYTES", "",
+                  kTune, 0, int64_t{1} << 40, "65536",
+                  "allreduces over TCP of at most this many bytes take "
+                  "recursive doubling (log2(ranks) trips, each with the whole "
+                  "buffer) instead of the ring (2(ranks - 1) trips, each "
+                  "with a slice of it); 0 never",
+                  "B"));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
           "", kTune, 0, int64_t{1} << 40, "2097152",

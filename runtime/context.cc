@@ -62,6 +62,7 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   gloo.ring = config.tcp_ring;
   gloo.ring_streams = config.tcp_streams;
   gloo.ring_stream_bytes = config.tcp_stream_bytes;
+  gloo.ring_doubling_bytes = config.tcp_doubling_bytes;
   return gloo;
 }
 

@@ -129,6 +129,8 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   c.tcp_streams = static_cast<int>(streams_tcp);
   HVD_ASSIGN_OR_RETURN(int64_t stream_bytes, read.Get(key::kTcpStreamBytes));
   c.tcp_stream_bytes = static_cast<size_t>(stream_bytes);
+  HVD_ASSIGN_OR_RETURN(int64_t doubling, read.Get(key::kTcpDoublingBytes));
+  c.tcp_doubling_bytes = static_cast<size_t>(doubling);
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
                        read.Get(key::kShmSingleCopyThreshold));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);

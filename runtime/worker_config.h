@@ -64,6 +64,9 @@ struct WorkerConfig {
   // a step per connection below which it uses fewer.
   int tcp_streams = 2;
   size_t tcp_stream_bytes = size_t{1} << 20;
+  // HOROVOD_TCP_DOUBLING_BYTES: its allreduces of at most this many bytes
+  // take recursive doubling.
+  size_t tcp_doubling_bytes = size_t{64} << 10;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
   // ranks and shared memory is on; "0" pins it off.

@@ -25,7 +25,9 @@ using std::chrono::milliseconds;
 double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 
 // Which backend the ranks get: TCP (hvd's ring for allreduce, Gloo for the
-// rest), TCP with the ring cutting every step over three streams, Gloo
+// rest; the test's sizes take recursive doubling), TCP with every size on
+// the ring proper, cutting every step over three streams, the same with
+// every size on recursive doubling, Gloo
 // alone (HOROVOD_TCP_RING_DISABLE), shared memory (the default for ranks of
 // one host), shared memory with slots so small that every collective runs
 // in many chunks (and always through the segment: two copies), or shared
@@ -39,6 +41,12 @@ void RunRanksOn(int size, const std::function<void(Context&, int)>& body) {
     if (b == "gloo-streams") {
       c.tcp_streams = 3;
       c.tcp_stream_bytes = 4096;
+      c.tcp_doubling_bytes = 0;
+    }
+    if (b == "gloo-doubling") {
+      c.tcp_streams = 3;
+      c.tcp_stream_bytes = 4096;
+      c.tcp_doubling_bytes = size_t{1} << 40;
     }
     if (b == "gloo-only") c.tcp_ring = false;
     if (std::string(g_backend) == "shm-small") {
@@ -376,8 +384,9 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     WorldSizesAndBackends, BackendMatrixTest,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values("gloo", "gloo-streams", "gloo-only",
-                                         "shm", "shm-small", "shm-direct")),
+                       ::testing::Values("gloo", "gloo-streams",
+                                         "gloo-doubling", "gloo-only", "shm",
+                                         "shm-small", "shm-direct")),
     [](const auto& info) {
       std::string b = std::get<1>(info.param);
       std::replace(b.begin(), b.end(), '-', '_');

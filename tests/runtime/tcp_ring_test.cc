@@ -1,7 +1,9 @@
 // hvd's TCP ring (transport/tcp/tcp_ring.h) when a peer fails: one that
 // exits mid-job and one that never joins an allreduce are errors naming a
 // rank, within the timeout, never a hang; the ring stays failed after.
-// (Its results are checked in backend_test's matrix.)
+// Recursive doubling on buffers larger than the sockets hold, where a
+// pair's reduction would overtake its own send if it did not wait for it.
+// (The results of every type and op are checked in backend_test's matrix.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -101,6 +103,43 @@ TEST(TcpRingTest, APeerThatNeverJoinsTimesOut) {
   EXPECT_EQ(result.code(), StatusCode::kDeadlineExceeded) << result.ToString();
   EXPECT_NE(result.message().find("rank 1 did not keep up"), std::string::npos)
       << result.message();
+}
+
+// 2, 3 (rank 2 folds into rank 0) and 5 ranks, 3 streams each way, 16 MiB:
+// each pair's two buffers are in flight while both reduce.
+TEST(TcpRingTest, DoublingLargeBuffersSumsExactly) {
+  for (int n : {2, 3, 5}) {
+    TestJob job(n);
+    ASSERT_TRUE(job.ok());
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        WorkerConfig c = TcpConfig(job, r);
+        c.tcp_streams = 3;
+        c.tcp_doubling_bytes = size_t{1} << 40;
+        c.gloo_timeout = milliseconds(30000);
+        auto ctx = Context::Create(c);
+        ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+        std::vector<float> data(1 << 22);
+        for (int round = 0; round < 2; ++round) {
+          for (size_t i = 0; i < data.size(); ++i) {
+            data[i] = static_cast<float>((i % 7) * (r + 1) + round);
+          }
+          ASSERT_TRUE((*ctx)
+                          ->backend()
+                          .Allreduce(data.data(), data.size(),
+                                     DataType::kFloat32, ReduceOp::kSum)
+                          .ok());
+          const float ranks = static_cast<float>(n * (n + 1) / 2);
+          for (size_t i = 0; i < data.size(); ++i) {
+            ASSERT_EQ(data[i], (i % 7) * ranks + round * n)
+                << "np " << n << " rank " << r << " i " << i;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ struct GlooOptions : TcpOptions {
   // step uses fewer (tcp_ring.h).
   int ring_streams = 1;
   size_t ring_stream_bytes = size_t{1} << 20;
+  size_t ring_doubling_bytes = size_t{64} << 10;
 };
 
 // Connects the full mesh through `store` (which must outlive the call only).

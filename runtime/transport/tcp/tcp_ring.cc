@@ -52,12 +52,47 @@ Status TcpRing::Allreduce(void* data, size_t count, DataType type,
                           ReduceOp op) {
   if (!broken_.ok()) return broken_;
   if (options_.size == 1 || count == 0) return Status::Ok();
-  Status s = Run(static_cast<uint8_t*>(data), count, type, op);
+  const size_t bytes = count * DataTypeSize(type);
+  uint8_t* d = static_cast<uint8_t*>(data);
+  Status s = bytes <= options_.doubling_bytes ? Doubling(d, count, type, op)
+                                              : Ring(d, count, type, op);
   if (!s.ok()) broken_ = s;
   return s;
 }
 
-Status TcpRing::Run(uint8_t* data, size_t count, DataType type, ReduceOp op) {
+Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
+                         ReduceOp op) {
+  const int n = options_.size, me = options_.rank;
+  const size_t esize = DataTypeSize(type), bytes = count * esize;
+  int q = 1;
+  while (q * 2 <= n) q *= 2;
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  auto reduce = [&](size_t from, size_t to) {
+    ReduceBuffers(type, op, data + from, data + from, scratch_.data() + from,
+                  (to - from) / esize);
+  };
+  auto none = [](size_t, size_t) {};
+  if (me >= q) {  // folds in, then waits for the result
+    HVD_RETURN_IF_ERROR(
+        Step(me - q, data, bytes, me - q, nullptr, 0, esize, false, none));
+    return Step(me - q, nullptr, 0, me - q, data, bytes, esize, false, none);
+  }
+  if (me + q < n) {
+    HVD_RETURN_IF_ERROR(Step(me + q, nullptr, 0, me + q, scratch_.data(), bytes,
+                             esize, false, reduce));
+  }
+  for (int bit = 1; bit < q; bit <<= 1) {
+    const int partner = me ^ bit;
+    HVD_RETURN_IF_ERROR(Step(partner, data, bytes, partner, scratch_.data(),
+                             bytes, esize, true, reduce));
+  }
+  if (me + q < n) {
+    return Step(me + q, data, bytes, me + q, nullptr, 0, esize, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Ring(uint8_t* data, size_t count, DataType type, ReduceOp op) {
   const int n = options_.size, me = options_.rank;
   const size_t esize = DataTypeSize(type);
   auto block = [&](int b) {
@@ -71,18 +106,19 @@ Status TcpRing::Run(uint8_t* data, size_t count, DataType type, ReduceOp op) {
   for (int s = 0; s < n - 1; ++s) {
     const Span out = block(me - s), in = block(me - s - 1);
     uint8_t* acc = data + in.at;
-    HVD_RETURN_IF_ERROR(Step(data + out.at, out.bytes, scratch_.data(),
-                             in.bytes, esize, [&](size_t from, size_t to) {
-                               ReduceBuffers(type, op, acc + from, acc + from,
-                                             scratch_.data() + from,
-                                             (to - from) / esize);
-                             }));
+    HVD_RETURN_IF_ERROR(
+        Step(right_, data + out.at, out.bytes, left_, scratch_.data(), in.bytes,
+             esize, false, [&](size_t from, size_t to) {
+               ReduceBuffers(type, op, acc + from, acc + from,
+                             scratch_.data() + from, (to - from) / esize);
+             }));
   }
   // Allgather: pass the reduced blocks around.
   for (int s = 0; s < n - 1; ++s) {
     const Span out = block(me + 1 - s), in = block(me - s);
-    HVD_RETURN_IF_ERROR(Step(data + out.at, out.bytes, data + in.at, in.bytes,
-                             esize, [](size_t, size_t) {}));
+    HVD_RETURN_IF_ERROR(Step(right_, data + out.at, out.bytes, left_,
+                             data + in.at, in.bytes, esize, false,
+                             [](size_t, size_t) {}));
   }
   return Status::Ok();
 }
@@ -114,16 +150,33 @@ Status TcpRing::TimedOut(int peer) const {
 }
 
 template <typename F>
-Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
-                     size_t in_bytes, size_t esize, F&& arrived) {
+Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
+                     uint8_t* in, size_t in_bytes, size_t esize,
+                     bool behind_send, F&& arrived) {
   // Members, reused: a step allocates nothing once the first ran.
   std::vector<Slice>& sends = sends_;
   std::vector<Slice>& recvs = recvs_;
   std::vector<pollfd>& fds = fds_;
   Slices(out_bytes, esize, &sends);
   Slices(in_bytes, esize, &recvs);
+  // Behind the send, slice i of the input waits for slice i of the output
+  // (the same bytes: both buffers are as large, and cut alike), to whole
+  // elements (slices begin at one).
+  auto sent_to = [&](size_t i) {
+    return behind_send ? sends[i].done - sends[i].done % esize : SIZE_MAX;
+  };
+  auto reduce = [&](Slice& r, size_t i, bool last) {
+    size_t whole = r.done - (r.done - r.begin) % esize;
+    whole = std::min(whole, sent_to(i));
+    if (whole > r.reduced &&
+        (whole - r.reduced >= kReducePiece || whole == r.end || last)) {
+      arrived(r.reduced, whole);
+      r.reduced = whole;
+    }
+  };
   size_t left_to_send = out_bytes, left_to_recv = in_bytes;
   const auto deadline = Clock::now() + options_.op_timeout;
+  auto spin_until = Clock::now() + options_.spin;
   auto peer = [&](int r, const std::string& what) {
     return Status::Unavailable(Where(),
                                "rank " + std::to_string(r) + " " + what);
@@ -133,59 +186,61 @@ Status TcpRing::Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
     for (size_t i = 0; i < sends.size(); ++i) {
       Slice& w = sends[i];
       if (w.done == w.end) continue;
-      ssize_t got = ::send(mesh_[right_][i].get(), out + w.done, w.end - w.done,
+      ssize_t got = ::send(mesh_[to][i].get(), out + w.done, w.end - w.done,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
       if (got > 0) {
         w.done += static_cast<size_t>(got);
         left_to_send -= static_cast<size_t>(got);
         progress = true;
       } else if (errno == EPIPE || errno == ECONNRESET) {
-        return peer(right_, "closed its connection (it exited or crashed)");
+        return peer(to, "closed its connection (it exited or crashed)");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return peer(right_, Errno("send"));
+        return peer(to, Errno("send"));
       }
     }
     for (size_t i = 0; i < recvs.size(); ++i) {
       Slice& r = recvs[i];
       if (r.done == r.end) continue;
-      ssize_t got = ::recv(mesh_[left_][i].get(), in + r.done, r.end - r.done,
+      ssize_t got = ::recv(mesh_[from][i].get(), in + r.done, r.end - r.done,
                            MSG_DONTWAIT);
       if (got > 0) {
         r.done += static_cast<size_t>(got);
         left_to_recv -= static_cast<size_t>(got);
         progress = true;
         // Reduce what arrived in pieces, the last piece whatever its size.
-        const size_t whole = r.done - (r.done - r.begin) % esize;
-        if (whole - r.reduced >= kReducePiece || r.done == r.end) {
-          arrived(r.reduced, whole);
-          r.reduced = whole;
-        }
+        reduce(r, i, false);
       } else if (got == 0 || errno == ECONNRESET) {
-        return peer(left_, "closed its connection (it exited or crashed)");
+        return peer(from, "closed its connection (it exited or crashed)");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return peer(left_, Errno("recv"));
+        return peer(from, Errno("recv"));
       }
     }
-    if (progress) continue;
-    if (Clock::now() >= deadline) {
-      return TimedOut(left_to_recv ? left_ : right_);
+    const auto now = Clock::now();
+    if (progress) {
+      spin_until = now + options_.spin;
+      continue;
     }
+    if (now < spin_until) continue;
+    if (now >= deadline) return TimedOut(left_to_recv ? from : to);
     fds.clear();
     for (size_t i = 0; i < sends.size(); ++i) {
       if (sends[i].done < sends[i].end) {
-        fds.push_back({mesh_[right_][i].get(), POLLOUT, 0});
+        fds.push_back({mesh_[to][i].get(), POLLOUT, 0});
       }
     }
     for (size_t i = 0; i < recvs.size(); ++i) {
       if (recvs[i].done < recvs[i].end) {
-        fds.push_back({mesh_[left_][i].get(), POLLIN, 0});
+        fds.push_back({mesh_[from][i].get(), POLLIN, 0});
       }
     }
     if (::poll(fds.data(), fds.size(), RemainingMs(deadline)) < 0 &&
         errno != EINTR) {
       return Status::Internal(Where(), Errno("poll"));
     }
+    spin_until = Clock::now() + options_.spin;
   }
+  // What waited for its send.
+  for (size_t i = 0; i < recvs.size(); ++i) reduce(recvs[i], i, true);
   return Status::Ok();
 }
 

@@ -34,6 +34,13 @@ struct TcpRingOptions : TcpOptions {
   // a fast link, several together can.
   int streams = 1;
   size_t stream_bytes = size_t{1} << 20;
+  // How long a step retries its sockets before it sleeps in poll: on a
+  // virtual machine a wake-up from poll costs tens of microseconds, more
+  // than a small block's whole trip (as ControlOptions::spin).
+  std::chrono::microseconds spin{50};
+  // Buffers of at most this many bytes take recursive doubling instead of
+  // the ring (see Doubling).
+  size_t doubling_bytes = size_t{64} << 10;
 };
 
 class TcpRing {
@@ -48,13 +55,25 @@ class TcpRing {
 
  private:
   TcpRing(const TcpRingOptions& options, std::vector<std::vector<Fd>> mesh);
-  Status Run(uint8_t* data, size_t count, DataType type, ReduceOp op);
-  // Sends [out, out + out_bytes) right while receiving in_bytes from the
-  // left into `in`, each over StreamsFor(bytes) streams; `arrived(from,
-  // to)` is told of each byte range of whole elements that came in.
+  Status Ring(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // Recursive doubling: log2(n) steps, each swapping the whole buffer
+  // with the rank whose number differs in one bit, against the ring's
+  // 2(n - 1) steps of 1/n of it. Fewer trips, more bytes: the choice for
+  // small buffers (on 2 ranks it sends the same bytes in one trip instead
+  // of two, but reduces all of them, which loses from about 1 MiB). Beyond the
+  // largest power of two q <= n, rank q + i first folds its buffer into rank i
+  // and gets the result back at the end. Every rank computes the same values:
+  // each pair reduces the same two operands, and the ops are commutative.
+  Status Doubling(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // Sends [out, out + out_bytes) to rank `to` while receiving in_bytes
+  // from rank `from` into `in`, each over StreamsFor(bytes) streams;
+  // `arrived(from, to)` is told of each byte range of whole elements that
+  // came in. `behind_send`: a range is reported only once the same range
+  // of `out` has been sent (the reduction writes where the send reads).
   template <typename F>
-  Status Step(const uint8_t* out, size_t out_bytes, uint8_t* in,
-              size_t in_bytes, size_t esize, F&& arrived);
+  Status Step(int to, const uint8_t* out, size_t out_bytes, int from,
+              uint8_t* in, size_t in_bytes, size_t esize, bool behind_send,
+              F&& arrived);
   int StreamsFor(size_t bytes) const;
   // A direction's part on one stream: [begin, end), how far it got, and
   // (received) how far it was reduced.
