@@ -15,8 +15,10 @@
 #   mpi     OpenMPI's MPI_Allreduce, mpirun over the same SSH hosts,
 #           --mca btl tcp,self
 # (RATES 0: unshaped) at RANKS_PER_HOST (1 2) ranks per host, fp32, SIZES (4 B .. 256 MiB in
-# powers of 4). The contenders take turns, RUNS (3) times; each figure is
-# the median over the runs. With TRAIN=1, training too: train_mnist's step
+# powers of 4). WHO (all of the above) picks contenders; VARIANTS adds
+# engine runs under settings of their own, as "label:VAR=V,VAR=V ..."
+# (e.g. VARIANTS="s4:HOROVOD_TCP_STREAMS=4"). The contenders take turns,
+# RUNS (3) times; each figure is the median over the runs. With TRAIN=1, training too: train_mnist's step
 # (bench/train_bench) and examples/pytorch/pytorch_mnist.py, 2 ranks on one
 # host (shared memory) against 2 hosts of one rank over the link, images/s
 # of the job (STEPS, 30). Root only (namespaces, tc, sshd).
@@ -181,28 +183,38 @@ train() {  # label hostspec
     --no-checkpoint --batch-size 128 --log-interval 100000 --steps "$steps" | images)"
 }
 
+who=" ${WHO:-tcp hvd hier flat ring gloo mpi} "
+wants() { [[ $who == *" $1 "* ]]; }
+variants=${VARIANTS:-}
+
 for rate in $rates; do
   shape "$rate"
   ((rate > 0)) && echo "RESULT link.${rate}g $((rate * 125000000))" >> "$raw"
   for ((i = 0; i < runs; ++i)); do
-    port=$((30000 + RANDOM % 5000))
-    ip netns exec "$(ns 1)" "$probe" server "$(addr 1)" "$port" &
-    server=$!
-    ip netns exec "$(ns 0)" "$probe" client "$(addr 1)" "$port" |
-      sed "s/^RESULT tcp\.\([a-z_]*\) /RESULT tcp.${rate}g.\1 0 /" >> "$raw"
-    wait "$server"
+    if wants tcp; then
+      port=$((30000 + RANDOM % 5000))
+      ip netns exec "$(ns 1)" "$probe" server "$(addr 1)" "$port" &
+      server=$!
+      ip netns exec "$(ns 0)" "$probe" client "$(addr 1)" "$port" |
+        sed "s/^RESULT tcp\.\([a-z_]*\) /RESULT tcp.${rate}g.\1 0 /" >> "$raw"
+      wait "$server"
+    fi
     for h in $hosts_list; do
       for r in $ppn_list; do
         tag="${h}x${r}.${rate}g"
-        hvd "hvd.$tag" "$h" "$r" engine >> "$raw"
+        wants hvd && hvd "hvd.$tag" "$h" "$r" engine >> "$raw"
+        for v in $variants; do
+          IFS=, read -ra venv <<< "${v#*:}"
+          hvd "${v%%:*}.$tag" "$h" "$r" engine "${venv[@]}" >> "$raw"
+        done
         if ((r > 1)); then
-          hvd "hier.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=1 >> "$raw"
-          hvd "flat.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=0 >> "$raw"
+          wants hier && hvd "hier.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=1 >> "$raw"
+          wants flat && hvd "flat.$tag" "$h" "$r" engine HOROVOD_HIERARCHICAL_ALLREDUCE=0 >> "$raw"
         fi
-        hvd "ring.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 >> "$raw"
-        hvd "gloo.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 \
+        wants ring && hvd "ring.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 >> "$raw"
+        wants gloo && hvd "gloo.$tag" "$h" "$r" backend HOROVOD_SHM_DISABLE=1 \
           HOROVOD_TCP_RING_DISABLE=1 >> "$raw"
-        [[ ${#mpi[@]} -gt 0 ]] && mpi_run "mpi.$tag" "$h" "$r" >> "$raw"
+        [[ ${#mpi[@]} -gt 0 ]] && wants mpi && mpi_run "mpi.$tag" "$h" "$r" >> "$raw"
       done
     done
     if [[ ${TRAIN:-0} == 1 ]]; then

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/backend_set.h"
+#include "runtime/transport/hierarchical/hierarchical_backend.h"
 
 namespace hvd::runtime {
 namespace {
@@ -141,6 +142,29 @@ class SingleCopyStub final : public Stub, public SingleCopyKnob {
 };
 
 int Id(Backend& b) { return dynamic_cast<Stub&>(b).id(); }
+
+// A hierarchical allreduce is pipelined from two pieces' worth, in at most
+// kMaxPieces pieces that cover the buffer in order, uneven where it is.
+TEST(TopologyTest, PipelinePiecesCoverTheBufferInOrder) {
+  const size_t mib = size_t{1} << 20;
+  EXPECT_EQ(PipelinePieces(0, 4, mib), (std::vector<size_t>{0, 0}));
+  EXPECT_EQ(PipelinePieces(mib / 4, 4, mib),
+            (std::vector<size_t>{0, mib / 4}));  // one piece's worth
+  EXPECT_EQ(PipelinePieces(mib / 2, 4, mib),
+            (std::vector<size_t>{0, mib / 4, mib / 2}));
+  EXPECT_EQ(PipelinePieces(7, 1, 3), (std::vector<size_t>{0, 3, 7}));
+  EXPECT_EQ(PipelinePieces(100 * mib, 4, mib).size(), kMaxPieces + 1);
+  EXPECT_EQ(PipelinePieces(100 * mib, 4, 0),
+            (std::vector<size_t>{0, 100 * mib}));
+  const std::vector<size_t> at = PipelinePieces(2500007, 4, 2 * mib);
+  ASSERT_EQ(at.size(), 5u);
+  EXPECT_EQ(at.front(), 0u);
+  EXPECT_EQ(at.back(), 2500007u);
+  for (size_t i = 1; i < at.size(); ++i) {
+    EXPECT_GE(at[i] - at[i - 1], 625001u);
+    EXPECT_LE(at[i] - at[i - 1], 625002u);
+  }
+}
 
 TEST(BackendSetTest, HostSwitchesAndDeviceBackendsAreMadeOnce) {
   int made_alternative = 0, made_device = 0, hier = 0;

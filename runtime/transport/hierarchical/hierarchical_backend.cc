@@ -1,9 +1,106 @@
 #include "runtime/transport/hierarchical/hierarchical_backend.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace hvd::runtime {
+
+std::vector<size_t> PipelinePieces(size_t count, size_t esize,
+                                   size_t piece_bytes) {
+  const size_t k =
+      piece_bytes == 0 ? 1 : std::min(kMaxPieces, count * esize / piece_bytes);
+  if (k < 2) return {0, count};
+  std::vector<size_t> at;
+  for (size_t i = 0; i <= k; ++i) at.push_back(count * i / k);
+  return at;
+}
+
 namespace {
+
+// The cross allreduces of pipelined allreduces, in the order posted, on a
+// thread of its own. After a failure the later ones fail the same way
+// without running (the cross backend is broken).
+class CrossThread {
+ public:
+  explicit CrossThread(Backend& cross)
+      : cross_(cross), thread_([this] { Loop(); }) {}
+  ~CrossThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    thread_.join();
+  }
+
+  // How many were posted so far (a call waits on numbers from here on).
+  uint64_t posted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return posted_;
+  }
+  void Post(void* data, size_t count, DataType type, ReduceOp op) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back({data, count, type, op});
+      ++posted_;
+    }
+    work_.notify_one();
+  }
+  // Until the first `n` posted have run; the first failure, if any.
+  Status WaitFor(uint64_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    finished_.wait(lock, [&] { return done_ >= n; });
+    return failed_;
+  }
+
+ private:
+  struct Job {
+    void* data;
+    size_t count;
+    DataType type;
+    ReduceOp op;
+  };
+
+  void Loop() {
+    for (;;) {
+      Job job;
+      Status failed;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stopping
+        job = jobs_.front();
+        jobs_.pop_front();
+        failed = failed_;
+      }
+      Status s = !failed.ok() ? failed
+                 : job.count > 0
+                     ? cross_.Allreduce(job.data, job.count, job.type, job.op)
+                     : Status::Ok();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!s.ok() && failed_.ok()) failed_ = s;
+        ++done_;
+      }
+      finished_.notify_all();
+    }
+  }
+
+  Backend& cross_;
+  std::mutex mu_;
+  std::condition_variable work_, finished_;
+  std::deque<Job> jobs_;  // guarded by mu_
+  uint64_t posted_ = 0;   // guarded by mu_
+  uint64_t done_ = 0;     // guarded by mu_
+  Status failed_;         // guarded by mu_
+  bool stop_ = false;     // guarded by mu_
+  std::thread thread_;    // last: starts once the rest is built
+};
 
 class HierarchicalBackend final : public Backend, public HierarchicalKnob {
  public:
@@ -20,21 +117,21 @@ class HierarchicalBackend final : public Backend, public HierarchicalKnob {
                    ReduceOp op) override {
     if (!o_.allreduce) return flat_->Allreduce(data, count, type, op);
     if (count == 0) return Status::Ok();
-    const size_t n = static_cast<size_t>(o_.local_size);
     const size_t esize = DataTypeSize(type);
-    std::vector<size_t> counts(n), bytes(n);
-    for (size_t l = 0; l < n; ++l) {
-      counts[l] = count / n + (l < count % n ? 1 : 0);
-      bytes[l] = counts[l] * esize;
-    }
-    share_.resize(counts[o_.local_rank] * esize);
-    HVD_RETURN_IF_ERROR(
-        local_->Reducescatter(data, share_.data(), counts, type, op));
-    if (!share_.empty()) {
+    const std::vector<size_t> at = PipelinePieces(count, esize, o_.piece_bytes);
+    if (at.size() == 2) {
+      const Piece p = Cut(0, count, esize, 0);
+      share_.resize(p.share_bytes);
+      uint8_t* d = static_cast<uint8_t*>(data);
       HVD_RETURN_IF_ERROR(
-          cross_->Allreduce(share_.data(), counts[o_.local_rank], type, op));
+          local_->Reducescatter(d, share_.data(), p.counts, type, op));
+      if (!share_.empty()) {
+        HVD_RETURN_IF_ERROR(cross_->Allreduce(
+            share_.data(), p.counts[o_.local_rank], type, op));
+      }
+      return local_->Allgatherv(share_.data(), d, p.bytes);
     }
-    return local_->Allgatherv(share_.data(), data, bytes);
+    return Pipelined(static_cast<uint8_t*>(data), at, type, op);
   }
 
   Status Allgatherv(const void* in, void* out,
@@ -74,9 +171,68 @@ class HierarchicalBackend final : public Backend, public HierarchicalKnob {
   }
 
  private:
+  // Elements [begin, end) of a buffer, split over the local ranks; this
+  // rank's share of it lies at `share_at` bytes in share_.
+  struct Piece {
+    size_t begin;
+    std::vector<size_t> counts, bytes;  // by local rank
+    size_t share_at, share_bytes;
+  };
+  Piece Cut(size_t begin, size_t end, size_t esize, size_t share_at) const {
+    const size_t n = static_cast<size_t>(o_.local_size), count = end - begin;
+    Piece p{begin, std::vector<size_t>(n), std::vector<size_t>(n), share_at, 0};
+    for (size_t l = 0; l < n; ++l) {
+      p.counts[l] = count / n + (l < count % n ? 1 : 0);
+      p.bytes[l] = p.counts[l] * esize;
+    }
+    p.share_bytes = p.bytes[o_.local_rank];
+    return p;
+  }
+
+  // Piece i: local reduce-scatter, then its cross allreduce goes to the
+  // thread, and the local allgather of piece i - 1 (whose cross allreduce
+  // ran meanwhile) follows. Returns once every posted piece is done, so
+  // no piece outlives the call even when one fails.
+  Status Pipelined(uint8_t* data, const std::vector<size_t>& at, DataType type,
+                   ReduceOp op) {
+    const size_t esize = DataTypeSize(type);
+    std::vector<Piece> pieces;
+    size_t share_at = 0;
+    for (size_t i = 0; i + 1 < at.size(); ++i) {
+      pieces.push_back(Cut(at[i], at[i + 1], esize, share_at));
+      share_at += pieces.back().share_bytes;
+    }
+    share_.resize(share_at);
+    if (!cross_thread_) cross_thread_ = std::make_unique<CrossThread>(*cross_);
+    const uint64_t base = cross_thread_->posted();
+    auto gather = [&](size_t i) {
+      const Piece& p = pieces[i];
+      HVD_RETURN_IF_ERROR(cross_thread_->WaitFor(base + i + 1));
+      return local_->Allgatherv(share_.data() + p.share_at,
+                                data + p.begin * esize, p.bytes);
+    };
+    Status s;
+    size_t posted = 0;
+    for (size_t i = 0; i < pieces.size() && s.ok(); ++i) {
+      const Piece& p = pieces[i];
+      uint8_t* share = share_.data() + p.share_at;
+      s = local_->Reducescatter(data + p.begin * esize, share, p.counts, type,
+                                op);
+      if (!s.ok()) break;
+      cross_thread_->Post(share, p.counts[o_.local_rank], type, op);
+      ++posted;
+      if (i > 0) s = gather(i - 1);
+    }
+    if (s.ok()) s = gather(pieces.size() - 1);
+    Status drained = cross_thread_->WaitFor(base + posted);
+    return s.ok() ? drained : s;
+  }
+
   HierarchicalOptions o_;
   std::unique_ptr<Backend> flat_, local_, cross_;
   std::vector<uint8_t> share_, block_;
+  // After cross_: it uses it, so it goes first.
+  std::unique_ptr<CrossThread> cross_thread_;
 };
 
 }  // namespace
