@@ -31,7 +31,8 @@ struct TuneOptions {
   bool fixed_fusion = false, fixed_cycle = false;
   // The on/off choices tried after the search, one sample each (kept when
   // the score improves): the response cache, the hierarchical collectives
-  // where the job has them, and shared memory where the job uses it.
+  // where the job has them, shared memory where the job uses it, and the
+  // ones below.
   bool try_cache = true;
   bool try_hierarchical_allreduce = false, try_hierarchical_allgather = false;
   // Data through shared memory or Gloo over TCP (single-host jobs).
@@ -39,6 +40,9 @@ struct TuneOptions {
   // Large allreduces through one copy (the peers' buffers) or two (the
   // segment), where shared memory can read the peers.
   bool try_single_copy = false;
+  // Large TCP allreduce steps over several connections per peer or one,
+  // where the data crosses hosts over TCP with several.
+  bool try_streams = false;
 };
 
 struct Knobs {
@@ -48,6 +52,7 @@ struct Knobs {
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
   bool shm = true;          // host data through shared memory (else Gloo, TCP)
   bool single_copy = true;  // shared memory reads the peers' buffers
+  bool several_streams = true;  // TCP steps over HOROVOD_TCP_STREAMS
   bool operator==(const Knobs&) const = default;
 
   // The search's units (MB, ms), as its bounds and log speak them: the

@@ -92,4 +92,12 @@ class SingleCopyKnob {
   virtual void SetSingleCopy(bool on) = 0;
 };
 
+class StreamsKnob {
+ public:
+  virtual ~StreamsKnob() = default;
+  // Whether large TCP allreduce steps spread over several connections to
+  // each peer (HOROVOD_TCP_STREAMS) or keep to one.
+  virtual void SetSeveralStreams(bool on) = 0;
+};
+
 }  // namespace hvd::runtime

@@ -68,4 +68,10 @@ void BackendSet::SetSingleCopy(bool on) {
   }
 }
 
+void BackendSet::SetSeveralStreams(bool on) {
+  if (auto* knob = dynamic_cast<StreamsKnob*>(current_)) {
+    knob->SetSeveralStreams(on);
+  }
+}
+
 }  // namespace hvd::runtime

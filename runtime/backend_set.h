@@ -55,6 +55,7 @@ class BackendSet {
   // the knob (backend.h); no-ops where it has not.
   void SetHierarchical(bool allreduce, bool allgather);
   void SetSingleCopy(bool on);
+  void SetSeveralStreams(bool on);
 
   // How the timeline names an operation on each ("GLOO_ALLREDUCE", as
   // Horovod's do): the prefix of the host and of the device backends.

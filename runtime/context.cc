@@ -390,6 +390,10 @@ Status Context::Connect(const WorkerConfig& config) {
         nccl.cross_rank = a.cross_rank;
         device = MakeDeviceBackendFactory(nccl, GenerationStore("nccl/"));
       }
+      if (engine_options_.autotune && config.tcp_ring &&
+          config.tcp_streams > 1) {
+        engine_options_.tune.try_streams = true;
+      }
       ControlOptions control;
       // Where to listen and how long to wait, as Gloo; sockets of its own.
       static_cast<TcpOptions&>(control) = gloo;

@@ -48,10 +48,10 @@ void PutKnobs(std::string& out, const std::optional<Knobs>& k) {
   if (!k) return;
   PutValue<uint64_t>(out, k->fusion_bytes);
   PutValue<int64_t>(out, k->cycle_time.count());
-  PutValue<uint8_t>(out, (k->cache ? 1 : 0) |
-                             (k->hierarchical_allreduce ? 2 : 0) |
-                             (k->hierarchical_allgather ? 4 : 0) |
-                             (k->shm ? 8 : 0) | (k->single_copy ? 16 : 0));
+  PutValue<uint8_t>(
+      out, (k->cache ? 1 : 0) | (k->hierarchical_allreduce ? 2 : 0) |
+               (k->hierarchical_allgather ? 4 : 0) | (k->shm ? 8 : 0) |
+               (k->single_copy ? 16 : 0) | (k->several_streams ? 32 : 0));
 }
 
 bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
@@ -85,6 +85,7 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
     k.hierarchical_allgather = flags & 4;
     k.shm = flags & 8;
     k.single_copy = flags & 16;
+    k.several_streams = flags & 32;
     m->knobs = k;
   }
   return in.empty();

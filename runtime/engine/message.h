@@ -1,8 +1,9 @@
 // The engine's wire formats: a list of requests (Engine::Encode/Decode),
 // and one rank's message of a cycle:
 //   [u8 stop][u32+ cache bits][u32+ requests][u32 n][n x (u32+ name, u32+
-//   data)] [u8 has knobs][f64 fusion MB][f64 cycle ms][u8 cache|hier.
-//   allreduce|allgather|shared memory]
+//   data)] [u8 has knobs][u64 fusion bytes][i64 cycle us][u8 flags: cache
+//   1, hier. allreduce 2, hier. allgather 4, shared memory 8, single copy
+//   16, several TCP streams 32]
 // where u32+ is a byte string after its 32-bit length. Little-endian hosts.
 #pragma once
 

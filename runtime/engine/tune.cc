@@ -31,6 +31,7 @@ Status Engine::ApplyKnobs(const Knobs& k) {
   backends_->SetHierarchical(k.hierarchical_allreduce,
                              k.hierarchical_allgather);
   backends_->SetSingleCopy(k.single_copy);
+  backends_->SetSeveralStreams(k.several_streams);
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/util/ssh_host.h"
@@ -226,6 +227,49 @@ TEST(SshNetnsTest, JobAcrossThreeHosts) {
              "localhost:1," + net.address(0) + ":2," + net.address(1) + ":2",
              HVD_HELLO});
   ExpectHello(r, 5);
+}
+
+// Autotune across hosts also tries the TCP allreduce on one stream per
+// peer (its row in the log has tcp_streams 0), every rank switching in the
+// same cycle: the program checks every result meanwhile.
+TEST(SshNetnsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
+  TestNetwork net(2);
+  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
+  TempDir dir, home;
+  SshHost a(dir, "a", net.address(0), net.ns(0));
+  SshHost b(dir, "b", net.address(1), net.ns(1));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  std::filesystem::copy_file(a.user_key() + ".pub",
+                             dir.path() + "/b/authorized_keys",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string log = dir.path() + "/autotune.csv";
+  Result r = Horovodrun(
+      home, {"-i",         a.user_key(),
+             "-np",        "2",
+             "-H",         net.address(0) + ":1," + net.address(1) + ":1",
+             "--autotune", "--autotune-log-file",
+             log,          "--autotune-warmup-samples",
+             "1",          "--autotune-steps-per-sample",
+             "2",          "--autotune-bayes-opt-max-samples",
+             "3",          "--cycle-time-ms",
+             "2",          HVD_AUTOTUNE_BENCH,
+             "--steps",    "60"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(log);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(f, line);) rows.push_back(line);
+  ASSERT_GE(rows.size(), 3u) << log;
+  EXPECT_NE(rows[0].find(",single_copy,tcp_streams,"), std::string::npos)
+      << rows[0];
+  // The last choice before the best: the streams, off.
+  const std::string& choice = rows[rows.size() - 2];
+  EXPECT_NE(choice.find(",choice,"), std::string::npos) << choice;
+  std::vector<std::string> cells;
+  std::stringstream line(choice);
+  for (std::string c; std::getline(line, c, ',');) cells.push_back(c);
+  ASSERT_EQ(cells.size(), 11u) << choice;
+  EXPECT_EQ(cells[9], "0") << choice;
 }
 
 // A namespace host's worker dies before its host's peer maps the segment

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/engine/fusion.h"
+#include "runtime/engine/message.h"
 
 namespace hvd::runtime {
 namespace {
@@ -333,6 +334,33 @@ TEST(FusionPlannerTest, GroupsFuseApartWhenAsked) {
   EXPECT_EQ(PlanFusion(ready, 1024, /*by_group=*/true),
             (std::vector<FusionGroup>{{0, 2}, {2, 3}, {3, 5}}));
   EXPECT_EQ(PlanFusion(ready, 1024), (std::vector<FusionGroup>{{0, 5}}));
+}
+
+// Rank 0's autotuned values reach every rank as they were: each on/off
+// choice alone, off, survives the trip.
+TEST(CycleMessageTest, KnobsTravelWhole) {
+  for (int off = -1; off < 6; ++off) {
+    Knobs k;
+    k.fusion_bytes = 12345678;
+    k.cycle_time = std::chrono::microseconds(2500);
+    bool Knobs::*flags[] = {&Knobs::cache,
+                            &Knobs::hierarchical_allreduce,
+                            &Knobs::hierarchical_allgather,
+                            &Knobs::shm,
+                            &Knobs::single_copy,
+                            &Knobs::several_streams};
+    if (off >= 0) k.*flags[off] = false;
+    std::string msg;
+    PutValue<uint8_t>(msg, 0);
+    PutBytes(msg, "");
+    PutBytes(msg, "");
+    PutValue<uint32_t>(msg, 0);
+    PutKnobs(msg, k);
+    CycleMessage m;
+    ASSERT_TRUE(ParseCycleMessage(msg, &m));
+    ASSERT_TRUE(m.knobs.has_value());
+    EXPECT_EQ(*m.knobs, k) << off;
+  }
 }
 
 }  // namespace

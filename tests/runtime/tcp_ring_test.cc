@@ -4,10 +4,13 @@
 // Recursive doubling on buffers larger than the sockets hold, where a
 // pair's reduction would overtake its own send if it did not wait for it.
 // (The results of every type and op are checked in backend_test's matrix.)
+#include "runtime/transport/tcp/tcp_ring.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -140,6 +143,71 @@ TEST(TcpRingTest, DoublingLargeBuffersSumsExactly) {
     }
     for (auto& t : threads) t.join();
   }
+}
+
+// The rings' bootstrap, in memory.
+class MemoryStore final : public Store {
+ public:
+  Status Set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_[key] = value;
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  StatusOr<std::vector<std::string>> Wait(
+      const std::vector<std::string>& keys,
+      std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool all = cv_.wait_for(lock, timeout, [&] {
+      for (const auto& k : keys) {
+        if (!values_.count(k)) return false;
+      }
+      return true;
+    });
+    if (!all) return Status::DeadlineExceeded("store", "keys missing");
+    std::vector<std::string> out;
+    for (const auto& k : keys) out.push_back(values_[k]);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> values_;
+};
+
+// Autotune's streams choice: a step large enough for three streams keeps
+// to one once several are off (every rank switching alike), and the sums
+// stay exact either way.
+TEST(TcpRingTest, SeveralStreamsOffKeepsEveryStepOnOne) {
+  MemoryStore store;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      TcpRingOptions o;
+      o.rank = r;
+      o.size = 2;
+      o.streams = 3;
+      o.stream_bytes = 4096;
+      o.doubling_bytes = 0;
+      auto ring = TcpRing::Connect(o, store);
+      ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+      EXPECT_EQ((*ring)->StreamsFor(1 << 20), 3);
+      EXPECT_EQ((*ring)->StreamsFor(8192), 2);
+      EXPECT_EQ((*ring)->StreamsFor(4095), 1);
+      for (bool several : {false, true}) {
+        (*ring)->SetSeveralStreams(several);
+        EXPECT_EQ((*ring)->StreamsFor(1 << 20), several ? 3 : 1);
+        std::vector<float> data(1 << 18, static_cast<float>(r + 1));
+        ASSERT_TRUE((*ring)
+                        ->Allreduce(data.data(), data.size(),
+                                    DataType::kFloat32, ReduceOp::kSum)
+                        .ok());
+        for (float v : data) ASSERT_EQ(v, 3.0f);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace

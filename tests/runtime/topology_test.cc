@@ -119,16 +119,22 @@ class Stub : public Backend {
   int id_;
 };
 
-// One with the hierarchical knob: it says which backend heard the choice.
-class Named final : public Stub, public HierarchicalKnob {
+// One with the hierarchical and streams knobs: it says which backend heard
+// the choice.
+class Named final : public Stub, public HierarchicalKnob, public StreamsKnob {
  public:
-  explicit Named(int id, int* hier = nullptr) : Stub(id), hier_(hier) {}
+  explicit Named(int id, int* hier = nullptr, int* streams = nullptr)
+      : Stub(id), hier_(hier), streams_(streams) {}
   void SetHierarchical(bool allreduce, bool) override {
     if (hier_) *hier_ = allreduce ? id() : -id();
+  }
+  void SetSeveralStreams(bool on) override {
+    if (streams_) *streams_ = on ? id() : -id();
   }
 
  private:
   int* hier_;
+  int* streams_;
 };
 
 // One with the single-copy knob only.
@@ -215,20 +221,25 @@ TEST(BackendSetTest, WithoutAlternativesNothingSwitches) {
 // where it has the knob.
 TEST(BackendSetTest, KnobsReachOnlyTheBackendsThatHaveThem) {
   bool single_copy = true;
-  int hier = 0;
+  int hier = 0, streams = 0;
   BackendSet set(
       std::make_unique<SingleCopyStub>(1, &single_copy), "shared memory",
       [&]() -> StatusOr<std::unique_ptr<Backend>> {
-        return std::unique_ptr<Backend>(std::make_unique<Named>(2, &hier));
+        return std::unique_ptr<Backend>(
+            std::make_unique<Named>(2, &hier, &streams));
       },
       "Gloo over TCP");
   set.SetSingleCopy(false);
   EXPECT_FALSE(single_copy);
-  set.SetHierarchical(true, true);  // shared memory has no such knob
+  set.SetHierarchical(true, true);  // shared memory has no such knobs
+  set.SetSeveralStreams(false);
   EXPECT_EQ(hier, 0);
+  EXPECT_EQ(streams, 0);
   ASSERT_TRUE(set.UsePrimaryHost(false).ok());
   set.SetHierarchical(true, false);
   EXPECT_EQ(hier, 2);
+  set.SetSeveralStreams(false);
+  EXPECT_EQ(streams, -2);
   set.SetSingleCopy(true);  // TCP has none: shared memory's stays off
   EXPECT_FALSE(single_copy);
 }

@@ -102,7 +102,9 @@ class CrossThread {
   std::thread thread_;    // last: starts once the rest is built
 };
 
-class HierarchicalBackend final : public Backend, public HierarchicalKnob {
+class HierarchicalBackend final : public Backend,
+                                  public HierarchicalKnob,
+                                  public StreamsKnob {
  public:
   HierarchicalBackend(const HierarchicalOptions& o,
                       std::unique_ptr<Backend> flat,
@@ -168,6 +170,14 @@ class HierarchicalBackend final : public Backend, public HierarchicalKnob {
   void SetHierarchical(bool allreduce, bool allgather) override {
     o_.allreduce = allreduce;
     o_.allgather = allgather;
+  }
+  // The TCP parts: the flat ring and the cross one.
+  void SetSeveralStreams(bool on) override {
+    for (Backend* b : {flat_.get(), cross_.get()}) {
+      if (auto* knob = dynamic_cast<StreamsKnob*>(b)) {
+        knob->SetSeveralStreams(on);
+      }
+    }
   }
 
  private:

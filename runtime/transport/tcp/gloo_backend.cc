@@ -56,7 +56,7 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
-class GlooBackend final : public Backend {
+class GlooBackend final : public Backend, public StreamsKnob {
  public:
   GlooBackend(std::shared_ptr<gloo::rendezvous::Context> context,
               std::shared_ptr<gloo::transport::Device> device,
@@ -67,6 +67,10 @@ class GlooBackend final : public Backend {
         ring_(std::move(ring)),
         rank_(rank),
         timeout_(timeout) {}
+
+  void SetSeveralStreams(bool on) override {
+    if (ring_) ring_->SetSeveralStreams(on);
+  }
 
   Status Allreduce(void* data, size_t count, DataType type,
                    ReduceOp op) override {

@@ -125,7 +125,7 @@ Status TcpRing::Ring(uint8_t* data, size_t count, DataType type, ReduceOp op) {
 
 int TcpRing::StreamsFor(size_t bytes) const {
   const int have = static_cast<int>(mesh_[right_].size());
-  if (bytes < options_.stream_bytes) return 1;
+  if (!several_ || bytes < options_.stream_bytes) return 1;
   return std::max(1, std::min<int>(have, bytes / options_.stream_bytes));
 }
 

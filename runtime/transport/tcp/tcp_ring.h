@@ -53,6 +53,13 @@ class TcpRing {
   // failure every later call returns the first error.
   Status Allreduce(void* data, size_t count, DataType type, ReduceOp op);
 
+  // Autotune's choice (every rank makes it in the same cycle, since both
+  // ends of a step must cut it alike): large steps over the streams, or
+  // everything over the first.
+  void SetSeveralStreams(bool on) { several_ = on; }
+  // The streams a step of `bytes` goes over.
+  int StreamsFor(size_t bytes) const;
+
  private:
   TcpRing(const TcpRingOptions& options, std::vector<std::vector<Fd>> mesh);
   Status Ring(uint8_t* data, size_t count, DataType type, ReduceOp op);
@@ -74,7 +81,6 @@ class TcpRing {
   Status Step(int to, const uint8_t* out, size_t out_bytes, int from,
               uint8_t* in, size_t in_bytes, size_t esize, bool behind_send,
               F&& arrived);
-  int StreamsFor(size_t bytes) const;
   // A direction's part on one stream: [begin, end), how far it got, and
   // (received) how far it was reduced.
   struct Slice {
@@ -87,6 +93,7 @@ class TcpRing {
   const TcpRingOptions options_;
   std::vector<std::vector<Fd>> mesh_;
   int left_, right_;
+  bool several_ = true;
   std::vector<uint8_t> scratch_;
   std::vector<Slice> sends_, recvs_;  // the step's (Step)
   std::vector<pollfd> fds_;
