@@ -69,10 +69,7 @@ class ElasticNetnsTest : public ::testing::Test {
       ASSERT_TRUE(hosts_.back()->ok()) << hosts_.back()->error();
       if (i > 0) {
         // Every host accepts the first host's key.
-        std::filesystem::copy_file(
-            hosts_[0]->user_key() + ".pub",
-            dir_.path() + "/h" + std::to_string(i) + "/authorized_keys",
-            std::filesystem::copy_options::overwrite_existing);
+        hosts_.back()->AcceptKeyOf(*hosts_[0]);
       }
     }
     pids_ = dir_.path() + "/pids";

@@ -98,9 +98,7 @@ TEST(MpirunNetnsTest, JobAcrossNamespaceHosts) {
   SshHost b(dir, "b", net.address(1), net.ns(1));
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
-  std::filesystem::copy_file(a.user_key() + ".pub",
-                             dir.path() + "/b/authorized_keys",
-                             std::filesystem::copy_options::overwrite_existing);
+  b.AcceptKeyOf(a);
   const std::string ssh =
       "-i " + a.user_key() +
       " -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "

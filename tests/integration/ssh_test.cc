@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -210,51 +211,49 @@ TEST_F(SshTest, NoSshdIsConnectionRefused) {
   EXPECT_NE(lines[0].find("connection refused"), std::string::npos) << lines[0];
 }
 
-TEST(SshNetnsTest, JobAcrossThreeHosts) {
-  TestNetwork net(2);
-  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
-  TempDir dir, home;
-  SshHost a(dir, "a", net.address(0), net.ns(0));
-  SshHost b(dir, "b", net.address(1), net.ns(1));
-  ASSERT_TRUE(a.ok()) << a.error();
-  ASSERT_TRUE(b.ok()) << b.error();
-  // Both hosts accept the same key: put a's user key into b's list.
-  std::filesystem::copy_file(a.user_key() + ".pub",
-                             dir.path() + "/b/authorized_keys",
-                             std::filesystem::copy_options::overwrite_existing);
-  Result r = Horovodrun(
-      home, {"-i", a.user_key(), "-np", "5", "-H",
-             "localhost:1," + net.address(0) + ":2," + net.address(1) + ":2",
-             HVD_HELLO});
+// Two namespace hosts, a and b, that both accept a's user key.
+class TwoSshHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    net_ = std::make_unique<TestNetwork>(2);
+    if (!net_->ok()) {
+      GTEST_SKIP() << "no network namespaces here: " << net_->error();
+    }
+    a_ = std::make_unique<SshHost>(dir_, "a", net_->address(0), net_->ns(0));
+    b_ = std::make_unique<SshHost>(dir_, "b", net_->address(1), net_->ns(1));
+    ASSERT_TRUE(a_->ok()) << a_->error();
+    ASSERT_TRUE(b_->ok()) << b_->error();
+    b_->AcceptKeyOf(*a_);
+  }
+
+  TempDir dir_, home_;
+  std::unique_ptr<TestNetwork> net_;
+  std::unique_ptr<SshHost> a_, b_;
+};
+
+TEST_F(TwoSshHostsTest, JobAcrossThreeHosts) {
+  Result r = Horovodrun(home_, {"-i", a_->user_key(), "-np", "5", "-H",
+                                "localhost:1," + net_->address(0) + ":2," +
+                                    net_->address(1) + ":2",
+                                HVD_HELLO});
   ExpectHello(r, 5);
 }
 
 // Autotune across hosts also tries the TCP allreduce on one stream per
 // peer (its row in the log has tcp_streams 0), every rank switching in the
 // same cycle: the program checks every result meanwhile.
-TEST(SshNetnsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
-  TestNetwork net(2);
-  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
-  TempDir dir, home;
-  SshHost a(dir, "a", net.address(0), net.ns(0));
-  SshHost b(dir, "b", net.address(1), net.ns(1));
-  ASSERT_TRUE(a.ok()) << a.error();
-  ASSERT_TRUE(b.ok()) << b.error();
-  std::filesystem::copy_file(a.user_key() + ".pub",
-                             dir.path() + "/b/authorized_keys",
-                             std::filesystem::copy_options::overwrite_existing);
-  const std::string log = dir.path() + "/autotune.csv";
-  Result r = Horovodrun(
-      home, {"-i",         a.user_key(),
-             "-np",        "2",
-             "-H",         net.address(0) + ":1," + net.address(1) + ":1",
-             "--autotune", "--autotune-log-file",
-             log,          "--autotune-warmup-samples",
-             "1",          "--autotune-steps-per-sample",
-             "2",          "--autotune-bayes-opt-max-samples",
-             "3",          "--cycle-time-ms",
-             "2",          HVD_AUTOTUNE_BENCH,
-             "--steps",    "60"});
+TEST_F(TwoSshHostsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
+  const std::string log = dir_.path() + "/autotune.csv";
+  std::vector<std::string> args = {
+      "-i", a_->user_key(), "-np",
+      "2",  "-H",           net_->address(0) + ":1," + net_->address(1) + ":1"};
+  args.insert(args.end(),
+              {"--autotune", "--autotune-log-file", log,
+               "--autotune-warmup-samples", "1", "--autotune-steps-per-sample",
+               "2", "--autotune-bayes-opt-max-samples", "3"});
+  args.insert(args.end(),
+              {"--cycle-time-ms", "2", HVD_AUTOTUNE_BENCH, "--steps", "60"});
+  Result r = Horovodrun(home_, args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream f(log);
   std::vector<std::string> rows;
@@ -305,20 +304,10 @@ TEST(SshNetnsTest, RemoteRankKilledBeforeMappingLeavesNoSegment) {
 // memory on each host, Gloo between them) give exact results; with a third
 // host of one rank the hosts differ, and the job falls back to the flat
 // ring with a logged reason, still exact.
-TEST(SshNetnsTest, HierarchicalCollectivesAreExactAcrossHosts) {
-  TestNetwork net(2);
-  if (!net.ok()) GTEST_SKIP() << "no network namespaces here: " << net.error();
-  TempDir dir, home;
-  SshHost a(dir, "a", net.address(0), net.ns(0));
-  SshHost b(dir, "b", net.address(1), net.ns(1));
-  ASSERT_TRUE(a.ok()) << a.error();
-  ASSERT_TRUE(b.ok()) << b.error();
-  std::filesystem::copy_file(a.user_key() + ".pub",
-                             dir.path() + "/b/authorized_keys",
-                             std::filesystem::copy_options::overwrite_existing);
+TEST_F(TwoSshHostsTest, HierarchicalCollectivesAreExactAcrossHosts) {
   // Even hosts are hierarchical when asked and by default; the --no- flags
   // pin the flat ring; uneven hosts fall back, saying why.
-  const std::string even = net.address(0) + ":2," + net.address(1) + ":2";
+  const std::string even = net_->address(0) + ":2," + net_->address(1) + ":2";
   const std::string used =
       "hierarchical allreduce allgather: 2 ranks per host over shared "
       "memory, 2 hosts over Gloo";
@@ -351,11 +340,11 @@ TEST(SshNetnsTest, HierarchicalCollectivesAreExactAcrossHosts) {
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {
-        "-i", a.user_key(), "-np", std::to_string(c.np), "-H", c.hosts};
+        "-i", a_->user_key(), "-np", std::to_string(c.np), "-H", c.hosts};
     args.insert(args.end(), c.flags.begin(), c.flags.end());
     args.insert(args.end(),
                 {"--log-level", "INFO", HVD_TEST_WORKER, "--exact"});
-    Result r = Horovodrun(home, args);
+    Result r = Horovodrun(home_, args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     for (int rank = 0; rank < c.np; ++rank) {
       EXPECT_NE(r.out.find("[" + std::to_string(rank) + "]<stdout>:exact ok"),

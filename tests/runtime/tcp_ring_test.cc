@@ -10,12 +10,12 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "runtime/context.h"
+#include "tests/runtime/memory_store.h"
 #include "tests/runtime/ranks.h"
 
 namespace hvd::runtime {
@@ -144,37 +144,6 @@ TEST(TcpRingTest, DoublingLargeBuffersSumsExactly) {
     for (auto& t : threads) t.join();
   }
 }
-
-// The rings' bootstrap, in memory.
-class MemoryStore final : public Store {
- public:
-  Status Set(const std::string& key, const std::string& value) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    values_[key] = value;
-    cv_.notify_all();
-    return Status::Ok();
-  }
-  StatusOr<std::vector<std::string>> Wait(
-      const std::vector<std::string>& keys,
-      std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    const bool all = cv_.wait_for(lock, timeout, [&] {
-      for (const auto& k : keys) {
-        if (!values_.count(k)) return false;
-      }
-      return true;
-    });
-    if (!all) return Status::DeadlineExceeded("store", "keys missing");
-    std::vector<std::string> out;
-    for (const auto& k : keys) out.push_back(values_[k]);
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> values_;
-};
 
 // Autotune's streams choice: a step large enough for three streams keeps
 // to one once several are off (every rank switching alike), and the sums

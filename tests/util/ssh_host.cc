@@ -85,6 +85,7 @@ SshHost::SshHost(const TempDir& dir, const std::string& name,
                  const std::string& listen_addr, const std::string& netns)
     : addr_(listen_addr) {
   const std::string d = dir.path() + "/" + name;
+  dir_ = d;
   std::filesystem::create_directories(d);
   std::filesystem::create_directories("/run/sshd");  // sshd's privsep dir
   if (!Shell("ssh-keygen -q -t ed25519 -N '' -f " + d + "/host_key") ||
@@ -236,5 +237,11 @@ void TestNetwork::Remove() {
 }
 
 TestNetwork::~TestNetwork() { Remove(); }
+
+void SshHost::AcceptKeyOf(const SshHost& other) {
+  std::filesystem::copy_file(other.user_key() + ".pub",
+                             dir_ + "/authorized_keys",
+                             std::filesystem::copy_options::overwrite_existing);
+}
 
 }  // namespace hvd::testing

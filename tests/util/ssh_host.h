@@ -39,9 +39,12 @@ class SshHost {
   pid_t pid() const;
   // SIGKILLs the listener and every sshd session process under it.
   void KillAll();
+  // From now on this host accepts `other`'s user key instead of its own
+  // (hosts of one job all take the key the launcher holds).
+  void AcceptKeyOf(const SshHost& other);
 
  private:
-  std::string addr_, user_key_, host_pub_, error_;
+  std::string dir_, addr_, user_key_, host_pub_, error_;
   int port_ = 0;
   bool ok_ = false;
   std::unique_ptr<Subprocess> sshd_;
