@@ -60,6 +60,15 @@ Status TcpRing::Allreduce(void* data, size_t count, DataType type,
   return s;
 }
 
+// acc[from, to) op= scratch_[from, to): what `arrived` does with input
+// received into scratch_.
+auto TcpRing::ReduceInto(uint8_t* acc, DataType type, ReduceOp op) {
+  return [this, acc, type, op](size_t from, size_t to) {
+    ReduceBuffers(type, op, acc + from, acc + from, scratch_.data() + from,
+                  (to - from) / DataTypeSize(type));
+  };
+}
+
 Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
                          ReduceOp op) {
   const int n = options_.size, me = options_.rank;
@@ -67,10 +76,7 @@ Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
   int q = 1;
   while (q * 2 <= n) q *= 2;
   if (scratch_.size() < bytes) scratch_.resize(bytes);
-  auto reduce = [&](size_t from, size_t to) {
-    ReduceBuffers(type, op, data + from, data + from, scratch_.data() + from,
-                  (to - from) / esize);
-  };
+  auto reduce = ReduceInto(data, type, op);
   auto none = [](size_t, size_t) {};
   if (me >= q) {  // folds in, then waits for the result
     HVD_RETURN_IF_ERROR(
@@ -105,13 +111,9 @@ Status TcpRing::Ring(uint8_t* data, size_t count, DataType type, ReduceOp op) {
   // over s + 2 ranks; after n - 1 steps, block me + 1 over all of them.
   for (int s = 0; s < n - 1; ++s) {
     const Span out = block(me - s), in = block(me - s - 1);
-    uint8_t* acc = data + in.at;
-    HVD_RETURN_IF_ERROR(
-        Step(right_, data + out.at, out.bytes, left_, scratch_.data(), in.bytes,
-             esize, false, [&](size_t from, size_t to) {
-               ReduceBuffers(type, op, acc + from, acc + from,
-                             scratch_.data() + from, (to - from) / esize);
-             }));
+    HVD_RETURN_IF_ERROR(Step(right_, data + out.at, out.bytes, left_,
+                             scratch_.data(), in.bytes, esize, false,
+                             ReduceInto(data + in.at, type, op)));
   }
   // Allgather: pass the reduced blocks around.
   for (int s = 0; s < n - 1; ++s) {
@@ -150,29 +152,51 @@ Status TcpRing::TimedOut(int peer) const {
 }
 
 template <typename F>
+void TcpRing::ReportArrived(Slice& r, const Slice* sent, size_t esize,
+                            F& arrived) {
+  size_t whole = r.done - (r.done - r.begin) % esize;
+  // Slices begin at whole elements: so does what was sent, cut down.
+  if (sent) whole = std::min(whole, sent->done - sent->done % esize);
+  if (whole > r.reduced &&
+      (whole - r.reduced >= kReducePiece || whole == r.end)) {
+    arrived(r.reduced, whole);
+    r.reduced = whole;
+  }
+}
+
+Status TcpRing::Sleep(int to, int from,
+                      std::chrono::steady_clock::time_point deadline) {
+  fds_.clear();
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    if (sends_[i].done < sends_[i].end) {
+      fds_.push_back({mesh_[to][i].get(), POLLOUT, 0});
+    }
+  }
+  for (size_t i = 0; i < recvs_.size(); ++i) {
+    if (recvs_[i].done < recvs_[i].end) {
+      fds_.push_back({mesh_[from][i].get(), POLLIN, 0});
+    }
+  }
+  if (::poll(fds_.data(), fds_.size(), RemainingMs(deadline)) < 0 &&
+      errno != EINTR) {
+    return Status::Internal(Where(), Errno("poll"));
+  }
+  return Status::Ok();
+}
+
+template <typename F>
 Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
                      uint8_t* in, size_t in_bytes, size_t esize,
                      bool behind_send, F&& arrived) {
   // Members, reused: a step allocates nothing once the first ran.
   std::vector<Slice>& sends = sends_;
   std::vector<Slice>& recvs = recvs_;
-  std::vector<pollfd>& fds = fds_;
   Slices(out_bytes, esize, &sends);
   Slices(in_bytes, esize, &recvs);
   // Behind the send, slice i of the input waits for slice i of the output
-  // (the same bytes: both buffers are as large, and cut alike), to whole
-  // elements (slices begin at one).
-  auto sent_to = [&](size_t i) {
-    return behind_send ? sends[i].done - sends[i].done % esize : SIZE_MAX;
-  };
-  auto reduce = [&](Slice& r, size_t i, bool last) {
-    size_t whole = r.done - (r.done - r.begin) % esize;
-    whole = std::min(whole, sent_to(i));
-    if (whole > r.reduced &&
-        (whole - r.reduced >= kReducePiece || whole == r.end || last)) {
-      arrived(r.reduced, whole);
-      r.reduced = whole;
-    }
+  // (the same bytes: both buffers are as large, and cut alike).
+  auto reduce = [&](size_t i) {
+    ReportArrived(recvs[i], behind_send ? &sends[i] : nullptr, esize, arrived);
   };
   size_t left_to_send = out_bytes, left_to_recv = in_bytes;
   const auto deadline = Clock::now() + options_.op_timeout;
@@ -207,8 +231,7 @@ Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
         r.done += static_cast<size_t>(got);
         left_to_recv -= static_cast<size_t>(got);
         progress = true;
-        // Reduce what arrived in pieces, the last piece whatever its size.
-        reduce(r, i, false);
+        reduce(i);
       } else if (got == 0 || errno == ECONNRESET) {
         return peer(from, "closed its connection (it exited or crashed)");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -222,25 +245,11 @@ Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
     }
     if (now < spin_until) continue;
     if (now >= deadline) return TimedOut(left_to_recv ? from : to);
-    fds.clear();
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (sends[i].done < sends[i].end) {
-        fds.push_back({mesh_[to][i].get(), POLLOUT, 0});
-      }
-    }
-    for (size_t i = 0; i < recvs.size(); ++i) {
-      if (recvs[i].done < recvs[i].end) {
-        fds.push_back({mesh_[from][i].get(), POLLIN, 0});
-      }
-    }
-    if (::poll(fds.data(), fds.size(), RemainingMs(deadline)) < 0 &&
-        errno != EINTR) {
-      return Status::Internal(Where(), Errno("poll"));
-    }
+    HVD_RETURN_IF_ERROR(Sleep(to, from, deadline));
     spin_until = Clock::now() + options_.spin;
   }
   // What waited for its send.
-  for (size_t i = 0; i < recvs.size(); ++i) reduce(recvs[i], i, true);
+  for (size_t i = 0; i < recvs.size(); ++i) reduce(i);
   return Status::Ok();
 }
 

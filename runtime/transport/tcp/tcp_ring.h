@@ -77,6 +77,9 @@ class TcpRing {
   // `arrived(from, to)` is told of each byte range of whole elements that
   // came in. `behind_send`: a range is reported only once the same range
   // of `out` has been sent (the reduction writes where the send reads).
+  // acc[from, to) op= the scratch buffer's same bytes, as a step's
+  // `arrived`.
+  auto ReduceInto(uint8_t* acc, DataType type, ReduceOp op);
   template <typename F>
   Status Step(int to, const uint8_t* out, size_t out_bytes, int from,
               uint8_t* in, size_t in_bytes, size_t esize, bool behind_send,
@@ -87,6 +90,14 @@ class TcpRing {
     size_t begin, end, done, reduced;
   };
   void Slices(size_t bytes, size_t esize, std::vector<Slice>* out) const;
+  // Tells `arrived` of what `r` received in whole elements, and behind the
+  // send only what `sent` has sent of the same bytes, in pieces of at least
+  // kReducePiece (the last whatever its size).
+  template <typename F>
+  void ReportArrived(Slice& r, const Slice* sent, size_t esize, F& arrived);
+  // Polls the step's unfinished sockets until one is ready.
+  Status Sleep(int to, int from,
+               std::chrono::steady_clock::time_point deadline);
   Status TimedOut(int peer) const;
   std::string Where() const;
 
