@@ -332,8 +332,14 @@ Status free_shared(void* p) { return runtime::ShmHeap::Process().Free(p); }
 
 Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {
-  return SubmitAndWait(
-      [&] { return allreduce_async(name, tensor, op, prescale, postscale); });
+  StatusOr<runtime::Context*> c = internal::ContextFor(0, name);
+  if (!c.ok()) return c.status();
+  runtime::Request r = RequestFor(name, runtime::OpType::kAllreduce, tensor);
+  SetReduceOp(op, r);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  // A blocking allreduce may take the engine's fast lane.
+  return (*c)->engine().AllreduceNow(std::move(r), tensor.data);
 }
 
 Status allreduce(float* data, size_t count, ReduceOp op) {

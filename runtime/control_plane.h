@@ -40,6 +40,13 @@ class ControlPlane {
   // started the next exchange (or hung up, or died), or `timeout` passes.
   // Sets *peer when a peer is the reason.
   virtual void Wait(std::chrono::milliseconds timeout, bool* peer) = 0;
+  // As Wait, while this rank's callers drive its cycles: a peer's exchange
+  // that has started is no reason by itself (a caller of this rank joins
+  // it); a peer that gave up waiting for one (it rings after its spin)
+  // is. Planes that cannot tell wait as Wait does.
+  virtual void WaitForCaller(std::chrono::milliseconds timeout, bool* peer) {
+    Wait(timeout, peer);
+  }
   // Wakes this rank's Wait (any thread; level-triggered: a Notify before
   // the Wait is not lost).
   virtual void Notify() = 0;

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/engine/request.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -78,10 +80,25 @@ void Metrics::Negotiation(double seconds) {
   negotiation_.Add(seconds);
 }
 
-void Metrics::CacheLookup(bool hit) {
+void Metrics::ExpressAllreduce(double negotiation, uint64_t bytes,
+                               double seconds, double busy) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  ++(hit ? cache_hits_ : cache_misses_);
+  negotiation_.Add(negotiation);
+  if (express_op_ == nullptr) {
+    // A map's entries stay where they are.
+    express_op_ = &ops_[{OpMetricName(OpType::kAllreduce), "negotiation"}];
+  }
+  ++express_op_->calls;
+  ++express_op_->tensors;
+  express_op_->bytes += bytes;
+  express_op_->seconds.Add(seconds);
+  if (busy >= 0) allreduce_busy_ += busy;
+}
+
+void Metrics::CacheLookup(bool hit) {
+  if (!enabled()) return;
+  (hit ? cache_hits_ : cache_misses_).fetch_add(1, std::memory_order_relaxed);
 }
 
 void Metrics::FusedGroup(uint64_t bytes) {
@@ -144,9 +161,9 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
     out += HistogramSamples("hvd_negotiation_seconds", labels, buckets,
                             negotiation_.counts, negotiation_.sum);
     out += Sample("hvd_response_cache_hits_total", labels,
-                  static_cast<double>(cache_hits_));
+                  static_cast<double>(cache_hits_.load()));
     out += Sample("hvd_response_cache_misses_total", labels,
-                  static_cast<double>(cache_misses_));
+                  static_cast<double>(cache_misses_.load()));
     out += Sample("hvd_fusion_buffer_bytes", labels,
                   static_cast<double>(fusion_bytes_));
     out += Sample("hvd_stall_warnings_total", labels,

@@ -46,6 +46,12 @@ class Metrics {
   void Collective(const std::string& op, const std::string& transport,
                   int tensors, uint64_t bytes, double seconds);
   void Negotiation(double seconds);
+  // What one steady-state cycle (the engine's express path) adds, under
+  // one lock: the exchange's time, one allreduce of `bytes` carried in the
+  // negotiation, and the allreduce-busy time when it was the last one
+  // outstanding (`busy` < 0: it was not).
+  void ExpressAllreduce(double negotiation, uint64_t bytes, double seconds,
+                        double busy);
   void CacheLookup(bool hit);
   void FusedGroup(uint64_t bytes);
   void StallWarning();
@@ -77,7 +83,10 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Op> ops_;  // (op, transport)
   Histogram negotiation_, steps_;
-  uint64_t cache_hits_ = 0, cache_misses_ = 0, stalls_ = 0;
+  // Counted on every submission, without the lock.
+  std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
+  uint64_t stalls_ = 0;
+  Op* express_op_ = nullptr;  // ops_'s ("allreduce", "negotiation")
   uint64_t fusion_bytes_ = 0;
   double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;

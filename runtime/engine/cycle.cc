@@ -1,7 +1,9 @@
 // One negotiation cycle of the engine: this rank's message, the exchange,
 // the negotiation, then execution (execute.cc) and the tuner's turn
 // (tune.cc).
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "runtime/engine/engine.h"
 #include "runtime/engine/message.h"
@@ -30,20 +32,24 @@ void RecordNegotiation(Timeline* tl, const Negotiation& round) {
 }  // namespace
 
 std::string Engine::BuildMessage(uint8_t stop,
-                                 const std::vector<Request>& uncached) {
+                                 const std::vector<const Request*>& uncached) {
   std::string msg;
+  msg.reserve(64);
   PutValue<uint8_t>(msg, stop);
-  std::string bits;
-  for (uint32_t id : my_cached_) {
-    if (bits.size() <= id / 8) bits.resize(id / 8 + 1, '\0');
-    bits[id / 8] |= static_cast<char>(1 << (id % 8));
-  }
-  PutBytes(msg, bits);
-  PutBytes(msg, Encode(0, uncached));
+  PutBytes(msg, my_cached_.bits());
+  const size_t requests_at = msg.size();
+  PutValue<uint32_t>(msg, 0);  // the requests' length, filled in below
+  PutRequests(msg, 0, uncached);
+  const uint32_t requests_bytes =
+      static_cast<uint32_t>(msg.size() - requests_at - sizeof(uint32_t));
+  std::memcpy(&msg[requests_at], &requests_bytes, sizeof(requests_bytes));
   // The data of small pending allreduces: when every rank sends a tensor's
   // data in the same cycle, nobody needs a collective for it.
-  std::string eager;
+  const size_t count_at = msg.size();
+  PutValue<uint32_t>(msg, 0);  // how many, filled in below
   uint32_t neager = 0;
+  std::string_view eager_name;
+  size_t data_at = 0;
   if (options_.size > 1 && options_.eager_cycle_bytes > 0) {
     size_t budget = options_.eager_cycle_bytes;
     std::lock_guard<std::mutex> lock(mu_);
@@ -53,62 +59,78 @@ std::string Engine::BuildMessage(uint8_t stop,
       size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
       if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
       budget -= bytes;
-      PutBytes(eager, name);
-      PutBytes(eager,
-               std::string_view(static_cast<const char*>(p.data), bytes));
+      // One allocation for a large tensor, not a doubling series.
+      const size_t need =
+          msg.size() + 2 * sizeof(uint32_t) + name.size() + bytes + 64;
+      if (need > msg.capacity())
+        msg.reserve(std::max(need, 2 * msg.capacity()));
+      eager_name = name;
+      PutBytes(msg, name);
+      data_at = msg.size() + sizeof(uint32_t);
+      PutBytes(msg, std::string_view(static_cast<const char*>(p.data), bytes));
       ++neager;
     }
   }
-  PutValue<uint32_t>(msg, neager);
-  msg += eager;
+  std::memcpy(&msg[count_at], &neager, sizeof(neager));
+  // Express-shaped: one cached allreduce, its data along, nothing else.
+  express_at_ = 0;
+  if (stop == 0 && uncached.empty() && my_cached_.size() == 1 && neager == 1 &&
+      !outgoing_knobs_ && cache_.Get(my_cached_.first()).name == eager_name) {
+    express_at_ = data_at;
+  }
   // Rank 0's autotuned values, which every rank applies after this cycle.
   PutKnobs(msg, outgoing_knobs_);
   outgoing_knobs_.reset();
   return msg;
 }
 
-std::vector<Request> Engine::SplitCached(std::vector<Request> mine) {
-  std::vector<Request> uncached;
-  for (Request& r : mine) {
+std::vector<const Request*> Engine::SplitCached(
+    const std::vector<const Request*>& mine) {
+  std::vector<const Request*> uncached;
+  for (const Request* r : mine) {
     std::optional<uint32_t> id;
     if (cache_enabled_ &&
-        (r.type == OpType::kAllreduce || r.type == OpType::kBroadcast ||
-         r.type == OpType::kReducescatter)) {
-      id = cache_.Lookup(r);
+        (r->type == OpType::kAllreduce || r->type == OpType::kBroadcast ||
+         r->type == OpType::kReducescatter)) {
+      id = cache_.Lookup(*r);
     }
     if (cache_enabled_) Metrics::Process().CacheLookup(id.has_value());
     if (id) {
       my_cached_.insert(*id);
     } else {
-      uncached.push_back(std::move(r));
+      uncached.push_back(r);
     }
   }
   return uncached;
 }
 
-Status Engine::ExchangeOffers(uint8_t stop,
-                              const std::vector<Request>& uncached,
-                              uint8_t* everyone_stop,
-                              std::vector<RankOffer>* offers,
-                              std::optional<Knobs>* knobs) {
-  const size_t n = static_cast<size_t>(options_.size);
-  std::vector<std::string>& all = cycle_messages_;
+Status Engine::ExchangeMessages(uint8_t stop,
+                                const std::vector<const Request*>& uncached) {
   bool urgent;
   {
     std::lock_guard<std::mutex> lock(mu_);
     urgent = !pending_.empty();
   }
   const auto exchange_start = std::chrono::steady_clock::now();
-  HVD_RETURN_IF_ERROR(
-      control_->Exchange(BuildMessage(stop, uncached), &all, urgent));
-  if (urgent || !uncached.empty()) {
-    // A cycle with work in it: its wait for the other ranks (idle wake-ups
-    // would drown the figure).
-    Metrics::Process().Negotiation(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      exchange_start)
-            .count());
-  }
+  HVD_RETURN_IF_ERROR(control_->Exchange(BuildMessage(stop, uncached),
+                                         &cycle_messages_, urgent));
+  exchanged_at_ = std::chrono::steady_clock::now();
+  // A cycle with work in it: its wait for the other ranks goes to the
+  // metrics (idle wake-ups would drown the figure), once the cycle knows
+  // whether it is an express one.
+  exchange_seconds_ =
+      urgent || !uncached.empty()
+          ? std::chrono::duration<double>(exchanged_at_ - exchange_start)
+                .count()
+          : -1;
+  return Status::Ok();
+}
+
+Status Engine::ReadOffers(uint8_t* everyone_stop,
+                          std::vector<RankOffer>* offers,
+                          std::optional<Knobs>* knobs) {
+  const size_t n = static_cast<size_t>(options_.size);
+  const std::vector<std::string>& all = cycle_messages_;
   std::vector<CycleMessage> msgs(n);
   for (size_t r = 0; r < n; ++r) {
     if (!ParseCycleMessage(all[r], &msgs[r]) || msgs[r].stop > 2) {
@@ -142,7 +164,7 @@ void Engine::ResendDropped(const Negotiation& round) {
     if (my_cached_.erase(id)) {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = pending_.find(name);
-      if (it != pending_.end()) fresh_.push_back(it->second.request);
+      if (it != pending_.end()) fresh_.push_back(&it->second.request);
     }
   }
 }
@@ -163,7 +185,7 @@ void Engine::CompleteJoins() {
 
 Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
                         bool* handed_off) {
-  std::vector<Request> mine;
+  std::vector<const Request*> mine;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Under the lock that queues them, so no GPU tensor slips in after.
@@ -175,10 +197,16 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
   }
   // Requests the cache knows (same name and metadata as a completed one)
   // only set their bit; the rest travel in full.
+  HVD_RETURN_IF_ERROR(ExchangeMessages(stop, SplitCached(mine)));
+  if (express_at_ > 0 && TryExpress()) return Status::Ok();
+  return NegotiateAndRun(everyone_stop);
+}
+
+Status Engine::NegotiateAndRun(uint8_t* everyone_stop) {
+  if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);
   std::vector<RankOffer> offers;
   std::optional<Knobs> knobs;
-  HVD_RETURN_IF_ERROR(ExchangeOffers(stop, SplitCached(std::move(mine)),
-                                     everyone_stop, &offers, &knobs));
+  HVD_RETURN_IF_ERROR(ReadOffers(everyone_stop, &offers, &knobs));
   // The timeline may be started and stopped at any time (rank 0).
   Timeline* tl = options_.timeline && options_.timeline->enabled()
                      ? options_.timeline

@@ -62,6 +62,14 @@ class CycleDriver {
   // `notified`: the engine thread was woken when the request was queued.
   void Drive(const std::function<bool()>& finished, bool notified);
 
+  // A caller's turn of its own, before it has queued anything (the
+  // engine's fast lane): runs `turn` under the cycle lock if the lock is
+  // free, cycles run on demand and the control plane lets callers drive.
+  // False when `turn` did not run or ran no cycle (kIdle). `*then_drives`
+  // (read after the turn): the caller goes on to Drive, which leaves work
+  // to the engine thread itself, so this turn need not.
+  bool TryTurn(const std::function<Turn()>& turn, const bool* then_drives);
+
   // While one lives, a caller is waiting: a burst is over.
   class Waiting {
    public:

@@ -117,7 +117,8 @@ Engine::~Engine() {
 }
 
 Status Engine::Validate(const Request& request, void* data, Output* out) const {
-  std::string who = "tensor '" + request.name + "'";
+  // Built only for an error: this runs for every submission.
+  auto who = [&request] { return "tensor '" + request.name + "'"; };
   if (request.name.empty()) {
     return Status::InvalidArgument("tensor name", "is empty");
   }
@@ -125,60 +126,60 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
     return Status::Ok();
   }
   if (request.count < 0) {
-    return Status::InvalidArgument(who, "has a negative element count");
+    return Status::InvalidArgument(who(), "has a negative element count");
   }
   if (!request.shape.empty()) {
     int64_t n = 1;
     for (int64_t d : request.shape) {
       if (d < 0)
-        return Status::InvalidArgument(who, "has a negative dimension");
+        return Status::InvalidArgument(who(), "has a negative dimension");
       n *= d;
     }
     if (n != request.count) {
       return Status::InvalidArgument(
-          who, "has a shape of " + std::to_string(n) + " elements but " +
-                   std::to_string(request.count) + " were given");
+          who(), "has a shape of " + std::to_string(n) + " elements but " +
+                     std::to_string(request.count) + " were given");
     }
   }
   if (request.count > 0 && data == nullptr) {
-    return Status::InvalidArgument(who, "has no data");
+    return Status::InvalidArgument(who(), "has no data");
   }
   const bool outputs = request.type == OpType::kAllgather ||
                        request.type == OpType::kReducescatter ||
                        request.type == OpType::kAlltoall;
   if (outputs && out == nullptr) {
-    return Status::InvalidArgument(who, "needs an output");
+    return Status::InvalidArgument(who(), "needs an output");
   }
   if (request.device >= 0) {
     if (!backends_->has_device()) {
       return Status::InvalidArgument(
-          who, "is on CUDA device " + std::to_string(request.device) +
-                   " but this libhvd was built without NCCL (rebuild where "
-                   "CUDA and NCCL are installed, or pass a host tensor)");
+          who(), "is on CUDA device " + std::to_string(request.device) +
+                     " but this libhvd was built without NCCL (rebuild where "
+                     "CUDA and NCCL are installed, or pass a host tensor)");
     }
     if (request.device >= backends_->cuda_devices()) {
       return Status::InvalidArgument(
-          who, "is on CUDA device " + std::to_string(request.device) +
-                   " but this process sees " +
-                   std::to_string(backends_->cuda_devices()) +
-                   " (check CUDA_VISIBLE_DEVICES and the driver)");
+          who(), "is on CUDA device " + std::to_string(request.device) +
+                     " but this process sees " +
+                     std::to_string(backends_->cuda_devices()) +
+                     " (check CUDA_VISIBLE_DEVICES and the driver)");
     }
     if (request.type != OpType::kAllreduce &&
         request.type != OpType::kBroadcast) {
       return Status::InvalidArgument(
-          who, std::string("is a CUDA tensor; ") + OpTypeName(request.type) +
-                   " takes host tensors only (copy it to the host)");
+          who(), std::string("is a CUDA tensor; ") + OpTypeName(request.type) +
+                     " takes host tensors only (copy it to the host)");
     }
     if (request.dtype == DataType::kInt16) {
       return Status::InvalidArgument(
-          who,
+          who(),
           "is an int16 CUDA tensor; NCCL has no int16 (use int32, or a "
           "host tensor)");
     }
     if ((request.prescale != 1.0 || request.postscale != 1.0) &&
         request.reduce != ReduceOp::kSum) {
       return Status::InvalidArgument(
-          who, "on CUDA takes scale factors with Sum and Average only");
+          who(), "on CUDA takes scale factors with Sum and Average only");
     }
   }
   if (request.type == OpType::kAlltoall) {
@@ -188,19 +189,20 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
     if (static_cast<int>(request.splits.size()) != options_.size ||
         sum != rows) {
       return Status::InvalidArgument(
-          who, "alltoall splits must give one count per rank (" +
-                   std::to_string(options_.size) + ") adding up to the " +
-                   std::to_string(rows) + " rows");
+          who(), "alltoall splits must give one count per rank (" +
+                     std::to_string(options_.size) + ") adding up to the " +
+                     std::to_string(rows) + " rows");
     }
   }
   if (request.adasum) {
-    HVD_RETURN_IF_ERROR(CheckAdasum(request, who));
+    HVD_RETURN_IF_ERROR(CheckAdasum(request, who()));
   }
   if (request.type == OpType::kBroadcast &&
       (request.root < 0 || request.root >= options_.size)) {
-    return Status::InvalidArgument(
-        who, "broadcast root " + std::to_string(request.root) +
-                 " is not a rank of a job of " + std::to_string(options_.size));
+    return Status::InvalidArgument(who(), "broadcast root " +
+                                              std::to_string(request.root) +
+                                              " is not a rank of a job of " +
+                                              std::to_string(options_.size));
   }
   return Status::Ok();
 }
@@ -208,69 +210,75 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
 void Engine::AddLocked(Request request, void* data, Output* out,
                        const std::shared_ptr<Completion>& done, Status& refuse,
                        Status& gone) {
-  std::string who = "tensor '" + request.name + "'";
+  auto who = [&request] { return "tensor '" + request.name + "'"; };
   // A failed or stopped engine is not the caller's mistake: the operation
   // fails as a collective would (not a refusal of its arguments).
   if (refuse.ok() && !failed_.ok()) gone = failed_;
   if (refuse.ok() && gone.ok() && stop_) {
-    gone = Status::Aborted(who, "the engine has shut down");
+    gone = Status::Aborted(who(), "the engine has shut down");
   }
   if (!gone.ok()) return;
+  // (A pending request's completion is not done, so not collected: its
+  // name is held.)
   if (refuse.ok() &&
-      (pending_.count(request.name) || NameHeldLocked(request.name))) {
+      (request.name == fast_name_ || !HoldNameLocked(request.name, done))) {
     refuse = Status::InvalidArgument(
-        who, "is already in flight on rank " + std::to_string(options_.rank) +
-                 "; wait for it before submitting the name again");
+        who(), "is already in flight on rank " + std::to_string(options_.rank) +
+                   "; wait for it before submitting the name again");
   }
   if (!refuse.ok()) return;
-  HoldNameLocked(request.name, done);
   if (request.shape.empty() && request.type != OpType::kJoin &&
       request.type != OpType::kBarrier) {
     request.shape = {request.count};
   }
   if (request.device >= 0) device_seen_ = true;
-  fresh_.push_back(request);
-  std::string name = request.name;
-  Pending p;
+  const bool allreduce = request.type == OpType::kAllreduce;
+  // Not pending (checked above): the entry is new.
+  Pending& p = pending_.try_emplace(request.name).first->second;
   p.request = std::move(request);
   p.data = data;
   p.out = out;
   p.done = done;
-  const bool allreduce = p.request.type == OpType::kAllreduce;
-  if (pending_.emplace(name, std::move(p)).second && allreduce &&
-      allreduces_pending_++ == 0) {
+  fresh_.push_back(&p.request);
+  if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
   }
 }
 
 bool Engine::NameHeldLocked(const std::string& name) const {
+  if (name == fast_name_) return true;
   auto it = held_names_.find(name);
   if (it == held_names_.end()) return false;
   std::shared_ptr<Completion> c = it->second.lock();
   return c && !c->collected();
 }
 
-void Engine::HoldNameLocked(const std::string& name,
+bool Engine::HoldNameLocked(const std::string& name,
                             const std::shared_ptr<Completion>& done) {
-  held_names_[name] = done;
+  auto [it, added] = held_names_.try_emplace(name);
+  if (!added) {
+    std::shared_ptr<Completion> c = it->second.lock();
+    if (c && !c->collected()) return false;
+  }
+  it->second = done;
   // Names of collected or forgotten results are dropped now and then, so
   // a program naming every step anew does not grow the map.
-  if (held_names_.size() < prune_at_) return;
-  for (auto it = held_names_.begin(); it != held_names_.end();) {
-    std::shared_ptr<Completion> c = it->second.lock();
-    it = (!c || c->collected()) ? held_names_.erase(it) : std::next(it);
+  if (held_names_.size() < prune_at_) return true;
+  for (auto h = held_names_.begin(); h != held_names_.end();) {
+    std::shared_ptr<Completion> c = h->second.lock();
+    h = (!c || c->collected()) ? held_names_.erase(h) : std::next(h);
   }
   prune_at_ = std::max<size_t>(64, 2 * held_names_.size());
+  return true;
 }
 
-void Engine::AllreducesDoneLocked(int n) {
+void Engine::AllreducesDoneLocked(int n,
+                                  std::chrono::steady_clock::time_point now) {
   if (n <= 0 || allreduces_pending_ <= 0) return;
   allreduces_pending_ = std::max(0, allreduces_pending_ - n);
   if (allreduces_pending_ == 0) {
     Metrics::Process().AllreduceBusy(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      allreduce_since_)
-            .count());
+        std::chrono::duration<double>(now - allreduce_since_).count());
   }
 }
 
@@ -396,7 +404,9 @@ CycleDriver::Turn Engine::TakeTurn(bool peer, bool driver) {
     go = stop_ || !fresh_.empty() || peer;
     stop = stop_ ? kShutdown : kRunning;
   }
-  if (stop == kRunning && options_.rank == 0 &&
+  // Only what is half-negotiated can stall (and reading the clock every
+  // turn would cost the steady state).
+  if (stop == kRunning && options_.rank == 0 && !negotiator_.Idle() &&
       stall_.Inspect(
           std::chrono::steady_clock::now(),
           [this](auto now, bool* past) { return StallReport(now, past); })) {
@@ -409,6 +419,10 @@ CycleDriver::Turn Engine::TakeTurn(bool peer, bool driver) {
   bool handed_off = false;
   Status s = RunCycle(stop, &everyone, driver, &handed_off);
   if (handed_off) return CycleDriver::Turn::kHandOff;
+  return Conclude(s, everyone);
+}
+
+CycleDriver::Turn Engine::Conclude(const Status& s, uint8_t everyone) {
   if (!s.ok()) {
     FailAll(s);
     return CycleDriver::Turn::kEnded;

@@ -108,6 +108,17 @@ class Engine : private CycleDriver::Cycles {
   Status Wait(const std::shared_ptr<Completion>& done, bool notified = true);
   // Cycles run by waiting callers rather than the engine thread.
   uint64_t cycles_by_callers() const { return driver_.cycles_by_callers(); }
+  // Allreduces completed by express cycles (express.cc), and of those the
+  // fast lane's; fast-lane turns whose cycle was not an express one.
+  uint64_t express_allreduces() const { return express_.load(); }
+  uint64_t fast_lane_allreduces() const { return fast_lane_.load(); }
+  uint64_t fast_lane_fallbacks() const { return fast_fallbacks_.load(); }
+
+  // A blocking host allreduce: through the fast lane when this rank has
+  // nothing else in flight and the tensor is in the response cache (its
+  // cycle runs straight from this call, see express.cc), else queued and
+  // waited for as any request.
+  Status AllreduceNow(Request request, void* data);
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -141,7 +152,8 @@ class Engine : private CycleDriver::Cycles {
   // before collecting the first is refused every time, however fast the
   // first completed. (`mu_` held.)
   bool NameHeldLocked(const std::string& name) const;
-  void HoldNameLocked(const std::string& name,
+  // Holds `name` for `done`; false (and nothing changes) when it is held.
+  bool HoldNameLocked(const std::string& name,
                       const std::shared_ptr<Completion>& done);
   // `ready` is set once the thread is named and bound.
   void Loop(std::promise<void>* ready);
@@ -160,25 +172,52 @@ class Engine : private CycleDriver::Cycles {
   CycleDriver::Turn TakeTurn(bool peer, bool driver) override;
   // `n` pending allreduces completed; when none is left, the time since
   // the first of them was queued goes to the metrics (`mu_` held).
-  void AllreducesDoneLocked(int n);
+  void AllreducesDoneLocked(int n, std::chrono::steady_clock::time_point now =
+                                       std::chrono::steady_clock::now());
   // executor_.Run, with the group's bytes and time added to the metrics.
   StatusOr<uint64_t> RunMeasured(const std::vector<Pending*>& group);
   // `*handed_off`: a driver found GPU work and ran nothing.
   Status RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
                   bool* handed_off);
+  // The cycle after its exchange: decode, negotiate, execute, tune.
+  Status NegotiateAndRun(uint8_t* everyone_stop);
+  // What a turn that ran a cycle ends with: a failure or a stop every
+  // rank agreed on fails what is pending and ends the cycles.
+  CycleDriver::Turn Conclude(const Status& s, uint8_t everyone);
   // The tensors pending past the warning time, with their missing ranks.
   std::string StallReport(std::chrono::steady_clock::time_point now,
                           bool* past_shutdown) const;
   // This cycle's negotiation message, and the small tensors' data in it.
-  std::string BuildMessage(uint8_t stop, const std::vector<Request>& uncached);
+  std::string BuildMessage(uint8_t stop,
+                           const std::vector<const Request*>& uncached);
   // The cycle's phases (cycle.cc). Requests the cache knows only set
   // their bit; the rest, returned, travel in full.
-  std::vector<Request> SplitCached(std::vector<Request> mine);
-  // Sends this rank's message; every rank's offer, the highest stop
-  // reason and rank 0's knobs from the answers.
-  Status ExchangeOffers(uint8_t stop, const std::vector<Request>& uncached,
-                        uint8_t* everyone_stop, std::vector<RankOffer>* offers,
-                        std::optional<Knobs>* knobs);
+  std::vector<const Request*> SplitCached(
+      const std::vector<const Request*>& mine);
+  // Sends this rank's message; every rank's lands in cycle_messages_.
+  Status ExchangeMessages(uint8_t stop,
+                          const std::vector<const Request*>& uncached);
+  // Every rank's offer, the highest stop reason and rank 0's knobs from
+  // the messages.
+  Status ReadOffers(uint8_t* everyone_stop, std::vector<RankOffer>* offers,
+                    std::optional<Knobs>* knobs);
+  // The steady state's shortcut (express.cc): when every rank's message is
+  // this rank's but for the data (one cached allreduce, its data along,
+  // nothing else) and nothing is half-negotiated, completes it as the
+  // negotiation would, without one. False: the cycle goes on in full.
+  bool TryExpress();
+  // Whether every rank's message of this cycle equals this rank's but for
+  // the data from express_at_ on.
+  bool SameButData() const;
+  // The fast lane's turn (express.cc), under the cycle lock: kIdle when it
+  // does not apply. Otherwise `*result` is the allreduce's, or `*queued`
+  // the request's completion when the cycle turned out not to be express
+  // and it became an ordinary pending request of that cycle.
+  CycleDriver::Turn FastTurn(const Request& r, void* data, Status* result,
+                             std::shared_ptr<Completion>* queued);
+  // The message a cycle sends for one cached allreduce (`id`) of `data`
+  // and nothing else, into fast_msg_ (express_at_ set).
+  void BuildFastMessage(uint32_t id, const Request& r, const void* data);
   // Requests this rank had pending through a dropped cache entry go again
   // in full.
   void ResendDropped(const Negotiation& round);
@@ -217,7 +256,10 @@ class Engine : private CycleDriver::Cycles {
   BackendSet* backends_;
   ControlPlane* control_;
   std::mutex mu_;
-  std::vector<Request> fresh_;              // guarded by mu_: not yet sent
+  // Guarded by mu_: not yet sent; each points to its pending_ entry's
+  // request (entries leave pending_ only at the cycle's runner, after
+  // fresh_ was taken, or with it in FailAll).
+  std::vector<const Request*> fresh_;
   std::map<std::string, Pending> pending_;  // guarded by mu_
   // Names whose latest result may not be collected yet (guarded by mu_).
   std::map<std::string, std::weak_ptr<Completion>> held_names_;
@@ -236,11 +278,21 @@ class Engine : private CycleDriver::Cycles {
   Negotiator negotiator_;
   Executor executor_;
   ResponseCache cache_;
-  std::set<uint32_t> my_cached_;  // cache ids this rank has pending
+  CachedIds my_cached_;  // cache ids this rank has pending
   std::map<std::string, Pending> placeholders_;
   // This cycle's small-tensor data: name -> each rank's bytes (views into
   // cycle_messages_).
   std::vector<std::string> cycle_messages_;
+  // Where the data starts in this cycle's message when it is express-
+  // shaped (one cached allreduce with its data, nothing else); 0 when not.
+  size_t express_at_ = 0;
+  // When this cycle's exchange ended (what follows is timed from it).
+  std::chrono::steady_clock::time_point exchanged_at_;
+  double exchange_seconds_ = -1;  // its time, when the metrics take it
+  std::vector<std::string_view> express_views_;
+  std::string fast_msg_;   // the fast lane's message (its buffer reused)
+  std::string fast_name_;  // guarded by mu_: the fast lane's tensor
+  std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0};
   std::map<std::string, std::vector<std::string_view>> eager_;
   StallInspector stall_;  // rank 0's
   std::thread thread_;

@@ -28,7 +28,7 @@ void Engine::Remember(const Request& r) {
   if (my_cached_.erase(evicted->id)) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(evicted->name);
-    if (it != pending_.end()) fresh_.push_back(it->second.request);
+    if (it != pending_.end()) fresh_.push_back(&it->second.request);
   }
 }
 
@@ -176,27 +176,34 @@ StatusOr<uint64_t> Engine::RunMeasured(const std::vector<Pending*>& group) {
 }
 
 void Engine::Finish(const std::vector<Pending*>& group) {
+  // The cache first, while the requests are still held (only the cycle's
+  // runner touches the cache; Remember takes mu_ when it evicts). None of
+  // the group is pending by its bit any more before any is remembered, so
+  // an eviction does not send one of them again.
+  for (Pending* p : group) {
+    if (auto id = cache_enabled_ ? cache_.Lookup(p->request) : std::nullopt) {
+      my_cached_.erase(*id);
+    }
+  }
+  for (Pending* p : group) Remember(p->request);
   std::vector<std::shared_ptr<Completion>> done;
-  std::vector<Request> completed;
+  done.reserve(group.size());
+  std::vector<std::string> stand_ins;
   {
     std::lock_guard<std::mutex> lock(mu_);
     int allreduces = 0;
     for (Pending* p : group) {
-      completed.push_back(p->request);
-      if (p->placeholder) continue;
-      done.push_back(p->done);
+      if (p->placeholder) {
+        stand_ins.push_back(p->request.name);
+        continue;
+      }
+      done.push_back(std::move(p->done));
       allreduces += p->request.type == OpType::kAllreduce;
       pending_.erase(p->request.name);
     }
     AllreducesDoneLocked(allreduces);
   }
-  for (const Request& r : completed) {
-    if (auto id = cache_enabled_ ? cache_.Lookup(r) : std::nullopt) {
-      my_cached_.erase(*id);
-    }
-    Remember(r);
-    placeholders_.erase(r.name);
-  }
+  for (const std::string& name : stand_ins) placeholders_.erase(name);
   for (auto& d : done) d->Set(Status::Ok());
 }
 

@@ -296,27 +296,36 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
 uint64_t Executor::ReduceEager(Pending* p,
                                const std::vector<std::string_view>& from) {
   const Request& r = p->request;
-  const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-  const std::vector<Pending*> group = {p};
-  Phases phases(timeline_, group, "");
-  // Every rank adds the same contributions in the same (rank) order, so
-  // every rank ends with the same bits.
+  // Only while tracing: the steady state allocates nothing here.
+  std::vector<Pending*> traced;
+  if (timeline_ && timeline_->enabled()) traced.push_back(p);
+  Phases phases(timeline_, traced, "");
   phases.Begin("LOCAL_REDUCE");
-  std::vector<uint8_t> acc(from[0].begin(), from[0].end());
-  if (r.prescale != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, r.prescale);
-  std::vector<uint8_t> next;
+  const uint64_t reduced = ReduceEager(r, p->data, from);
+  phases.End();
+  return reduced;
+}
+
+uint64_t Executor::ReduceEager(const Request& r, void* data,
+                               const std::vector<std::string_view>& from) {
+  const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+  // Every rank adds the same contributions in the same (rank) order, so
+  // every rank ends with the same bits. This rank's own data came along
+  // in its message, so the result may be built in its buffer; the others'
+  // are copied out first (a message's bytes need not be aligned).
+  if (bytes == 0) return 0;
+  uint8_t* acc = static_cast<uint8_t*>(data);
+  std::memcpy(acc, from[0].data(), bytes);
+  if (r.prescale != 1.0) ScaleBuffer(r.dtype, acc, r.count, r.prescale);
   for (size_t q = 1; q < from.size(); ++q) {
-    next.assign(from[q].begin(), from[q].end());
+    eager_next_.assign(from[q].begin(), from[q].end());
     if (r.prescale != 1.0) {
-      ScaleBuffer(r.dtype, next.data(), r.count, r.prescale);
+      ScaleBuffer(r.dtype, eager_next_.data(), r.count, r.prescale);
     }
-    ReduceBuffers(r.dtype, r.reduce, acc.data(), acc.data(), next.data(),
-                  r.count);
+    ReduceBuffers(r.dtype, r.reduce, acc, acc, eager_next_.data(), r.count);
   }
   double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
-  if (post != 1.0) ScaleBuffer(r.dtype, acc.data(), r.count, post);
-  if (bytes) std::memcpy(p->data, acc.data(), bytes);
-  phases.End();
+  if (post != 1.0) ScaleBuffer(r.dtype, acc, r.count, post);
   return bytes;
 }
 

@@ -37,6 +37,9 @@ class Executor {
   // rank order, each of its size): the same bits on every rank, with no
   // collective. Returns the bytes reduced.
   uint64_t ReduceEager(Pending* p, const std::vector<std::string_view>& from);
+  // The same into `data`, for a request that is not pending (untraced).
+  uint64_t ReduceEager(const Request& r, void* data,
+                       const std::vector<std::string_view>& from);
 
  private:
   // The timeline's phases of the group being run (executor.cc).
@@ -62,6 +65,7 @@ class Executor {
   size_t fusion_bytes_ = 0;
   bool fusion_shared_ = false;
   std::vector<uint8_t> fallback_;
+  std::vector<uint8_t> eager_next_;  // ReduceEager's copy of a peer's data
 };
 
 }  // namespace hvd::runtime

@@ -92,10 +92,20 @@ bool ParseCycleMessage(std::string_view in, CycleMessage* m) {
 }
 
 std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
+  std::vector<const Request*> ptrs;
+  ptrs.reserve(reqs.size());
+  for (const Request& r : reqs) ptrs.push_back(&r);
   std::string out;
+  PutRequests(out, stop, ptrs);
+  return out;
+}
+
+void PutRequests(std::string& out, uint8_t stop,
+                 const std::vector<const Request*>& reqs) {
   PutValue<uint8_t>(out, stop);
   PutValue<uint32_t>(out, static_cast<uint32_t>(reqs.size()));
-  for (const Request& r : reqs) {
+  for (const Request* req : reqs) {
+    const Request& r = *req;
     PutBytes(out, r.name);
     PutValue<uint8_t>(out, static_cast<uint8_t>(r.type));
     PutValue<uint8_t>(out, static_cast<uint8_t>(r.dtype));
@@ -112,7 +122,6 @@ std::string Engine::Encode(uint8_t stop, const std::vector<Request>& reqs) {
     PutValue<int32_t>(out, r.device);
     PutBytes(out, r.group);
   }
-  return out;
 }
 
 StatusOr<std::vector<Request>> Engine::Decode(const std::string& bytes,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/autotune.h"
+#include "runtime/engine/request.h"
 
 namespace hvd::runtime {
 
@@ -24,6 +25,10 @@ void PutValue(std::string& out, T v) {
 }
 // [u32 length][bytes].
 void PutBytes(std::string& out, std::string_view bytes);
+// [u8 stop][u32 n][n requests]: Engine::Encode's format, from pointers
+// (the engine's pending requests are not copied to be sent).
+void PutRequests(std::string& out, uint8_t stop,
+                 const std::vector<const Request*>& reqs);
 // The message's last part: rank 0's autotuned values, if any.
 void PutKnobs(std::string& out, const std::optional<Knobs>& knobs);
 

@@ -13,6 +13,7 @@
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -80,6 +81,14 @@ class Negotiator {
 
   // Whether Round fills Negotiation::events (while a timeline records).
   void set_record_events(bool on) { record_events_ = on; }
+
+  // Nothing is half-negotiated: no tensor some ranks named and others not
+  // yet, no rank joined. The same on every rank.
+  bool Idle() const {
+    return seen_.empty() && cached_since_.empty() &&
+           std::none_of(joined_.begin(), joined_.end(),
+                        [](bool b) { return b; });
+  }
 
   // Every rank has joined: their joins complete with last_joined(), and
   // the job may go on (or join again).

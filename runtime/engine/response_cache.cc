@@ -2,6 +2,39 @@
 
 namespace hvd::runtime {
 
+bool CachedIds::insert(uint32_t id) {
+  if (contains(id)) return false;
+  if (bits_.size() <= id / 8) bits_.resize(id / 8 + 1, '\0');
+  bits_[id / 8] = static_cast<char>(bits_[id / 8] | (1 << (id % 8)));
+  ++count_;
+  return true;
+}
+
+bool CachedIds::erase(uint32_t id) {
+  if (!contains(id)) return false;
+  bits_[id / 8] = static_cast<char>(bits_[id / 8] & ~(1 << (id % 8)));
+  --count_;
+  while (!bits_.empty() && bits_.back() == '\0') bits_.pop_back();
+  return true;
+}
+
+uint32_t CachedIds::first() const {
+  size_t i = 0;
+  while (bits_[i] == '\0') ++i;
+  return static_cast<uint32_t>(
+      i * 8 + __builtin_ctz(static_cast<unsigned char>(bits_[i])));
+}
+
+std::vector<uint32_t> CachedIds::ids() const {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < bits_.size(); ++i) {
+    for (int b = 0; b < 8; ++b) {
+      if ((bits_[i] >> b) & 1) out.push_back(static_cast<uint32_t>(i * 8 + b));
+    }
+  }
+  return out;
+}
+
 std::optional<uint32_t> ResponseCache::Lookup(const Request& r) const {
   auto it = by_name_.find(r.name);
   if (it == by_name_.end() || !(it->second->request == r)) return std::nullopt;

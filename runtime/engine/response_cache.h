@@ -10,15 +10,45 @@
 // Not thread-safe: only the engine thread uses it.
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/engine/request.h"
 
 namespace hvd::runtime {
+
+// The cached tensors a rank has pending, held as the bit string its
+// messages carry (bit `id` set: that tensor), without trailing zero bytes,
+// so that equal sets are equal bytes on every rank.
+class CachedIds {
+ public:
+  // Whether `id` was new (insert) or there (erase).
+  bool insert(uint32_t id);
+  bool erase(uint32_t id);
+  bool contains(uint32_t id) const {
+    return id / 8 < bits_.size() && ((bits_[id / 8] >> (id % 8)) & 1);
+  }
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  void clear() {
+    bits_.clear();
+    count_ = 0;
+  }
+  std::string_view bits() const { return bits_; }
+  // The lowest id (not empty).
+  uint32_t first() const;
+  // The ids, lowest first.
+  std::vector<uint32_t> ids() const;
+
+ private:
+  std::string bits_;
+  size_t count_ = 0;
+};
 
 class ResponseCache {
  public:
@@ -37,6 +67,8 @@ class ResponseCache {
     uint32_t id;
     std::string name;
   };
+  // Marks the entry `id` used now, as Put of its own request does.
+  void Touch(uint32_t id) { order_.splice(order_.begin(), order_, by_id_[id]); }
   // Adds or touches `r`. Returns the entry evicted to make room, if any.
   std::optional<Evicted> Put(const Request& r);
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/transport/local/local.h"
+#include "runtime/transport/shm/shm_backend.h"
 #include "runtime/transport/tcp/tcp_control.h"
 #include "tests/runtime/memory_store.h"
 
@@ -155,6 +156,94 @@ TEST(ControlPlaneTest, LocalPlaneEchoes) {
   std::vector<std::string> all;
   ASSERT_TRUE(p->Exchange("me", &all).ok());
   EXPECT_EQ(all, std::vector<std::string>{"me"});
+}
+
+}  // namespace
+}  // namespace hvd::runtime
+
+namespace hvd::runtime {
+namespace {
+
+// The shared-memory plane's ranks, as threads of this process.
+std::vector<std::unique_ptr<ControlPlane>> ShmPlanes(int size,
+                                                     MemoryStore& store) {
+  std::vector<std::unique_ptr<ControlPlane>> planes(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      ShmOptions o;
+      o.rank = r;
+      o.size = size;
+      o.group = "control-test";
+      o.job_id = "control-test";
+      o.op_timeout = milliseconds(20000);
+      o.slot_bytes = 64 << 10;  // the longest message takes ten rounds
+      auto p = CreateShmControlPlane(o, store);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      planes[r] = std::move(*p);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return planes;
+}
+
+// Messages that ride in a rank's box (up to 8176 bytes), just past it, and
+// past a whole slot (in rounds), mixed in one exchange (each rank's size
+// differs by round), arrive whole at every rank.
+TEST(ShmControlPlaneTest, MessagesInTheBoxAndPastItArriveWhole) {
+  for (int size : {2, 3}) {
+    MemoryStore store;
+    auto planes = ShmPlanes(size, store);
+    ASSERT_EQ(planes.size(), static_cast<size_t>(size));
+    const std::vector<size_t> sizes = {0, 5, 8176, 8177, 600 << 10};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        for (int round = 0; round < 12; ++round) {
+          auto message = [&](int q) {
+            const size_t bytes = sizes[(round + q) % sizes.size()];
+            std::string m(bytes, static_cast<char>('a' + q + round));
+            if (!m.empty()) m.back() = static_cast<char>(q);
+            return m;
+          };
+          std::vector<std::string> all;
+          Status s = planes[r]->Exchange(message(r), &all, true);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          ASSERT_EQ(all.size(), static_cast<size_t>(size));
+          for (int q = 0; q < size; ++q) {
+            ASSERT_EQ(all[q], message(q))
+                << "rank " << r << " from " << q << " round " << round;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+}
+
+// An engine thread that sleeps while its callers drive (WaitForCaller) is
+// woken by a peer whose exchange nobody joined: the peer rings once its
+// spin is over, and the exchange then completes.
+TEST(ShmControlPlaneTest, APeerNobodyJoinsRingsTheSleepingEngine) {
+  MemoryStore store;
+  auto planes = ShmPlanes(2, store);
+  ASSERT_EQ(planes.size(), 2u);
+  std::thread peer([&] {
+    std::vector<std::string> all;
+    Status s = planes[1]->Exchange("from 1", &all, true);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(all[0], "from 0");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  bool woken_by_peer = false;
+  planes[0]->WaitForCaller(milliseconds(60000), &woken_by_peer);
+  EXPECT_TRUE(woken_by_peer);
+  // Woken by the ring, not by the end of the minute.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(30000));
+  std::vector<std::string> all;
+  ASSERT_TRUE(planes[0]->Exchange("from 0", &all, true).ok());
+  EXPECT_EQ(all[1], "from 1");
+  peer.join();
 }
 
 }  // namespace

@@ -2,17 +2,23 @@
 // share a host: a cycle's messages go through memory, not TCP loopback, so
 // a small allreduce costs a few barriers instead of socket round trips.
 //
-// Each rank writes its message (in slot-sized rounds when it is long) into
-// its slot of the current set and its length into its state, then a
-// barrier, then everyone reads everyone's. A rank starting an exchange
-// rings the others' bells (a futex each), which wakes their idle engines;
-// a rank whose caller drives its cycles is not woken (the caller joins).
+// Each rank owns a box per data set. An exchange writes the message's
+// length (and the message itself, when it fits in the box) and then its
+// count, one store that both says "this rank has started exchange k" and
+// carries the message: a steady-state message (a cache bit and a few
+// bytes of data) shares the count's cache line, so a peer spinning on it
+// gets both in one transfer. Longer messages then go in slot-sized rounds
+// through the slots, a barrier after each. A peer that has not started
+// after the spin gets its bell rung (a futex), which wakes its idle engine
+// thread; a rank whose caller drives its cycles is not woken (the caller
+// joins).
 #include <linux/futex.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include "runtime/transport/shm/shm_backend.h"
 
@@ -42,27 +48,10 @@ class ShmControlPlane final : public ControlPlane {
   }
 
   void Wait(std::chrono::milliseconds timeout, bool* peer) override {
-    *peer = false;
-    ShmRankState& self = seg_->state(o_.rank);
-    const uint32_t bell = self.bell.load(std::memory_order_seq_cst);
-    if (notified_.exchange(false) || PeerStarted()) {
-      *peer = PeerStarted();
-      return;
-    }
-    self.bell_waiters.fetch_add(1, std::memory_order_seq_cst);
-    timespec t{static_cast<time_t>(timeout.count() / 1000),
-               static_cast<long>(timeout.count() % 1000) * 1000000L};
-    const bool timed_out =
-        ShmSegment::Futex(&self.bell, FUTEX_WAIT, bell, &t) != 0 &&
-        errno == ETIMEDOUT;
-    self.bell_waiters.fetch_sub(1, std::memory_order_seq_cst);
-    notified_.exchange(false);
-    *peer = PeerStarted();
-    // A dead peer never rings: after a quiet spell, look (reading /proc is
-    // too slow for every wake-up), and let an exchange name it.
-    for (int q = 0; timed_out && q < o_.size && !*peer; ++q) {
-      if (q != o_.rank && seg_->PeerDead(q)) *peer = true;
-    }
+    Sleep(timeout, /*started_wakes=*/true, peer);
+  }
+  void WaitForCaller(std::chrono::milliseconds timeout, bool* peer) override {
+    Sleep(timeout, /*started_wakes=*/false, peer);
   }
 
   bool Drivable() const override { return true; }
@@ -71,24 +60,49 @@ class ShmControlPlane final : public ControlPlane {
     return seg_->SpinUntil([this] { return PeerStarted(); },
                            std::chrono::steady_clock::now() + kShmSpinFor);
   }
-  // Sequentially consistent against Ring's load of `driving` after its
-  // `started` store: either the peer wakes the engine thread, or the
-  // leaving caller sees the peer's exchange (PeerWaiting) and does.
+  // Sequentially consistent against Ring's load of `driving` after the
+  // ringer's count is stored: either the peer wakes the engine thread, or
+  // the leaving caller sees the peer's exchange (PeerWaiting) and does.
   void SetDriving(bool on) override {
     seg_->state(o_.rank).driving.store(on ? 1 : 0, std::memory_order_seq_cst);
   }
 
+ public:
+  // A rank's box of one set: its count and length, then the message when
+  // it fits (a small tensor's data with it: 4 KiB and a header). The
+  // first 48 bytes share the count's cache line.
+  static constexpr size_t kBoxBytes = 8192;
+  static constexpr size_t kInline = kBoxBytes - 16;
+  struct alignas(kShmAlign) Line {
+    std::atomic<uint32_t> count{0};  // exchanges this rank has started
+    std::atomic<uint32_t> waiters{0};
+    uint64_t length = 0;
+    char bytes[kInline];
+  };
+  static_assert(sizeof(Line) == kBoxBytes);
+
  private:
+  Line& line(int set, int rank) {
+    return reinterpret_cast<Line*>(seg_->data())[set * o_.size + rank];
+  }
+
   bool PeerStarted() {
     const uint32_t mine = started_.load(std::memory_order_relaxed);
     for (int q = 0; q < o_.size; ++q) {
       if (q == o_.rank) continue;
-      uint32_t theirs = seg_->state(q).started.load(std::memory_order_seq_cst);
-      if (static_cast<int32_t>(theirs - mine) > 0) return true;
+      for (int set = 0; set < 2; ++set) {
+        const uint32_t theirs =
+            line(set, q).count.load(std::memory_order_seq_cst);
+        if (static_cast<int32_t>(theirs - mine) > 0) return true;
+      }
     }
     return false;
   }
 
+  // Rings `q`'s bell, and wakes its engine thread if it sleeps and no
+  // caller of `q` drives (the ringer's count or `notified_` is stored
+  // before). The count always moves, so a sleeper that looks after the
+  // ring still sees it (Sleep's rung_seen_).
   void Ring(int q) {
     ShmRankState& s = seg_->state(q);
     s.bell.fetch_add(1, std::memory_order_seq_cst);
@@ -98,55 +112,111 @@ class ShmControlPlane final : public ControlPlane {
     }
   }
 
+  // The engine thread's sleep on its bell until a ring since it last
+  // looked, a Notify, a peer's exchange (`started_wakes`) or the timeout.
+  void Sleep(std::chrono::milliseconds timeout, bool started_wakes,
+             bool* peer) {
+    ShmRankState& self = seg_->state(o_.rank);
+    const uint32_t bell = self.bell.load(std::memory_order_seq_cst);
+    auto reason = [&] {
+      return bell != rung_seen_ || notified_.load(std::memory_order_seq_cst) ||
+             (started_wakes && PeerStarted());
+    };
+    bool timed_out = false;
+    if (!reason()) {
+      self.bell_waiters.fetch_add(1, std::memory_order_seq_cst);
+      // Ringers look at bell_waiters after their count (or notified_) is
+      // stored and the bell moved: either they see this sleeper, or it
+      // sees them here (a ring after `bell` was read fails the wait).
+      if (!reason()) {
+        timespec t{static_cast<time_t>(timeout.count() / 1000),
+                   static_cast<long>(timeout.count() % 1000) * 1000000L};
+        timed_out = ShmSegment::Futex(&self.bell, FUTEX_WAIT, bell, &t) != 0 &&
+                    errno == ETIMEDOUT;
+      }
+      self.bell_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    rung_seen_ = self.bell.load(std::memory_order_seq_cst);
+    notified_.exchange(false);
+    *peer = PeerStarted();
+    // A dead peer never rings: after a quiet spell, look (reading /proc is
+    // too slow for every wake-up), and let an exchange name it.
+    for (int q = 0; timed_out && q < o_.size && !*peer; ++q) {
+      if (q != o_.rank && seg_->PeerDead(q)) *peer = true;
+    }
+  }
+
   uint8_t* Slot(int set, int rank) {
-    return seg_->data() +
+    return seg_->data() + 2 * o_.size * sizeof(Line) +
            (static_cast<size_t>(set) * o_.size + rank) * o_.slot_bytes;
+  }
+
+  // Publishes this rank's line of exchange `count`, then waits for every
+  // peer's. A peer whose caller is about to drive comes by itself: it gets
+  // the spin time to show up before its engine thread is woken (a wake-up
+  // costs more than the wait, and the woken thread would take the cycle
+  // from that caller).
+  Status Publish(const std::string& mine, uint32_t count) {
+    const int set = static_cast<int>(count & 1);
+    Line& own = line(set, o_.rank);
+    own.length = mine.size();
+    std::memcpy(own.bytes, mine.data(), std::min(kInline, mine.size()));
+    own.count.store(count, std::memory_order_seq_cst);
+    if (own.waiters.load(std::memory_order_seq_cst) > 0) {
+      ShmSegment::Futex(&own.count, FUTEX_WAKE, INT32_MAX, nullptr);
+    }
+    // The clock is read only once some peer is not there yet.
+    std::optional<std::chrono::steady_clock::time_point> start;
+    for (int q = 0; q < o_.size; ++q) {
+      if (q == o_.rank) continue;
+      Line& theirs = line(set, q);
+      auto came = [&] {
+        return static_cast<int32_t>(
+                   theirs.count.load(std::memory_order_acquire) - count) >= 0;
+      };
+      if (came()) continue;
+      if (!start) start = std::chrono::steady_clock::now();
+      if (!seg_->SpinUntil(came, *start + kShmSpinFor)) Ring(q);
+      HVD_RETURN_IF_ERROR(seg_->AwaitCount(q, theirs.count, theirs.waiters,
+                                           count, *start, "control exchange"));
+    }
+    return Status::Ok();
   }
 
   Status Run(const std::string& mine, std::vector<std::string>* all) {
     const int n = o_.size;
-    const uint32_t started = started_.fetch_add(1) + 1;
-    seg_->state(o_.rank).started.store(started, std::memory_order_seq_cst);
-    // A peer whose caller is about to drive comes by itself: it gets the
-    // spin time to show up before its engine thread is woken (a wake-up
-    // costs more than the wait, and the woken thread would take the cycle
-    // from that caller).
-    const auto until = std::chrono::steady_clock::now() + kShmSpinFor;
-    for (int q = 0; q < n; ++q) {
-      if (q == o_.rank) continue;
-      ShmRankState& s = seg_->state(q);
-      seg_->SpinUntil(
-          [&] {
-            return s.driving.load(std::memory_order_seq_cst) != 0 ||
-                   static_cast<int32_t>(
-                       s.started.load(std::memory_order_seq_cst) - started) >=
-                       0;
-          },
-          until);
-      Ring(q);
-    }
-    all->assign(n, std::string());
+    const uint32_t count = started_.fetch_add(1) + 1;
+    HVD_RETURN_IF_ERROR(Publish(mine, count));
+    const int line_set = static_cast<int>(count & 1);
+    all->resize(n);
     std::vector<uint64_t> lengths(n, 0);
-    const size_t slot = o_.slot_bytes;
-    for (size_t off = 0, round = 0;; off += slot, ++round) {
-      const int set = static_cast<int>(set_counter_++ & 1);
-      if (round == 0) {
-        seg_->state(o_.rank).length[set].store(mine.size(),
-                                               std::memory_order_relaxed);
+    uint64_t longest = 0;
+    for (int q = 0; q < n; ++q) {
+      lengths[q] = line(line_set, q).length;
+      longest = std::max(longest, lengths[q]);
+    }
+    if (longest <= kInline) {
+      // The steady state: every message rode in its line.
+      for (int q = 0; q < n; ++q) {
+        if (q == o_.rank) continue;
+        (*all)[q].assign(line(line_set, q).bytes, lengths[q]);
       }
+      (*all)[o_.rank] = mine;
+      return Status::Ok();
+    }
+    for (int q = 0; q < n; ++q) {
+      (*all)[q].clear();
+      (*all)[q].reserve(lengths[q]);
+    }
+    const size_t slot = o_.slot_bytes;
+    for (size_t off = 0;; off += slot) {
+      const int set = static_cast<int>(set_counter_++ & 1);
       if (off < mine.size()) {
         std::memcpy(Slot(set, o_.rank), mine.data() + off,
                     std::min(slot, mine.size() - off));
       }
       HVD_RETURN_IF_ERROR(seg_->Barrier("control exchange"));
-      uint64_t longest = 0;
       for (int q = 0; q < n; ++q) {
-        if (round == 0) {
-          lengths[q] =
-              seg_->state(q).length[set].load(std::memory_order_relaxed);
-          (*all)[q].reserve(lengths[q]);
-        }
-        longest = std::max(longest, lengths[q]);
         if (q != o_.rank && off < lengths[q]) {
           (*all)[q].append(reinterpret_cast<const char*>(Slot(set, q)),
                            std::min<uint64_t>(slot, lengths[q] - off));
@@ -161,6 +231,7 @@ class ShmControlPlane final : public ControlPlane {
   const ShmOptions o_;
   std::unique_ptr<ShmSegment> seg_;
   std::atomic<bool> notified_{false};
+  uint32_t rung_seen_ = 0;  // the engine thread's: the bell when it last looked
   // Exchanges this rank started; read by PeerStarted from any thread.
   std::atomic<uint32_t> started_{0};
   uint64_t set_counter_ = 0;
@@ -176,7 +247,8 @@ StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(
   HVD_ASSIGN_OR_RETURN(
       std::unique_ptr<ShmSegment> seg,
       ShmSegment::Map(fixed, store, "shmctl",
-                      2 * static_cast<size_t>(o.size) * fixed.slot_bytes));
+                      2 * static_cast<size_t>(o.size) *
+                          (ShmControlPlane::kBoxBytes + fixed.slot_bytes)));
   return std::unique_ptr<ControlPlane>(
       new ShmControlPlane(fixed, std::move(seg)));
 }

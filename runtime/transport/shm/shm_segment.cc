@@ -98,42 +98,46 @@ Status ShmSegment::Barrier(const char* what) {
   }
   const auto start = Clock::now();
   for (int q = 0; q < o_.size; ++q) {
-    ShmRankState& peer = state(q);
-    auto reached = [&](uint32_t v) {
-      return static_cast<int32_t>(v - target) >= 0;
-    };
     // The spin time counts from the arrival, for all peers together.
-    if (SpinUntil(
-            [&] { return reached(peer.seq.load(std::memory_order_acquire)); },
-            start + kShmSpinFor)) {
-      continue;
-    }
-    for (;;) {
-      uint32_t v = peer.seq.load(std::memory_order_acquire);
-      if (reached(v)) break;
-      peer.waiters.fetch_add(1, std::memory_order_seq_cst);
-      timespec slice{0, 100 * 1000 * 1000};  // 100 ms, then checks
-      Futex(&peer.seq, FUTEX_WAIT, v, &slice);
-      peer.waiters.fetch_sub(1, std::memory_order_seq_cst);
-      if (reached(peer.seq.load(std::memory_order_acquire))) break;
-      auto now = Clock::now();
-      if (now - start < std::chrono::milliseconds(100)) continue;
-      int32_t pid = peer.pid.load();
-      if (pid > 0 && Dead(pid)) {
-        return Status::Unavailable(what, "local rank " + std::to_string(q) +
-                                             " (pid " + std::to_string(pid) +
-                                             ") exited");
-      }
-      if (now - start >= o_.op_timeout) {
-        return Status::DeadlineExceeded(
-            what, "local rank " + std::to_string(q) +
-                      " did not arrive within " +
-                      std::to_string(o_.op_timeout.count() / 1000) +
-                      " s (HOROVOD_GLOO_TIMEOUT_SECONDS)");
-      }
-    }
+    HVD_RETURN_IF_ERROR(
+        AwaitCount(q, state(q).seq, state(q).waiters, target, start, what));
   }
   return Status::Ok();
+}
+
+Status ShmSegment::AwaitCount(int q, std::atomic<uint32_t>& word,
+                              std::atomic<uint32_t>& waiters, uint32_t target,
+                              Clock::time_point start, const char* what) {
+  auto reached = [&](uint32_t v) {
+    return static_cast<int32_t>(v - target) >= 0;
+  };
+  if (SpinUntil([&] { return reached(word.load(std::memory_order_acquire)); },
+                start + kShmSpinFor)) {
+    return Status::Ok();
+  }
+  for (;;) {
+    uint32_t v = word.load(std::memory_order_acquire);
+    if (reached(v)) return Status::Ok();
+    waiters.fetch_add(1, std::memory_order_seq_cst);
+    timespec slice{0, 100 * 1000 * 1000};  // 100 ms, then checks
+    Futex(&word, FUTEX_WAIT, v, &slice);
+    waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(word.load(std::memory_order_acquire))) return Status::Ok();
+    auto now = Clock::now();
+    if (now - start < std::chrono::milliseconds(100)) continue;
+    int32_t pid = state(q).pid.load();
+    if (pid > 0 && Dead(pid)) {
+      return Status::Unavailable(what, "local rank " + std::to_string(q) +
+                                           " (pid " + std::to_string(pid) +
+                                           ") exited");
+    }
+    if (now - start >= o_.op_timeout) {
+      return Status::DeadlineExceeded(
+          what, "local rank " + std::to_string(q) + " did not arrive within " +
+                    std::to_string(o_.op_timeout.count() / 1000) +
+                    " s (HOROVOD_GLOO_TIMEOUT_SECONDS)");
+    }
+  }
 }
 
 // The futex is shared between processes (no FUTEX_PRIVATE_FLAG).

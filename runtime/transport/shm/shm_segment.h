@@ -32,13 +32,10 @@ struct alignas(kShmAlign) ShmRankState {
   std::atomic<uint32_t> waiters{0};
   std::atomic<int32_t> pid{0};
   // Per data set, so a fast rank's next round cannot overwrite what a slow
-  // one still has to read: alltoall's "data left", the control plane's
-  // message length.
+  // one still has to read: alltoall's "data left".
   std::atomic<uint32_t> more[2] = {0, 0};
-  std::atomic<uint64_t> length[2] = {0, 0};
-  // Control plane: exchanges started, and the bell (futex) peers ring to
-  // wake this rank's idle engine.
-  std::atomic<uint32_t> started{0};
+  // Control plane: the bell (futex) peers ring to wake this rank's idle
+  // engine, and how many sleep on it.
   std::atomic<uint32_t> bell{0};
   std::atomic<uint32_t> bell_waiters{0};
   // Nonzero while a caller of this rank runs its engine's cycles: peers
@@ -94,6 +91,14 @@ class ShmSegment {
   // Arrive, then wait for every peer: a short spin, then a futex sleep; a
   // peer that died or stays away past the timeout is an error naming it.
   Status Barrier(const char* what);
+  // Waits until `word` (a counter of local rank `q`, compared modulo 2^32)
+  // reaches `target`: spins until kShmSpinFor after `start`, then sleeps on
+  // the futex, counted in `waiters`; an error names `q` when it died or
+  // stays away past the timeout.
+  Status AwaitCount(int q, std::atomic<uint32_t>& word,
+                    std::atomic<uint32_t>& waiters, uint32_t target,
+                    std::chrono::steady_clock::time_point start,
+                    const char* what);
   // True when `rank`'s process is gone (or a zombie).
   bool PeerDead(int rank);
 

@@ -1,0 +1,218 @@
+// The steady state's shortcut through a cycle. A training loop submits the
+// same small tensors step after step: each is in the response cache, so a
+// rank's message is its cache bit and the tensor's data, and when every
+// rank sends the same, the negotiation can only decide one thing: that
+// tensor is ready, reduced from the data that came along. The express path
+// sees that from the raw messages (equal to this rank's but for the data)
+// and completes the tensor as the full cycle would (same reduction in rank
+// order, same cache touch, same metrics), without decoding the messages,
+// negotiating or planning. Anything else (a miss, a mismatch, a second
+// tensor, a join, a stop, the tuner's knobs, a tensor some rank named
+// earlier) makes the messages differ or the negotiator busy, and the cycle
+// goes on in full with the same messages, so every error the negotiation
+// gives stays as it is.
+//
+// Ranks need not agree on taking the shortcut: it leaves the cache, the
+// negotiator and the pending requests exactly as the full cycle does.
+//
+// The fast lane goes one step further for a blocking allreduce submitted
+// while this rank has nothing else in flight: the caller sends the message
+// a cycle would send for it (its cache bit and its data) without queuing
+// it, and when the cycle is an express one the allreduce completes from
+// the data with no request, completion or name held at all. When it is
+// not, the request becomes what its message said it was, a pending
+// request of this cycle by its bit, and the cycle goes on in full.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "runtime/engine/engine.h"
+#include "runtime/engine/message.h"
+#include "runtime/metrics.h"
+#include "runtime/timeline.h"
+
+namespace hvd::runtime {
+
+bool Engine::SameButData() const {
+  const std::string& mine = cycle_messages_[options_.rank];
+  for (const std::string& theirs : cycle_messages_) {
+    // The message ends with the data and the knobs flag (no knobs).
+    if (theirs.size() != mine.size() ||
+        std::memcmp(theirs.data(), mine.data(), express_at_) != 0 ||
+        theirs.back() != mine.back()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Engine::TryExpress() {
+  // The timeline records the negotiation's events, and the tuner scores
+  // whole cycles: both take the full path.
+  if (tuner_ || !negotiator_.Idle() ||
+      (options_.timeline && options_.timeline->enabled()) || !SameButData()) {
+    return false;
+  }
+  const size_t data_bytes =
+      cycle_messages_[options_.rank].size() - express_at_ - 1;
+  const uint32_t id = my_cached_.first();
+  Pending* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(cache_.Get(id).name);
+    if (it != pending_.end()) p = &it->second;
+  }
+  if (p == nullptr) return false;
+  express_views_.resize(cycle_messages_.size());
+  for (size_t r = 0; r < cycle_messages_.size(); ++r) {
+    express_views_[r] =
+        std::string_view(cycle_messages_[r]).substr(express_at_, data_bytes);
+  }
+  // Timed from the exchange's end (a clock read costs tens of ns here,
+  // and this path is a microsecond).
+  cycle_bytes_ = executor_.ReduceEager(p, express_views_);
+  const auto reduced_at = std::chrono::steady_clock::now();
+  // As Finish does for a cached request: its entry is touched (its
+  // metadata is the entry's), and it is pending no more.
+  my_cached_.erase(id);
+  cache_.Touch(id);
+  std::shared_ptr<Completion> done;
+  double busy = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done = std::move(p->done);
+    pending_.erase(p->request.name);
+    // AllreducesDoneLocked's bookkeeping, its metric in the one call below.
+    if (allreduces_pending_ > 0 && --allreduces_pending_ == 0) {
+      busy =
+          std::chrono::duration<double>(reduced_at - allreduce_since_).count();
+    }
+  }
+  Metrics::Process().ExpressAllreduce(
+      exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
+      std::chrono::duration<double>(reduced_at - exchanged_at_).count(), busy);
+  express_.fetch_add(1, std::memory_order_relaxed);
+  done->Set(Status::Ok());
+  return true;
+}
+
+void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
+  const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+  std::string& msg = fast_msg_;
+  msg.clear();
+  PutValue<uint8_t>(msg, kRunning);
+  CachedIds bits;
+  bits.insert(id);
+  PutBytes(msg, bits.bits());
+  std::string requests;
+  PutRequests(requests, 0, {});
+  PutBytes(msg, requests);
+  PutValue<uint32_t>(msg, 1);
+  PutBytes(msg, r.name);
+  express_at_ = msg.size() + sizeof(uint32_t);
+  PutBytes(msg, std::string_view(static_cast<const char*>(data), bytes));
+  PutKnobs(msg, std::nullopt);
+}
+
+CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
+                                   std::shared_ptr<Completion>* queued) {
+  using Turn = CycleDriver::Turn;
+  if (!cache_enabled_ || tuner_ || !negotiator_.Idle() || !my_cached_.empty() ||
+      outgoing_knobs_ || (options_.timeline && options_.timeline->enabled())) {
+    return Turn::kIdle;
+  }
+  const std::optional<uint32_t> id = cache_.Lookup(r);
+  if (!id) return Turn::kIdle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || !failed_.ok() || device_seen_ || !pending_.empty() ||
+        !fresh_.empty() || NameHeldLocked(r.name)) {
+      return Turn::kIdle;
+    }
+    fast_name_ = r.name;  // a second submission of it is refused meanwhile
+  }
+  Metrics::Process().CacheLookup(true);
+  BuildFastMessage(*id, r, data);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = control_->Exchange(fast_msg_, &cycle_messages_, true);
+  exchanged_at_ = std::chrono::steady_clock::now();
+  exchange_seconds_ =
+      std::chrono::duration<double>(exchanged_at_ - start).count();
+  if (s.ok() && SameButData()) {
+    const size_t data_bytes = fast_msg_.size() - express_at_ - 1;
+    express_views_.resize(cycle_messages_.size());
+    for (size_t q = 0; q < cycle_messages_.size(); ++q) {
+      express_views_[q] =
+          std::string_view(cycle_messages_[q]).substr(express_at_, data_bytes);
+    }
+    cycle_bytes_ = executor_.ReduceEager(r, data, express_views_);
+    const auto reduced_at = std::chrono::steady_clock::now();
+    cache_.Touch(*id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fast_name_.clear();
+    }
+    Metrics::Process().ExpressAllreduce(
+        exchange_seconds_, data_bytes,
+        std::chrono::duration<double>(reduced_at - exchanged_at_).count(),
+        std::chrono::duration<double>(reduced_at - start).count());
+    express_.fetch_add(1, std::memory_order_relaxed);
+    fast_lane_.fetch_add(1, std::memory_order_relaxed);
+    *result = Status::Ok();
+    return Turn::kRan;
+  }
+  // Not an express cycle (or the exchange failed): the request is what
+  // its message said, pending by its bit, and the cycle goes on in full.
+  fast_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  auto done = std::make_shared<Completion>();
+  Status refuse, gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fast_name_.clear();
+    AddLocked(r, data, nullptr, done, refuse, gone);
+    // Sent already, by its bit.
+    if (refuse.ok() && gone.ok()) fresh_.pop_back();
+  }
+  if (!refuse.ok()) {
+    done->Refuse(refuse);
+  } else if (!gone.ok()) {
+    done->Set(gone);
+  } else {
+    my_cached_.insert(*id);
+  }
+  *queued = done;
+  if (!s.ok()) return Conclude(s, kRunning);
+  uint8_t everyone = kRunning;
+  const Status ran = NegotiateAndRun(&everyone);
+  return Conclude(ran, everyone);
+}
+
+Status Engine::AllreduceNow(Request request, void* data) {
+  const size_t bytes =
+      static_cast<size_t>(std::max<int64_t>(request.count, 0)) *
+      DataTypeSize(request.dtype);
+  if (options_.size > 1 && request.type == OpType::kAllreduce &&
+      request.device < 0 && !request.adasum &&
+      bytes <= options_.eager_tensor_bytes &&
+      bytes <= options_.eager_cycle_bytes) {
+    HVD_RETURN_IF_ERROR(Validate(request, data, nullptr));
+    if (request.shape.empty()) request.shape = {request.count};
+    Status result;
+    std::shared_ptr<Completion> queued;
+    bool drives = false;
+    if (driver_.TryTurn(
+            [&] {
+              const CycleDriver::Turn t =
+                  FastTurn(request, data, &result, &queued);
+              drives = queued != nullptr;
+              return t;
+            },
+            &drives)) {
+      return queued ? Wait(queued, /*notified=*/false) : result;
+    }
+  }
+  return Wait(Enqueue(std::move(request), data, nullptr, /*notify=*/false),
+              /*notified=*/false);
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,346 @@
+// The steady state's shortcuts (express.cc): express cycles complete a
+// cached small allreduce from the data every rank sent along, and the fast
+// lane runs a blocking one's cycle straight from the caller. Both must give
+// what the full negotiation gives, fall back to it whenever the ranks'
+// messages differ, and keep every error it reports. Ranks are threads with
+// their own contexts, over shared memory.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/engine/engine.h"
+#include "runtime/engine/message.h"
+#include "runtime/engine/negotiator.h"
+#include "runtime/engine/response_cache.h"
+#include "runtime/transport/local/local.h"
+#include "tests/runtime/ranks.h"
+
+namespace hvd::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+Request Allreduce(const std::string& name, int64_t count) {
+  Request r;
+  r.name = name;
+  r.count = count;
+  return r;
+}
+
+// Blocking allreduces of a few names over and over: after each name's
+// first (which fills the response cache) they go through the fast lane,
+// with the exact sums, averages, scale factors, minima and maxima the
+// full path gives.
+TEST(EngineExpressTest, FastLaneGivesTheNegotiationsResults) {
+  for (int size : {2, 3}) {
+    RunRanks(size, [&](Context& ctx, int rank) {
+      Engine& engine = ctx.engine();
+      for (int step = 0; step < 60; ++step) {
+        std::vector<float> x(5, static_cast<float>(rank + step));
+        Request r = Allreduce("fast." + std::to_string(step % 4), 5);
+        float want = 0;
+        for (int q = 0; q < size; ++q) want += static_cast<float>(q + step);
+        switch (step % 4) {
+          case 1:
+            r.average = true;
+            want /= static_cast<float>(size);
+            break;
+          case 2:
+            r.prescale = 0.5;
+            r.postscale = 4;
+            want *= 2;
+            break;
+          case 3:
+            r.reduce = ReduceOp::kMax;
+            want = static_cast<float>(size - 1 + step);
+            break;
+        }
+        Status s = engine.AllreduceNow(r, x.data());
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ASSERT_EQ(x, std::vector<float>(5, want)) << "step " << step;
+      }
+      (void)rank;
+    });
+  }
+}
+
+// Queued allreduces (Enqueue, then Wait) of cached tensors complete in
+// express cycles with the same results.
+TEST(EngineExpressTest, ExpressCyclesCompleteQueuedCachedAllreduces) {
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    for (int step = 0; step < 30; ++step) {
+      std::vector<double> x(3, rank + 0.25 * step);
+      Request r = Allreduce("queued", 3);
+      r.dtype = DataType::kFloat64;
+      Status s =
+          engine.Wait(engine.Enqueue(r, x.data(), nullptr, false), false);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_EQ(x, std::vector<double>(3, 1 + 0.5 * step));
+    }
+    // Queued requests never take the fast lane.
+    EXPECT_EQ(engine.fast_lane_allreduces(), 0u);
+  });
+}
+
+// One rank takes the fast lane while the other's cycle carries more (a
+// second tensor queued first): the messages differ, the fast-lane call
+// becomes an ordinary request of that cycle, and both complete right.
+TEST(EngineExpressTest, DifferingMessagesFallBackToTheNegotiation) {
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    std::vector<float> a(4), b(4);
+    for (int step = 0; step < 20; ++step) {
+      std::fill(a.begin(), a.end(), static_cast<float>(rank + 1));
+      std::fill(b.begin(), b.end(), static_cast<float>(10 * (rank + 1)));
+      if (rank == 0) {
+        // Fast lane for "a" (cached after the first step), then "b".
+        ASSERT_TRUE(engine.AllreduceNow(Allreduce("a", 4), a.data()).ok());
+        ASSERT_TRUE(engine.AllreduceNow(Allreduce("b", 4), b.data()).ok());
+      } else {
+        // "b" queued before "a": this rank's cycles name both.
+        auto hb = engine.Enqueue(Allreduce("b", 4), b.data());
+        auto ha = engine.Enqueue(Allreduce("a", 4), a.data());
+        ASSERT_TRUE(engine.Wait(ha).ok());
+        ASSERT_TRUE(engine.Wait(hb).ok());
+      }
+      ASSERT_EQ(a, std::vector<float>(4, 3.f)) << step;
+      ASSERT_EQ(b, std::vector<float>(4, 30.f)) << step;
+    }
+    (void)rank;
+  });
+}
+
+// A tensor whose metadata changes on one rank after it was cached: that
+// rank sends it in full, the other's fast-lane message differs, and both
+// get the negotiation's mismatch error naming the tensor.
+TEST(EngineExpressTest, AMismatchAfterTheCacheIsStillReported) {
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    std::vector<float> x(6, 1.f);
+    for (int step = 0; step < 5; ++step) {
+      ASSERT_TRUE(engine.AllreduceNow(Allreduce("m", 4), x.data()).ok());
+    }
+    Status s = engine.AllreduceNow(Allreduce("m", rank == 1 ? 6 : 4), x.data());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("'m'"), std::string::npos) << s.ToString();
+  });
+}
+
+// A blocking call for a name an uncollected request still holds is
+// refused, as a queued one is, whether or not the fast lane could run.
+TEST(EngineExpressTest, ANameHeldElsewhereIsRefused) {
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    std::vector<float> x(4, 1.f), y(4, 1.f);
+    ASSERT_TRUE(engine.AllreduceNow(Allreduce("held", 4), x.data()).ok());
+    auto first = engine.Enqueue(Allreduce("held", 4), x.data());
+    Status s = engine.AllreduceNow(Allreduce("held", 4), y.data());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("already in flight"), std::string::npos);
+    EXPECT_TRUE(engine.Wait(first).ok());
+    (void)rank;
+  });
+}
+
+// One rank's fast-lane call that the other never makes: the fast lane's
+// exchange wakes the other's idle engine, the call becomes a pending
+// request, and the stall inspector names it and its missing rank, then
+// stops the job.
+TEST(EngineExpressTest, AFastLaneCallNobodyElseMakesIsAStall) {
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  RunRanks(
+      2,
+      [&](Context& ctx, int rank) {
+        Engine& engine = ctx.engine();
+        std::vector<float> x(4, 1.f);
+        for (int step = 0; step < 3; ++step) {
+          ASSERT_TRUE(engine.AllreduceNow(Allreduce("lone", 4), x.data()).ok());
+        }
+        Status s;
+        if (rank == 0) {
+          s = engine.AllreduceNow(Allreduce("lone", 4), x.data());
+        } else {
+          s = engine.Enqueue(Allreduce("other", 4), x.data())->Wait();
+        }
+        EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+        EXPECT_NE(s.message().find("stall inspector"), std::string::npos)
+            << s.ToString();
+      },
+      [&](WorkerConfig& c) {
+        c.engine.stall.warning = milliseconds(300);
+        c.engine.stall.shutdown = milliseconds(1200);
+        c.engine.stall.on_warning = [&](const std::string& w) {
+          std::lock_guard<std::mutex> lock(mu);
+          warnings.push_back(w);
+        };
+      });
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("'lone' (missing ranks: 1)"), std::string::npos)
+      << warnings[0];
+}
+
+// Rank 0 of two, whose peer is scripted: each exchange the peer sends this
+// rank's own message back (the steady state: the same tensor, the same
+// data) or a message with nothing in it (a peer whose engine answered
+// before its caller came). Which path each call takes is then certain.
+class ScriptedPeer final : public ControlPlane {
+ public:
+  enum Reply { kMirror, kNothing };
+  void Then(Reply r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    script_.push_back(r);
+    cv_.notify_all();
+  }
+  int exchanges() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exchanges_;
+  }
+  Status Exchange(const std::string& mine, std::vector<std::string>* all,
+                  bool) override {
+    Reply r = kMirror;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++exchanges_;
+      if (!script_.empty()) {
+        r = script_.front();
+        script_.pop_front();
+      }
+    }
+    *all = {mine, r == kMirror ? mine : Nothing()};
+    return Status::Ok();
+  }
+  void Wait(std::chrono::milliseconds timeout, bool* peer) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return notified_ || !script_.empty(); });
+    notified_ = false;
+    *peer = !script_.empty();
+  }
+  void Notify() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+    cv_.notify_all();
+  }
+  bool Drivable() const override { return true; }
+  bool PeerWaiting() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !script_.empty();
+  }
+  bool AwaitPeer() override { return PeerWaiting(); }
+
+ private:
+  // A cycle's message with nothing in it (message.h's format).
+  static std::string Nothing() {
+    std::string m, requests;
+    PutValue<uint8_t>(m, 0);
+    PutBytes(m, "");
+    PutRequests(requests, 0, {});
+    PutBytes(m, requests);
+    PutValue<uint32_t>(m, 0);
+    PutKnobs(m, std::nullopt);
+    return m;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Reply> script_;
+  bool notified_ = false;
+  int exchanges_ = 0;
+};
+
+TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
+  BackendSet backends(CreateLocalBackend(), "local");
+  ScriptedPeer peer;
+  EngineOptions options;
+  options.size = 2;
+  Engine engine(options, &backends, &peer);
+  std::vector<float> x(4);
+  auto run = [&](bool queued) {
+    std::fill(x.begin(), x.end(), 1.5f);
+    Request r = Allreduce("t", 4);
+    Status s = queued ? engine.Wait(engine.Enqueue(r, x.data(), nullptr,
+                                                   /*notify=*/false),
+                                    /*notified=*/false)
+                      : engine.AllreduceNow(r, x.data());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(x, std::vector<float>(4, 3.f));
+  };
+  // Not cached yet: negotiated in full (the data came along).
+  run(false);
+  EXPECT_EQ(engine.express_allreduces(), 0u);
+  EXPECT_EQ(peer.exchanges(), 1);
+  // Cached, nothing else in flight: the fast lane, one exchange.
+  run(false);
+  EXPECT_EQ(engine.fast_lane_allreduces(), 1u);
+  EXPECT_EQ(engine.express_allreduces(), 1u);
+  EXPECT_EQ(peer.exchanges(), 2);
+  // Queued and cached: an express cycle.
+  run(true);
+  EXPECT_EQ(engine.fast_lane_allreduces(), 1u);
+  EXPECT_EQ(engine.express_allreduces(), 2u);
+  EXPECT_EQ(peer.exchanges(), 3);
+  // The peer's first message has nothing: the fast-lane call becomes a
+  // pending request by its bit, and the next cycle (the peer's) completes
+  // it in full.
+  peer.Then(ScriptedPeer::kNothing);
+  peer.Then(ScriptedPeer::kMirror);
+  run(false);
+  EXPECT_EQ(engine.fast_lane_fallbacks(), 1u);
+  EXPECT_EQ(engine.fast_lane_allreduces(), 1u);
+  EXPECT_EQ(engine.express_allreduces(), 2u);
+  EXPECT_EQ(peer.exchanges(), 5);
+  // And the steady state again.
+  run(false);
+  EXPECT_EQ(engine.fast_lane_allreduces(), 2u);
+  EXPECT_EQ(peer.exchanges(), 6);
+}
+
+TEST(CachedIdsTest, BitsWithoutTrailingZeros) {
+  CachedIds ids;
+  EXPECT_TRUE(ids.empty());
+  EXPECT_TRUE(ids.insert(17));
+  EXPECT_FALSE(ids.insert(17));
+  EXPECT_TRUE(ids.insert(3));
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids.first(), 3u);
+  EXPECT_EQ(ids.ids(), (std::vector<uint32_t>{3, 17}));
+  EXPECT_EQ(ids.bits(), std::string("\x08\x00\x02", 3));
+  EXPECT_TRUE(ids.erase(17));
+  EXPECT_FALSE(ids.erase(17));
+  // The same set as built afresh: the same bytes.
+  EXPECT_EQ(ids.bits(), std::string("\x08", 1));
+  EXPECT_TRUE(ids.contains(3));
+  EXPECT_FALSE(ids.contains(17));
+  ids.clear();
+  EXPECT_EQ(ids.bits(), "");
+}
+
+TEST(NegotiatorIdleTest, BusyWhileSomethingIsHalfNegotiated) {
+  Negotiator n(2);
+  ResponseCache cache(4);
+  EXPECT_TRUE(n.Idle());
+  Request r = Allreduce("t", 2);
+  r.shape = {2};
+  std::vector<RankOffer> offers(2);
+  offers[0].requests = {r};
+  auto first = n.Round(offers, cache, std::chrono::steady_clock::now());
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(n.Idle());  // rank 1 has not named it
+  offers[0].requests.clear();
+  offers[1].requests = {r};
+  auto second = n.Round(offers, cache, std::chrono::steady_clock::now());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->ready.size(), 1u);
+  EXPECT_TRUE(n.Idle());
+}
+
+}  // namespace
+}  // namespace hvd::runtime
