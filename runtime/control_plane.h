@@ -65,6 +65,11 @@ class ControlPlane {
   // this rank's engine thread: the caller joins it. Cleared before the
   // caller leaves, which then looks once more (PeerWaiting).
   virtual void SetDriving(bool) {}
+  // For a caller that has just stopped driving: whether a peer gave up
+  // waiting for this rank meanwhile (and found its engine thread not to be
+  // woken), so the engine thread must answer. Planes that cannot tell say
+  // whether a peer has started an exchange.
+  virtual bool PeerRangWhileDriving() { return PeerWaiting(); }
 };
 
 }  // namespace hvd::runtime

@@ -84,9 +84,9 @@ void CycleDriver::Drive(const std::function<bool()>& finished, bool notified) {
   }
   control_.SetDriving(false);
   // Work left for the engine thread: this rank's, or a peer's exchange
-  // that started after the flag was read.
+  // whose ring found the flag still set.
   const bool owed = running && (cycles_.HasPending() || cycles_.Due() ||
-                                control_.PeerWaiting());
+                                control_.PeerRangWhileDriving());
   cycle.unlock();
   if (owed) control_.Notify();
 }
@@ -105,9 +105,9 @@ bool CycleDriver::TryTurn(const std::function<Turn()>& turn,
   if (t == Turn::kEnded) ended_ = true;
   control_.SetDriving(false);
   // As Drive leaves: work for the engine thread.
-  const bool owed =
-      t == Turn::kRan && !*then_drives &&
-      (cycles_.HasPending() || cycles_.Due() || control_.PeerWaiting());
+  const bool owed = t == Turn::kRan && !*then_drives &&
+                    (cycles_.HasPending() || cycles_.Due() ||
+                     control_.PeerRangWhileDriving());
   cycle.unlock();
   if (owed) control_.Notify();
   return t != Turn::kIdle;

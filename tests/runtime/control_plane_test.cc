@@ -246,5 +246,31 @@ TEST(ShmControlPlaneTest, APeerNobodyJoinsRingsTheSleepingEngine) {
   peer.join();
 }
 
+// A peer that gives up waiting while this rank's caller drives does not
+// wake the engine thread (the caller may join), but the caller, once it
+// stops driving, learns of the ring and can hand the exchange over.
+TEST(ShmControlPlaneTest, ARingWhileDrivingIsSeenWhenTheCallerLeaves) {
+  MemoryStore store;
+  auto planes = ShmPlanes(2, store);
+  ASSERT_EQ(planes.size(), 2u);
+  planes[0]->SetDriving(true);
+  EXPECT_FALSE(planes[0]->PeerRangWhileDriving());
+  std::thread peer([&] {
+    std::vector<std::string> all;
+    ASSERT_TRUE(planes[1]->Exchange("from 1", &all, true).ok());
+  });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!planes[0]->PeerRangWhileDriving() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  planes[0]->SetDriving(false);
+  EXPECT_TRUE(planes[0]->PeerRangWhileDriving());
+  std::vector<std::string> all;
+  ASSERT_TRUE(planes[0]->Exchange("from 0", &all, true).ok());
+  peer.join();
+}
+
 }  // namespace
 }  // namespace hvd::runtime

@@ -58,13 +58,23 @@ class ShmControlPlane final : public ControlPlane {
   bool PeerWaiting() override { return PeerStarted(); }
   bool AwaitPeer() override {
     return seg_->SpinUntil([this] { return PeerStarted(); },
-                           std::chrono::steady_clock::now() + kShmSpinFor);
+                           std::chrono::steady_clock::now() + spin_for_);
   }
   // Sequentially consistent against Ring's load of `driving` after the
   // ringer's count is stored: either the peer wakes the engine thread, or
   // the leaving caller sees the peer's exchange (PeerWaiting) and does.
   void SetDriving(bool on) override {
-    seg_->state(o_.rank).driving.store(on ? 1 : 0, std::memory_order_seq_cst);
+    ShmRankState& self = seg_->state(o_.rank);
+    if (on) bell_at_drive_ = self.bell.load(std::memory_order_seq_cst);
+    self.driving.store(on ? 1 : 0, std::memory_order_seq_cst);
+  }
+  // Sequentially consistent against Ring: the ringer moves the bell, then
+  // looks at `driving`; the caller clears `driving`, then looks at the
+  // bell. Either the ringer wakes the engine thread, or the caller sees
+  // the ring here.
+  bool PeerRangWhileDriving() override {
+    return seg_->state(o_.rank).bell.load(std::memory_order_seq_cst) !=
+           bell_at_drive_;
   }
 
  public:
@@ -176,7 +186,7 @@ class ShmControlPlane final : public ControlPlane {
       };
       if (came()) continue;
       if (!start) start = std::chrono::steady_clock::now();
-      if (!seg_->SpinUntil(came, *start + kShmSpinFor)) Ring(q);
+      if (!seg_->SpinUntil(came, *start + spin_for_)) Ring(q);
       HVD_RETURN_IF_ERROR(seg_->AwaitCount(q, theirs.count, theirs.waiters,
                                            count, *start, "control exchange"));
     }
@@ -229,9 +239,20 @@ class ShmControlPlane final : public ControlPlane {
   }
 
   const ShmOptions o_;
+  // How long a rank waits for a peer's exchange before it rings the
+  // peer's engine thread (and a driving caller for a peer before it leaves
+  // the cycles to its own): the barrier's spin, or, where the host's ranks
+  // outnumber its CPUs, long enough for every rank to get a turn on one
+  // (the wait yields meanwhile). A woken engine thread answers without its
+  // caller's request, and the cycle after has to finish the job.
+  const std::chrono::microseconds spin_for_ =
+      ShmOversubscribed(o_.size) ? std::chrono::microseconds(2000)
+                                 : kShmSpinFor;
   std::unique_ptr<ShmSegment> seg_;
   std::atomic<bool> notified_{false};
-  uint32_t rung_seen_ = 0;  // the engine thread's: the bell when it last looked
+  uint32_t rung_seen_ = 0;
+  uint32_t bell_at_drive_ = 0;  // the driving caller's: the bell it found
+  // the engine thread's: the bell when it last looked
   // Exchanges this rank started; read by PeerStarted from any thread.
   std::atomic<uint32_t> started_{0};
   uint64_t set_counter_ = 0;
