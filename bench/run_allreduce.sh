@@ -10,6 +10,8 @@
 #   gloo         raw Gloo (the backend with shared memory and hvd's TCP
 #                ring off)
 #   mpi          OpenMPI's MPI_Allreduce
+#   hvd_base     with BASE_DIR=DIR: the engine of another build (the commit
+#                before a change), in the same rounds
 # and one core's memcpy as the physical reference. The contenders run in
 # turn, RUNS times (3), each figure the median over the runs; then the
 # fusion step (64 tensors of 16 KiB) and the 4-byte latency at -np 4 and 8.
@@ -39,6 +41,9 @@ rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
 runs=${RUNS:-3}
 for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode engine | rank0 engine hvd >> "$raw"
+  if [[ -n ${BASE_DIR:-} ]]; then
+    "$BASE_DIR/launcher/horovodrun" -np $np "$BASE_DIR/bench/allreduce_bench" --mode engine | rank0 engine hvd_base >> "$raw"
+  fi
   "$run" -np $np "$prog" --mode shared | rank0 shared hvd_shared | grep -v fusion >> "$raw"
   "$run" -np $np "$prog" --mode backend | rank0 backend hvd_backend >> "$raw"
   HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode engine | rank0 engine hvd_tcp >> "$raw"
@@ -50,6 +55,9 @@ done
 for n in 4 8; do
   for ((i = 0; i < runs; ++i)); do
     "$run" -np $n "$prog" --mode engine 4 | rank0 engine "hvd.np$n" | grep -v fusion >> "$raw"
+    if [[ -n ${BASE_DIR:-} ]]; then
+      "$BASE_DIR/launcher/horovodrun" -np $n "$BASE_DIR/bench/allreduce_bench" --mode engine 4 | rank0 engine "hvd_base.np$n" | grep -v fusion >> "$raw"
+    fi
     [[ ${#mpi[@]} -gt 0 ]] && "${mpi[@]}" -np $n "$mpi_prog" 4 | sed "s/^RESULT mpi /RESULT mpi.np$n /" >> "$raw"
   done
 done
