@@ -94,8 +94,9 @@ void CycleDriver::Drive(const std::function<bool()>& finished, bool notified) {
 bool CycleDriver::TryTurn(const std::function<Turn()>& turn,
                           const bool* then_drives) {
   if (!control_.Drivable()) return false;
-  std::unique_lock<std::mutex> cycle(cycle_mu_, std::try_to_lock);
-  if (!cycle.owns_lock() || ended_ || cycle_time_.count() > 0) return false;
+  // After the cycle another thread is running, if any (as Drive waits).
+  std::unique_lock<std::mutex> cycle(cycle_mu_);
+  if (ended_ || cycle_time_.count() > 0) return false;
   control_.SetDriving(true);
   const Turn t = turn();
   if (t == Turn::kRan || t == Turn::kEnded) {

@@ -63,8 +63,9 @@ class CycleDriver {
   void Drive(const std::function<bool()>& finished, bool notified);
 
   // A caller's turn of its own, before it has queued anything (the
-  // engine's fast lane): runs `turn` under the cycle lock if the lock is
-  // free, cycles run on demand and the control plane lets callers drive.
+  // engine's fast lane): runs `turn` under the cycle lock (after a cycle
+  // another thread is running) when cycles run on demand and the control
+  // plane lets callers drive.
   // False when `turn` did not run or ran no cycle (kIdle). `*then_drives`
   // (read after the turn): the caller goes on to Drive, which leaves work
   // to the engine thread itself, so this turn need not.

@@ -192,13 +192,15 @@ TEST(EngineExpressTest, AFastLaneCallNobodyElseMakesIsAStall) {
 // Rank 0 of two, whose peer is scripted: each exchange the peer sends this
 // rank's own message back (the steady state: the same tensor, the same
 // data) or a message with nothing in it (a peer whose engine answered
-// before its caller came). Which path each call takes is then certain.
+// before its caller came). A scripted reply is either an answer to this
+// rank's next exchange or an exchange the peer starts by itself (which
+// wakes this rank's engine). Which path each call takes is then certain.
 class ScriptedPeer final : public ControlPlane {
  public:
   enum Reply { kMirror, kNothing };
-  void Then(Reply r) {
+  void Then(Reply r, bool peer_starts) {
     std::lock_guard<std::mutex> lock(mu_);
-    script_.push_back(r);
+    script_.push_back({r, peer_starts});
     cv_.notify_all();
   }
   int exchanges() {
@@ -212,7 +214,7 @@ class ScriptedPeer final : public ControlPlane {
       std::lock_guard<std::mutex> lock(mu_);
       ++exchanges_;
       if (!script_.empty()) {
-        r = script_.front();
+        r = script_.front().first;
         script_.pop_front();
       }
     }
@@ -221,9 +223,9 @@ class ScriptedPeer final : public ControlPlane {
   }
   void Wait(std::chrono::milliseconds timeout, bool* peer) override {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return notified_ || !script_.empty(); });
+    cv_.wait_for(lock, timeout, [&] { return notified_ || StartedLocked(); });
     notified_ = false;
-    *peer = !script_.empty();
+    *peer = StartedLocked();
   }
   void Notify() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -233,7 +235,7 @@ class ScriptedPeer final : public ControlPlane {
   bool Drivable() const override { return true; }
   bool PeerWaiting() override {
     std::lock_guard<std::mutex> lock(mu_);
-    return !script_.empty();
+    return StartedLocked();
   }
   bool AwaitPeer() override { return PeerWaiting(); }
 
@@ -251,7 +253,10 @@ class ScriptedPeer final : public ControlPlane {
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Reply> script_;
+  bool StartedLocked() const {
+    return !script_.empty() && script_.front().second;
+  }
+  std::deque<std::pair<Reply, bool>> script_;  // (reply, the peer starts)
   bool notified_ = false;
   int exchanges_ = 0;
 };
@@ -290,8 +295,8 @@ TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
   // The peer's first message has nothing: the fast-lane call becomes a
   // pending request by its bit, and the next cycle (the peer's) completes
   // it in full.
-  peer.Then(ScriptedPeer::kNothing);
-  peer.Then(ScriptedPeer::kMirror);
+  peer.Then(ScriptedPeer::kNothing, /*peer_starts=*/false);
+  peer.Then(ScriptedPeer::kMirror, /*peer_starts=*/true);
   run(false);
   EXPECT_EQ(engine.fast_lane_fallbacks(), 1u);
   EXPECT_EQ(engine.fast_lane_allreduces(), 1u);
