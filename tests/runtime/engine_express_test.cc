@@ -155,8 +155,7 @@ TEST(EngineExpressTest, ANameHeldElsewhereIsRefused) {
 // request, and the stall inspector names it and its missing rank, then
 // stops the job.
 TEST(EngineExpressTest, AFastLaneCallNobodyElseMakesIsAStall) {
-  std::mutex mu;
-  std::vector<std::string> warnings;
+  StallWarnings warnings;
   RunRanks(
       2,
       [&](Context& ctx, int rank) {
@@ -175,18 +174,11 @@ TEST(EngineExpressTest, AFastLaneCallNobodyElseMakesIsAStall) {
         EXPECT_NE(s.message().find("stall inspector"), std::string::npos)
             << s.ToString();
       },
-      [&](WorkerConfig& c) {
-        c.engine.stall.warning = milliseconds(300);
-        c.engine.stall.shutdown = milliseconds(1200);
-        c.engine.stall.on_warning = [&](const std::string& w) {
-          std::lock_guard<std::mutex> lock(mu);
-          warnings.push_back(w);
-        };
-      });
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_FALSE(warnings.empty());
-  EXPECT_NE(warnings[0].find("'lone' (missing ranks: 1)"), std::string::npos)
-      << warnings[0];
+      [&](WorkerConfig& c) { warnings.Configure(c); });
+  const std::vector<std::string> said = warnings.said();
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].find("'lone' (missing ranks: 1)"), std::string::npos)
+      << said[0];
 }
 
 // Rank 0 of two, whose peer is scripted: each exchange the peer sends this

@@ -670,8 +670,7 @@ TEST(EngineDeviceTest, DeferredCallsOfACycleCompleteOnlyAfterOneFlush) {
 }
 
 TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
-  std::mutex mu;
-  std::vector<std::string> warnings;
+  StallWarnings warnings;
   auto start = std::chrono::steady_clock::now();
   RunRanks(
       3, 1 << 20,
@@ -692,24 +691,16 @@ TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
                   std::string::npos)
             << s.message();
       },
-      milliseconds(20000),
-      [&](WorkerConfig& c) {
-        c.engine.stall.warning = milliseconds(300);
-        c.engine.stall.shutdown = milliseconds(1200);
-        c.engine.stall.on_warning = [&](const std::string& w) {
-          std::lock_guard<std::mutex> lock(mu);
-          warnings.push_back(w);
-        };
-      });
+      milliseconds(20000), [&](WorkerConfig& c) { warnings.Configure(c); });
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_FALSE(warnings.empty());
-  EXPECT_NE(warnings[0].find("'only-rank-0-and-1' (missing ranks: 2)"),
+  const std::vector<std::string> said = warnings.said();
+  ASSERT_FALSE(said.empty());
+  EXPECT_NE(said[0].find("'only-rank-0-and-1' (missing ranks: 2)"),
             std::string::npos)
-      << warnings[0];
-  EXPECT_NE(warnings[0].find("'only-rank-2' (missing ranks: 0, 1)"),
+      << said[0];
+  EXPECT_NE(said[0].find("'only-rank-2' (missing ranks: 0, 1)"),
             std::string::npos)
-      << warnings[0];
+      << said[0];
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -65,6 +67,28 @@ class TestJob {
   std::vector<rendezvous::HostSlots> hosts_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   rendezvous::CreatedJob job_;
+};
+
+// The stall inspector's warnings (rank 0's), with a warning after 300 ms
+// and the job stopped after 1.2 s: Configure each rank with it.
+class StallWarnings {
+ public:
+  void Configure(WorkerConfig& c) {
+    c.engine.stall.warning = std::chrono::milliseconds(300);
+    c.engine.stall.shutdown = std::chrono::milliseconds(1200);
+    c.engine.stall.on_warning = [this](const std::string& w) {
+      std::lock_guard<std::mutex> lock(mu_);
+      said_.push_back(w);
+    };
+  }
+  std::vector<std::string> said() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return said_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> said_;
 };
 
 // Runs `body(context, rank)` on `size` ranks; `tune` may adjust each rank's
