@@ -35,14 +35,7 @@ std::string Engine::BuildMessage(uint8_t stop,
                                  const std::vector<const Request*>& uncached) {
   std::string msg;
   msg.reserve(64);
-  PutValue<uint8_t>(msg, stop);
-  PutBytes(msg, my_cached_.bits());
-  const size_t requests_at = msg.size();
-  PutValue<uint32_t>(msg, 0);  // the requests' length, filled in below
-  PutRequests(msg, 0, uncached);
-  const uint32_t requests_bytes =
-      static_cast<uint32_t>(msg.size() - requests_at - sizeof(uint32_t));
-  std::memcpy(&msg[requests_at], &requests_bytes, sizeof(requests_bytes));
+  PutMessageHead(msg, stop, my_cached_.bits(), uncached);
   // The data of small pending allreduces: when every rank sends a tensor's
   // data in the same cycle, nobody needs a collective for it.
   const size_t count_at = msg.size();
@@ -59,15 +52,9 @@ std::string Engine::BuildMessage(uint8_t stop,
       size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
       if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
       budget -= bytes;
-      // One allocation for a large tensor, not a doubling series.
-      const size_t need =
-          msg.size() + 2 * sizeof(uint32_t) + name.size() + bytes + 64;
-      if (need > msg.capacity())
-        msg.reserve(std::max(need, 2 * msg.capacity()));
       eager_name = name;
-      PutBytes(msg, name);
-      data_at = msg.size() + sizeof(uint32_t);
-      PutBytes(msg, std::string_view(static_cast<const char*>(p.data), bytes));
+      data_at = PutEager(
+          msg, name, std::string_view(static_cast<const char*>(p.data), bytes));
       ++neager;
     }
   }

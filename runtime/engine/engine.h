@@ -209,6 +209,9 @@ class Engine : private CycleDriver::Cycles {
   // Whether every rank's message of this cycle equals this rank's but for
   // the data from express_at_ on.
   bool SameButData() const;
+  // Points express_views_ at every rank's data in this cycle's messages;
+  // the data's size.
+  size_t ExpressViews();
   // The fast lane's turn (express.cc), under the cycle lock: kIdle when it
   // does not apply. Otherwise `*result` is the allreduce's, or `*queued`
   // the request's completion when the cycle turned out not to be express

@@ -46,6 +46,17 @@ bool Engine::SameButData() const {
   return true;
 }
 
+size_t Engine::ExpressViews() {
+  const size_t data_bytes =
+      cycle_messages_[options_.rank].size() - express_at_ - 1;
+  express_views_.resize(cycle_messages_.size());
+  for (size_t q = 0; q < cycle_messages_.size(); ++q) {
+    express_views_[q] =
+        std::string_view(cycle_messages_[q]).substr(express_at_, data_bytes);
+  }
+  return data_bytes;
+}
+
 bool Engine::TryExpress() {
   // The timeline records the negotiation's events, and the tuner scores
   // whole cycles: both take the full path.
@@ -53,8 +64,6 @@ bool Engine::TryExpress() {
       (options_.timeline && options_.timeline->enabled()) || !SameButData()) {
     return false;
   }
-  const size_t data_bytes =
-      cycle_messages_[options_.rank].size() - express_at_ - 1;
   const uint32_t id = my_cached_.first();
   Pending* p = nullptr;
   {
@@ -63,11 +72,7 @@ bool Engine::TryExpress() {
     if (it != pending_.end()) p = &it->second;
   }
   if (p == nullptr) return false;
-  express_views_.resize(cycle_messages_.size());
-  for (size_t r = 0; r < cycle_messages_.size(); ++r) {
-    express_views_[r] =
-        std::string_view(cycle_messages_[r]).substr(express_at_, data_bytes);
-  }
+  const size_t data_bytes = ExpressViews();
   // Timed from the exchange's end (a clock read costs tens of ns here,
   // and this path is a microsecond).
   cycle_bytes_ = executor_.ReduceEager(p, express_views_);
@@ -100,17 +105,12 @@ void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
   const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
   std::string& msg = fast_msg_;
   msg.clear();
-  PutValue<uint8_t>(msg, kRunning);
   CachedIds bits;
   bits.insert(id);
-  PutBytes(msg, bits.bits());
-  std::string requests;
-  PutRequests(requests, 0, {});
-  PutBytes(msg, requests);
-  PutValue<uint32_t>(msg, 1);
-  PutBytes(msg, r.name);
-  express_at_ = msg.size() + sizeof(uint32_t);
-  PutBytes(msg, std::string_view(static_cast<const char*>(data), bytes));
+  PutMessageHead(msg, kRunning, bits.bits(), {});
+  PutValue<uint32_t>(msg, 1);  // one small tensor
+  express_at_ = PutEager(
+      msg, r.name, std::string_view(static_cast<const char*>(data), bytes));
   PutKnobs(msg, std::nullopt);
 }
 
@@ -139,12 +139,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   exchange_seconds_ =
       std::chrono::duration<double>(exchanged_at_ - start).count();
   if (s.ok() && SameButData()) {
-    const size_t data_bytes = fast_msg_.size() - express_at_ - 1;
-    express_views_.resize(cycle_messages_.size());
-    for (size_t q = 0; q < cycle_messages_.size(); ++q) {
-      express_views_[q] =
-          std::string_view(cycle_messages_[q]).substr(express_at_, data_bytes);
-    }
+    const size_t data_bytes = ExpressViews();
     cycle_bytes_ = executor_.ReduceEager(r, data, express_views_);
     const auto reduced_at = std::chrono::steady_clock::now();
     cache_.Touch(*id);

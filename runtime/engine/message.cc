@@ -1,5 +1,6 @@
 #include "runtime/engine/message.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/engine/engine.h"
@@ -41,6 +42,30 @@ bool TakeBytes(std::string_view& in, std::string_view* out) {
 void PutBytes(std::string& out, std::string_view bytes) {
   PutValue<uint32_t>(out, static_cast<uint32_t>(bytes.size()));
   out.append(bytes);
+}
+
+void PutMessageHead(std::string& out, uint8_t stop, std::string_view bits,
+                    const std::vector<const Request*>& uncached) {
+  PutValue<uint8_t>(out, stop);
+  PutBytes(out, bits);
+  const size_t requests_at = out.size();
+  PutValue<uint32_t>(out, 0);  // the requests' length, filled in below
+  PutRequests(out, 0, uncached);
+  const uint32_t requests_bytes =
+      static_cast<uint32_t>(out.size() - requests_at - sizeof(uint32_t));
+  std::memcpy(&out[requests_at], &requests_bytes, sizeof(requests_bytes));
+}
+
+size_t PutEager(std::string& out, std::string_view name,
+                std::string_view data) {
+  // One allocation for a large tensor, not a doubling series.
+  const size_t need =
+      out.size() + 2 * sizeof(uint32_t) + name.size() + data.size() + 64;
+  if (need > out.capacity()) out.reserve(std::max(need, 2 * out.capacity()));
+  PutBytes(out, name);
+  const size_t data_at = out.size() + sizeof(uint32_t);
+  PutBytes(out, data);
+  return data_at;
 }
 
 void PutKnobs(std::string& out, const std::optional<Knobs>& k) {

@@ -29,6 +29,13 @@ void PutBytes(std::string& out, std::string_view bytes);
 // (the engine's pending requests are not copied to be sent).
 void PutRequests(std::string& out, uint8_t stop,
                  const std::vector<const Request*>& reqs);
+// A cycle's message up to its small tensors: [u8 stop][u32+ bits][u32+
+// requests]. BuildMessage and the fast lane both write it here, so their
+// bytes agree (express cycles compare them).
+void PutMessageHead(std::string& out, uint8_t stop, std::string_view bits,
+                    const std::vector<const Request*>& uncached);
+// One small tensor's (u32+ name, u32+ data); returns where the data starts.
+size_t PutEager(std::string& out, std::string_view name, std::string_view data);
 // The message's last part: rank 0's autotuned values, if any.
 void PutKnobs(std::string& out, const std::optional<Knobs>& knobs);
 

@@ -60,9 +60,7 @@ class ShmControlPlane final : public ControlPlane {
     return seg_->SpinUntil([this] { return PeerStarted(); },
                            std::chrono::steady_clock::now() + spin_for_);
   }
-  // Sequentially consistent against Ring's load of `driving` after the
-  // ringer's count is stored: either the peer wakes the engine thread, or
-  // the leaving caller sees the peer's exchange (PeerWaiting) and does.
+  // The bell found on taking the cycles, for PeerRangWhileDriving.
   void SetDriving(bool on) override {
     ShmRankState& self = seg_->state(o_.rank);
     if (on) bell_at_drive_ = self.bell.load(std::memory_order_seq_cst);
