@@ -7,12 +7,20 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/status.h"
 #include "runtime/dtype.h"
 
 namespace hvd::runtime {
+
+// One tensor of a fused allreduce: `count` elements at `data`.
+struct Piece {
+  void* data;
+  size_t count;
+};
 
 class Backend {
  public:
@@ -60,6 +68,33 @@ class Backend {
                                  ReduceOp op, double post) {
     HVD_RETURN_IF_ERROR(Allreduce(data, count, type, op));
     if (post != 1.0) ScaleBuffer(type, data, count, post);
+    return Status::Ok();
+  }
+
+  // Whether AllreducePieces reduces the pieces where they lie; when not,
+  // the engine packs a fused group into its fusion buffer instead (which
+  // may lie in memory the backend reads faster).
+  virtual bool ReducesPieces() const { return false; }
+  // In place: the pieces allreduced as if they lay end to end in one
+  // buffer, then scaled by `post`. Every rank passes pieces of the same
+  // sizes. This default packs them into a buffer of its own.
+  virtual Status AllreducePieces(const std::vector<Piece>& pieces,
+                                 DataType type, ReduceOp op, double post) {
+    const size_t esize = DataTypeSize(type);
+    size_t count = 0;
+    for (const Piece& p : pieces) count += p.count;
+    std::vector<uint8_t> packed(count * esize);
+    size_t at = 0;
+    for (const Piece& p : pieces) {
+      if (p.count) std::memcpy(packed.data() + at, p.data, p.count * esize);
+      at += p.count * esize;
+    }
+    HVD_RETURN_IF_ERROR(AllreduceScaled(packed.data(), count, type, op, post));
+    at = 0;
+    for (const Piece& p : pieces) {
+      if (p.count) std::memcpy(p.data, packed.data() + at, p.count * esize);
+      at += p.count * esize;
+    }
     return Status::Ok();
   }
 

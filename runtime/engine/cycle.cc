@@ -59,11 +59,19 @@ std::string Engine::BuildMessage(uint8_t stop,
     }
   }
   std::memcpy(&msg[count_at], &neager, sizeof(neager));
-  // Express-shaped: one cached allreduce, its data along, nothing else.
+  // Express-shaped: one cached allreduce, its data along, nothing else;
+  // or cached tensors only, no data at all (the whole message compares).
   express_at_ = 0;
-  if (stop == 0 && uncached.empty() && my_cached_.size() == 1 && neager == 1 &&
-      !outgoing_knobs_ && cache_.Get(my_cached_.first()).name == eager_name) {
-    express_at_ = data_at;
+  express_group_ = false;
+  if (stop == 0 && uncached.empty() && !my_cached_.empty() &&
+      !outgoing_knobs_) {
+    if (neager == 0) {
+      express_at_ = msg.size();
+      express_group_ = true;
+    } else if (my_cached_.size() == 1 && neager == 1 &&
+               cache_.Get(my_cached_.first()).name == eager_name) {
+      express_at_ = data_at;
+    }
   }
   // Rank 0's autotuned values, which every rank applies after this cycle.
   PutKnobs(msg, outgoing_knobs_);
@@ -185,7 +193,10 @@ Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
   // Requests the cache knows (same name and metadata as a completed one)
   // only set their bit; the rest travel in full.
   HVD_RETURN_IF_ERROR(ExchangeMessages(stop, SplitCached(mine)));
-  if (express_at_ > 0 && TryExpress()) return Status::Ok();
+  if (express_at_ > 0) {
+    Status s;
+    if (TryExpress(&s)) return s;
+  }
   return NegotiateAndRun(everyone_stop);
 }
 

@@ -113,6 +113,8 @@ class Engine : private CycleDriver::Cycles {
   uint64_t express_allreduces() const { return express_.load(); }
   uint64_t fast_lane_allreduces() const { return fast_lane_.load(); }
   uint64_t fast_lane_fallbacks() const { return fast_fallbacks_.load(); }
+  // Express cycles of cached tensors without their data (ExpressGroup).
+  uint64_t express_groups() const { return express_groups_.load(); }
 
   // A blocking host allreduce: through the fast lane when this rank has
   // nothing else in flight and the tensor is in the response cache (its
@@ -205,7 +207,12 @@ class Engine : private CycleDriver::Cycles {
   // this rank's but for the data (one cached allreduce, its data along,
   // nothing else) and nothing is half-negotiated, completes it as the
   // negotiation would, without one. False: the cycle goes on in full.
-  bool TryExpress();
+  // Otherwise (`ran`: the cycle's outcome when it did) the same for a
+  // cycle whose every message names the same cached tensors and nothing
+  // else: they run as the negotiation would have ordered them
+  // (ExpressGroup).
+  bool TryExpress(Status* ran);
+  bool ExpressGroup(Status* ran);
   // Whether every rank's message of this cycle equals this rank's but for
   // the data from express_at_ on.
   bool SameButData() const;
@@ -229,6 +236,8 @@ class Engine : private CycleDriver::Cycles {
   // Completes what the negotiation agreed on: errors, barriers and small
   // allreduces at once, then the rest in the fusion planner's groups.
   Status Execute(std::vector<Agreed>& ready);
+  // Runs `collective` (agreed, in order) in the fusion planner's groups.
+  Status RunCollectives(const std::vector<Pending*>& collective);
   Status ExecuteFused(const std::vector<Pending*>& group);
   // Reduces a small allreduce from the data every rank sent along; false
   // when some rank did not send it.
@@ -289,13 +298,18 @@ class Engine : private CycleDriver::Cycles {
   // Where the data starts in this cycle's message when it is express-
   // shaped (one cached allreduce with its data, nothing else); 0 when not.
   size_t express_at_ = 0;
+  bool express_group_ = false;  // ... at the message's end, with no data
+  std::vector<uint32_t> express_ids_;
+  std::vector<Pending*> express_group_pending_;
+  std::vector<const Request*> planned_;  // RunCollectives' list, reused
   // When this cycle's exchange ended (what follows is timed from it).
   std::chrono::steady_clock::time_point exchanged_at_;
   double exchange_seconds_ = -1;  // its time, when the metrics take it
   std::vector<std::string_view> express_views_;
   std::string fast_msg_;   // the fast lane's message (its buffer reused)
   std::string fast_name_;  // guarded by mu_: the fast lane's tensor
-  std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0};
+  std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0},
+      express_groups_{0};
   std::map<std::string, std::vector<std::string_view>> eager_;
   StallInspector stall_;  // rank 0's
   std::thread thread_;

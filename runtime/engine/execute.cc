@@ -97,8 +97,12 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
     }
     collective.push_back(p);
   }
-  std::vector<const Request*> requests;
-  requests.reserve(collective.size());
+  return RunCollectives(collective);
+}
+
+Status Engine::RunCollectives(const std::vector<Pending*>& collective) {
+  std::vector<const Request*>& requests = planned_;
+  requests.clear();
   for (Pending* p : collective) requests.push_back(&p->request);
   // A device backend that defers (several NCCL streams) gets every CUDA
   // group of the cycle queued before it is flushed, so they overlap; they

@@ -255,6 +255,20 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
     phases.End();
     return s;
   }
+  if (fused && !r0.adasum && backend.ReducesPieces()) {
+    // The backend reduces the tensors where they lie: no fusion buffer.
+    // (A prescale may change the inputs: they are overwritten anyway.)
+    pieces_.clear();
+    for (Pending* q : group) {
+      const size_t n = static_cast<size_t>(q->request.count);
+      if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, q->data, n, r0.prescale);
+      pieces_.push_back({q->data, n});
+    }
+    phases.BeginOp("ALLREDUCE");
+    Status s = backend.AllreducePieces(pieces_, r0.dtype, r0.reduce, post);
+    phases.End();
+    return s;
+  }
   if (fused) {
     // Fuse: pack every tensor into one buffer, one call, unpack.
     phases.Begin("MEMCPY_IN_FUSION_BUFFER");

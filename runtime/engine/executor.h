@@ -66,6 +66,7 @@ class Executor {
   bool fusion_shared_ = false;
   std::vector<uint8_t> fallback_;
   std::vector<uint8_t> eager_next_;  // ReduceEager's copy of a peer's data
+  std::vector<Piece> pieces_;        // a fused group's tensors, reused
 };
 
 }  // namespace hvd::runtime

@@ -57,13 +57,14 @@ size_t Engine::ExpressViews() {
   return data_bytes;
 }
 
-bool Engine::TryExpress() {
+bool Engine::TryExpress(Status* ran) {
   // The timeline records the negotiation's events, and the tuner scores
   // whole cycles: both take the full path.
   if (tuner_ || !negotiator_.Idle() ||
       (options_.timeline && options_.timeline->enabled()) || !SameButData()) {
     return false;
   }
+  if (express_group_) return ExpressGroup(ran);
   const uint32_t id = my_cached_.first();
   Pending* p = nullptr;
   {
@@ -98,6 +99,27 @@ bool Engine::TryExpress() {
       std::chrono::duration<double>(reduced_at - exchanged_at_).count(), busy);
   express_.fetch_add(1, std::memory_order_relaxed);
   done->Set(Status::Ok());
+  return true;
+}
+
+bool Engine::ExpressGroup(Status* ran) {
+  // Every rank names the same cached tensors and nothing else, and nothing
+  // is half-negotiated: the negotiation would find each of them ready, in
+  // the order of their ids, with the cache's metadata (theirs).
+  my_cached_.ids(&express_ids_);
+  express_group_pending_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t id : express_ids_) {
+      auto it = pending_.find(cache_.Get(id).name);
+      if (it == pending_.end()) return false;
+      express_group_pending_.push_back(&it->second);
+    }
+  }
+  if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);
+  cycle_bytes_ = 0;
+  *ran = RunCollectives(express_group_pending_);
+  express_groups_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 

@@ -27,12 +27,18 @@ uint32_t CachedIds::first() const {
 
 std::vector<uint32_t> CachedIds::ids() const {
   std::vector<uint32_t> out;
+  ids(&out);
+  return out;
+}
+
+void CachedIds::ids(std::vector<uint32_t>* out) const {
+  out->clear();
   for (size_t i = 0; i < bits_.size(); ++i) {
-    for (int b = 0; b < 8; ++b) {
-      if ((bits_[i] >> b) & 1) out.push_back(static_cast<uint32_t>(i * 8 + b));
+    for (unsigned b = static_cast<uint8_t>(bits_[i]); b; b &= b - 1) {
+      out->push_back(static_cast<uint32_t>(i * 8) +
+                     static_cast<uint32_t>(__builtin_ctz(b)));
     }
   }
-  return out;
 }
 
 std::optional<uint32_t> ResponseCache::Lookup(const Request& r) const {

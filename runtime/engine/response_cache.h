@@ -44,6 +44,7 @@ class CachedIds {
   uint32_t first() const;
   // The ids, lowest first.
   std::vector<uint32_t> ids() const;
+  void ids(std::vector<uint32_t>* out) const;  // into a vector kept warm
 
  private:
   std::string bits_;

@@ -94,6 +94,54 @@ TEST_P(BackendMatrixTest, AllreduceEveryTypeOpAndSize) {
   });
 }
 
+// A fused group's tensors reduced where they lie give the bits of the
+// same elements reduced as one buffer: pieces empty, single, odd and
+// spanning chunks (many with 4 KiB slots), scaled and not.
+TEST_P(BackendMatrixTest, AllreducePiecesGiveOneBuffersBits) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
+    const std::vector<size_t> counts = {0, 1, 17, 0, 4099, 3, 1500};
+    const size_t total =
+        std::accumulate(counts.begin(), counts.end(), size_t{0});
+    for (DataType t : {DataType::kFloat32, DataType::kInt64}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        for (double post : {1.0, 0.5}) {
+          const size_t esize = DataTypeSize(t);
+          std::vector<uint8_t> whole(total * esize);
+          for (size_t i = 0; i < total; ++i) {
+            SetElementFromDouble(t, whole.data(), i,
+                                 Value(rank, i) + 0.25 * (i % 5));
+          }
+          std::vector<std::vector<uint8_t>> tensors;
+          std::vector<Piece> pieces;
+          size_t at = 0;
+          for (size_t c : counts) {
+            tensors.emplace_back(whole.begin() + at * esize,
+                                 whole.begin() + (at + c) * esize);
+            at += c;
+          }
+          for (size_t i = 0; i < counts.size(); ++i) {
+            pieces.push_back({tensors[i].data(), counts[i]});
+          }
+          Status s = ctx.backend().AllreducePieces(pieces, t, op, post);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          s = ctx.backend().AllreduceScaled(whole.data(), total, t, op, post);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          at = 0;
+          for (size_t i = 0; i < counts.size(); ++i) {
+            ASSERT_EQ(std::memcmp(tensors[i].data(), whole.data() + at * esize,
+                                  counts[i] * esize),
+                      0)
+                << DataTypeName(t) << " " << ReduceOpName(op) << " post "
+                << post << " piece " << i << " rank " << rank;
+            at += counts[i];
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST_P(BackendMatrixTest, AllgathervWithDifferentSizesPerRank) {
   const int size = std::get<0>(GetParam());
   RunRanksOn(size, [&](Context& ctx, int rank) {

@@ -300,6 +300,48 @@ TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
   EXPECT_EQ(peer.exchanges(), 6);
 }
 
+// Cached tensors too large to ride along, queued together: once cached,
+// a cycle whose every message names the same ones runs them as an express
+// group (no decoding, no negotiation); one whose peer names nothing goes
+// through the negotiation, and the group completes a cycle later.
+TEST(EngineFastLaneTest, CachedGroupsRunWithoutNegotiating) {
+  BackendSet backends(CreateLocalBackend(), "local");
+  ScriptedPeer peer;
+  EngineOptions options;
+  options.size = 2;
+  options.eager_tensor_bytes = 0;  // no data rides along
+  Engine engine(options, &backends, &peer);
+  std::vector<std::vector<float>> xs(5, std::vector<float>(8));
+  auto step = [&](float v) {
+    std::vector<std::pair<Request, void*>> group;
+    for (int i = 0; i < 5; ++i) {
+      std::fill(xs[i].begin(), xs[i].end(), v + i);
+      Request r = Allreduce("g" + std::to_string(i), 8);
+      r.postscale = 2;  // the local backend's sum is the identity
+      group.push_back({r, xs[i].data()});
+    }
+    for (auto& done : engine.EnqueueGroup(std::move(group))) {
+      Status s = engine.Wait(done);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(xs[i], std::vector<float>(8, 2 * (v + i))) << i;
+    }
+  };
+  step(1);  // not cached yet: in full
+  EXPECT_EQ(engine.express_groups(), 0u);
+  step(2);
+  EXPECT_EQ(engine.express_groups(), 1u);
+  peer.Then(ScriptedPeer::kNothing, /*peer_starts=*/false);
+  peer.Then(ScriptedPeer::kMirror, /*peer_starts=*/true);
+  step(3);
+  EXPECT_EQ(engine.express_groups(), 1u);
+  step(4);
+  EXPECT_EQ(engine.express_groups(), 2u);
+  // Nothing took the single-tensor paths.
+  EXPECT_EQ(engine.express_allreduces(), 0u);
+}
+
 TEST(CachedIdsTest, BitsWithoutTrailingZeros) {
   CachedIds ids;
   EXPECT_TRUE(ids.empty());

@@ -49,6 +49,22 @@ class Recording final : public Backend {
     return Status::Ok();
   }
   Status Barrier() override { return Status::Ok(); }
+  // As a backend that reduces a fused group's tensors where they lie.
+  bool pieces = false;
+  bool ReducesPieces() const override { return pieces; }
+  Status AllreducePieces(const std::vector<Piece>& ps, DataType type,
+                         ReduceOp op, double post) override {
+    std::string counts;
+    for (const Piece& p : ps) counts += " " + std::to_string(p.count);
+    calls.push_back("pieces" + counts);
+    EXPECT_EQ(type, DataType::kFloat32);
+    EXPECT_EQ(op, ReduceOp::kSum);
+    for (const Piece& p : ps) {
+      float* f = static_cast<float*>(p.data);
+      for (size_t i = 0; i < p.count; ++i) f[i] *= 2 * post;
+    }
+    return Status::Ok();
+  }
 };
 
 Pending Floats(const std::string& name, std::vector<float>& data,
@@ -78,6 +94,30 @@ TEST(ExecutorTest, AFusedGroupIsOneCallAndEachTensorGetsItsShare) {
   EXPECT_EQ(f.backend->calls, std::vector<std::string>{"allreduce 3"});
   EXPECT_EQ(a, (std::vector<float>{2, 4}));
   EXPECT_EQ(b, (std::vector<float>{6}));
+}
+
+// A backend that reduces the tensors where they lie gets the group as
+// pieces: no fusion buffer, and the scale factors still apply once.
+TEST(ExecutorTest, AFusedGroupGoesAsPiecesWhereTheBackendTakesThem) {
+  Fixture f;
+  f.backend->pieces = true;
+  std::vector<float> a = {1, 2}, b = {3};
+  Pending pa = Floats("a", a), pb = Floats("b", b);
+  for (Pending* p : {&pa, &pb}) {
+    p->request.prescale = 3.0;
+    p->request.average = true;
+  }
+  auto bytes = f.executor.Run({&pa, &pb});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(*bytes, 12u);
+  EXPECT_EQ(f.backend->calls, std::vector<std::string>{"pieces 2 1"});
+  EXPECT_EQ(a, (std::vector<float>{3, 6}));  // x * 3 * 2 / 2
+  EXPECT_EQ(b, (std::vector<float>{9}));
+  // A tensor alone is no group: one plain call.
+  std::vector<float> c = {5};
+  Pending pc = Floats("c", c);
+  ASSERT_TRUE(f.executor.Run({&pc}).ok());
+  EXPECT_EQ(f.backend->calls.back(), "allreduce 1");
 }
 
 TEST(ExecutorTest, AverageAndScaleFactorsApplyOnce) {

@@ -12,8 +12,52 @@ namespace {
 
 // How often each path ran, for tests.
 struct {
-  std::atomic<uint64_t> shared_buffers{0}, single_copy{0};
+  std::atomic<uint64_t> shared_buffers{0}, single_copy{0}, pieces{0};
 } g_paths;
+
+// The pieces of a fused allreduce as one run of bytes, walked a span at a
+// time (spans are whole elements: every piece is).
+class PieceWalk {
+ public:
+  PieceWalk(const Piece* pieces, size_t n, size_t esize)
+      : pieces_(pieces), n_(n), esize_(esize) {}
+
+  // f(where, bytes, from): the next `bytes` of the run, piece by piece;
+  // `from` counts from the span's start.
+  template <typename F>
+  void Each(size_t bytes, F&& f) {
+    for (size_t done = 0; done < bytes && i_ < n_;) {
+      const size_t size = pieces_[i_].count * esize_;
+      const size_t take = std::min(size - at_, bytes - done);
+      if (take > 0)
+        f(static_cast<uint8_t*>(pieces_[i_].data) + at_, take, done);
+      done += take;
+      at_ += take;
+      if (at_ == size) {
+        ++i_;
+        at_ = 0;
+      }
+    }
+  }
+  void CopyOut(size_t bytes, uint8_t* to) {
+    Each(bytes, [to](uint8_t* p, size_t b, size_t from) {
+      std::memcpy(to + from, p, b);
+    });
+  }
+  void CopyIn(size_t bytes, const uint8_t* from_buf) {
+    Each(bytes, [from_buf](uint8_t* p, size_t b, size_t from) {
+      std::memcpy(p, from_buf + from, b);
+    });
+  }
+  void Skip(size_t bytes) {
+    Each(bytes, [](uint8_t*, size_t, size_t) {});
+  }
+
+ private:
+  const Piece* pieces_;
+  size_t n_, esize_;
+  size_t i_ = 0, at_ = 0;  // the next byte: piece i_, offset at_
+};
 
 }  // namespace
 
@@ -41,76 +85,120 @@ Status ShmBackend::AllreduceScaled(void* data, size_t count, DataType type,
     return Run("allreduce",
                [&] { return AllreduceDirect(data, count, type, op, post); });
   }
+  const Piece whole{data, count};
   if (o_.size == 2) {
     return Run("allreduce", [&] {
-      return AllreducePair(data, count, type, op, post, in_block);
+      return AllreducePair(&whole, 1, count, type, op, post,
+                           Blocks{true, in_block});
     });
   }
-  return Run("allreduce", [&]() -> Status {
-    const size_t esize = DataTypeSize(type);
-    const size_t per_chunk = o_.slot_bytes / esize;
-    uint8_t* bytes = static_cast<uint8_t*>(data);
-    for (size_t off = 0; off < count; off += per_chunk) {
-      const size_t c = std::min(per_chunk, count - off);
-      const int set = NextSet();
-      if (off > 0 || !in_block) {
-        std::memcpy(In(set, o_.rank), bytes + off * esize, c * esize);
-      }
-      HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-      if (off == 0) {
-        HVD_ASSIGN_OR_RETURN(
-            bool all,
-            AllInBlocks(set, in_block, In(set, o_.rank), bytes, c * esize));
-        if (all) return AllreduceInBlocks(set, data, count, type, op, post);
-      }
-      // This rank's share of the chunk, over every rank's slot in rank
-      // order, into the shared result.
-      const size_t lo = c * o_.rank / o_.size, hi = c * (o_.rank + 1) / o_.size;
-      if (hi > lo) {
-        // Slot 0 op slot 1 straight into the result (no copy first),
-        // then the others; scaled while the share is in cache.
-        uint8_t* acc = Out(set) + lo * esize;
-        ReduceBuffers(type, op, acc, In(set, 0) + lo * esize,
-                      In(set, 1) + lo * esize, hi - lo);
-        for (int q = 2; q < o_.size; ++q) {
-          ReduceBuffers(type, op, acc, acc, In(set, q) + lo * esize, hi - lo);
-        }
-        if (post != 1.0) ScaleBuffer(type, acc, hi - lo, post);
-      }
-      HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-      std::memcpy(bytes + off * esize, Out(set), c * esize);
-    }
-    return Status::Ok();
+  return Run("allreduce", [&] {
+    return AllreduceSlots(&whole, 1, count, type, op, post,
+                          Blocks{true, in_block});
   });
 }
 
-Status ShmBackend::AllreducePair(void* data, size_t count, DataType type,
-                                 ReduceOp op, double post, bool in_block) {
+Status ShmBackend::AllreducePieces(const std::vector<Piece>& pieces,
+                                   DataType type, ReduceOp op, double post) {
+  size_t count = 0;
+  for (const Piece& p : pieces) count += p.count;
+  if (count == 0) return Status::Ok();
+  if (o_.size == 1) {
+    if (post == 1.0) return Status::Ok();
+    for (const Piece& p : pieces) ScaleBuffer(type, p.data, p.count, post);
+    return Status::Ok();
+  }
+  g_paths.pieces.fetch_add(1, std::memory_order_relaxed);
+  // No block is published: every rank of the host takes this path for the
+  // same fused group, so nobody looks.
+  const Blocks none{false, false};
+  return Run("allreduce", [&] {
+    return o_.size == 2 ? AllreducePair(pieces.data(), pieces.size(), count,
+                                        type, op, post, none)
+                        : AllreduceSlots(pieces.data(), pieces.size(), count,
+                                         type, op, post, none);
+  });
+}
+
+Status ShmBackend::AllreduceSlots(const Piece* pieces, size_t npieces,
+                                  size_t count, DataType type, ReduceOp op,
+                                  double post, Blocks blocks) {
+  const size_t esize = DataTypeSize(type);
+  const size_t per_chunk = o_.slot_bytes / esize;
+  PieceWalk gather(pieces, npieces, esize);
+  for (size_t off = 0; off < count; off += per_chunk) {
+    const size_t c = std::min(per_chunk, count - off);
+    const int set = NextSet();
+    uint8_t* slot = In(set, o_.rank);
+    PieceWalk scatter = gather;
+    if (off > 0 || !blocks.in_block) {
+      gather.CopyOut(c * esize, slot);
+    } else {
+      gather.Skip(c * esize);
+    }
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    if (off == 0 && blocks.check) {
+      uint8_t* mine = static_cast<uint8_t*>(pieces[0].data);
+      HVD_ASSIGN_OR_RETURN(
+          bool all, AllInBlocks(set, blocks.in_block, slot, mine, c * esize));
+      if (all) return AllreduceInBlocks(set, mine, count, type, op, post);
+    }
+    // This rank's share of the chunk, over every rank's slot in rank
+    // order, into the shared result.
+    const size_t lo = c * o_.rank / o_.size, hi = c * (o_.rank + 1) / o_.size;
+    if (hi > lo) {
+      // Slot 0 op slot 1 straight into the result (no copy first),
+      // then the others; scaled while the share is in cache.
+      uint8_t* acc = Out(set) + lo * esize;
+      ReduceBuffers(type, op, acc, In(set, 0) + lo * esize,
+                    In(set, 1) + lo * esize, hi - lo);
+      for (int q = 2; q < o_.size; ++q) {
+        ReduceBuffers(type, op, acc, acc, In(set, q) + lo * esize, hi - lo);
+      }
+      if (post != 1.0) ScaleBuffer(type, acc, hi - lo, post);
+    }
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    scatter.CopyIn(c * esize, Out(set));
+  }
+  return Status::Ok();
+}
+
+Status ShmBackend::AllreducePair(const Piece* pieces, size_t npieces,
+                                 size_t count, DataType type, ReduceOp op,
+                                 double post, Blocks blocks) {
   const size_t esize = DataTypeSize(type);
   // Chunks of half a slot, so that even the largest take turns between
   // two places (SlotOffset): 1 to 64 MiB about 4 % faster than whole
   // slots.
   const size_t per_chunk = std::max<size_t>(o_.slot_bytes / 2 / esize, 1);
   const int peer = 1 - o_.rank;
-  uint8_t* bytes = static_cast<uint8_t*>(data);
+  PieceWalk gather(pieces, npieces, esize);
   for (size_t off = 0; off < count; off += per_chunk) {
     const size_t c = std::min(per_chunk, count - off);
     const size_t at = SlotOffset(c * esize);
     const int set = NextSet();
-    uint8_t* mine = bytes + off * esize;
     uint8_t* slot = In(set, o_.rank) + at;
-    if (off > 0 || !in_block) std::memcpy(slot, mine, c * esize);
-    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-    if (off == 0) {
-      HVD_ASSIGN_OR_RETURN(bool all,
-                           AllInBlocks(set, in_block, slot, mine, c * esize));
-      if (all) return AllreduceInBlocks(set, data, count, type, op, post);
+    PieceWalk reduce = gather;
+    if (off > 0 || !blocks.in_block) {
+      gather.CopyOut(c * esize, slot);
+    } else {
+      gather.Skip(c * esize);
     }
-    // This rank's part is still in its buffer: the peer reads the slot.
+    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+    if (off == 0 && blocks.check) {
+      uint8_t* mine = static_cast<uint8_t*>(pieces[0].data);
+      HVD_ASSIGN_OR_RETURN(
+          bool all, AllInBlocks(set, blocks.in_block, slot, mine, c * esize));
+      if (all) return AllreduceInBlocks(set, mine, count, type, op, post);
+    }
+    // This rank's part is still in its buffers: the peer reads the slot.
     const uint8_t* theirs = In(set, peer) + at;
-    ReduceBuffers(type, op, mine, o_.rank == 0 ? mine : theirs,
-                  o_.rank == 0 ? theirs : mine, c);
-    if (post != 1.0) ScaleBuffer(type, mine, c, post);
+    reduce.Each(c * esize, [&](uint8_t* mine, size_t bytes, size_t from) {
+      const size_t n = bytes / esize;
+      ReduceBuffers(type, op, mine, o_.rank == 0 ? mine : theirs + from,
+                    o_.rank == 0 ? theirs + from : mine, n);
+      if (post != 1.0) ScaleBuffer(type, mine, n, post);
+    });
   }
   return Status::Ok();
 }
@@ -234,7 +322,8 @@ Status ShmBackend::AllreduceInBlocks(int set, void* data, size_t count,
 
 ShmPaths ShmAllreducePaths() {
   return {g_paths.shared_buffers.load(std::memory_order_relaxed),
-          g_paths.single_copy.load(std::memory_order_relaxed)};
+          g_paths.single_copy.load(std::memory_order_relaxed),
+          g_paths.pieces.load(std::memory_order_relaxed)};
 }
 
 }  // namespace hvd::runtime

@@ -35,10 +35,12 @@ StatusOr<std::unique_ptr<Backend>> CreateShmBackend(const ShmOptions& options,
 
 // How many allreduces this process's shared-memory backends have run
 // straight between the ranks' shared buffers (shm_heap.h), and reading
-// the peers' buffers (single copy): for tests.
+// the peers' buffers (single copy), and fused groups reduced where their
+// tensors lie (pieces): for tests.
 struct ShmPaths {
   uint64_t shared_buffers = 0;
   uint64_t single_copy = 0;
+  uint64_t pieces = 0;
 };
 ShmPaths ShmAllreducePaths();
 

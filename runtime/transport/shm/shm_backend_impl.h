@@ -62,19 +62,40 @@ class ShmBackend final : public Backend, public SingleCopyKnob {
                        const std::vector<size_t>& counts, DataType type,
                        ReduceOp op) override;
 
+  // Fused groups go through the slots straight from and into their
+  // tensors: no fusion buffer, and for two ranks no copy out at all.
+  bool ReducesPieces() const override { return true; }
+  Status AllreducePieces(const std::vector<Piece>& pieces, DataType type,
+                         ReduceOp op, double post) override;
+
   void SetSingleCopy(bool on) override { single_copy_on_ = on; }
 
   Status Barrier() override;
 
  private:
+  // Whether a path through the slots looks for shared blocks after its
+  // first chunk's barrier (`check`: a single buffer whose block, if any,
+  // was published), and whether this rank's buffer lies in one.
+  struct Blocks {
+    bool check;
+    bool in_block;
+  };
+
   // Two ranks: each copies its chunk into its slot and, after one barrier,
   // reduces the whole chunk (rank 0's part op rank 1's, the same bits on
   // both) straight into its own buffer. Each rank takes in the peer's whole
   // chunk, as much as the reduce-scatter and allgather halves of the
   // general path do together, but with one barrier per chunk instead of
-  // two and no copy out of a shared result.
-  Status AllreducePair(void* data, size_t count, DataType type, ReduceOp op,
-                       double post, bool in_block);
+  // two and no copy out of a shared result. `pieces`: the buffer, or a
+  // fused group's tensors walked as one.
+  Status AllreducePair(const Piece* pieces, size_t npieces, size_t count,
+                       DataType type, ReduceOp op, double post, Blocks blocks);
+
+  // Any number of ranks: each copies its chunk into its slot; after a
+  // barrier each reduces its share of the chunk over every slot into the
+  // shared result; after another each copies the result out.
+  Status AllreduceSlots(const Piece* pieces, size_t npieces, size_t count,
+                        DataType type, ReduceOp op, double post, Blocks blocks);
 
   // Single copy: every rank publishes its buffer's address; each reduces
   // its share of the elements, reading the peers' parts of it straight
