@@ -1,7 +1,7 @@
 // A waiting caller drives the engine (Engine::Wait): the cycles run on the
 // calling thread when they can, and are left to the engine thread when a
 // peer is late, cycles are paced, or the peer shuts down. Ranks are
-// threads with their own contexts, over shared memory.
+// threads with their own contexts, over shared memory and over TCP.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,11 +18,19 @@ namespace {
 
 using std::chrono::milliseconds;
 
+bool g_tcp = false;  // the parameter: TCP's control plane, not the segment's
+
+class EngineDriveTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { g_tcp = GetParam(); }
+};
+
 // Two ranks with a 1 MiB fusion threshold; `tune` may change more.
 void RunRanks(int size, const std::function<void(Context&, int)>& body,
               const std::function<void(WorkerConfig&)>& tune = nullptr) {
   hvd::runtime::RunRanks(size, body, [&](WorkerConfig& c) {
     c.engine.fusion_threshold_bytes = 1 << 20;
+    c.shm = !g_tcp;
     if (tune) tune(c);
   });
 }
@@ -31,7 +39,7 @@ void RunRanks(int size, const std::function<void(Context&, int)>& body,
 // rank's caller waiting, the cycles are theirs, and the results are right
 // (small tensors through the negotiation, larger ones through the
 // backend), whichever thread ran them.
-TEST(EngineDriveTest, WaitingCallersRunTheCyclesThemselves) {
+TEST_P(EngineDriveTest, WaitingCallersRunTheCyclesThemselves) {
   RunRanks(2, [&](Context& ctx, int rank) {
     Engine& engine = ctx.engine();
     for (int step = 0; step < 200; ++step) {
@@ -52,7 +60,7 @@ TEST(EngineDriveTest, WaitingCallersRunTheCyclesThemselves) {
 // A caller whose peer comes late gives up spinning and leaves the cycle to
 // the engine thread, which completes it; a peer that waits the usual way
 // (its engine thread) meets one whose caller drives.
-TEST(EngineDriveTest, ALatePeerIsLeftToTheEngineThread) {
+TEST_P(EngineDriveTest, ALatePeerIsLeftToTheEngineThread) {
   RunRanks(2, [&](Context& ctx, int rank) {
     Engine& engine = ctx.engine();
     for (int step = 0; step < 6; ++step) {
@@ -75,7 +83,7 @@ TEST(EngineDriveTest, ALatePeerIsLeftToTheEngineThread) {
 
 // Paced cycles (HOROVOD_CYCLE_TIME) gather what arrives in between: a
 // waiting caller leaves them to the engine thread.
-TEST(EngineDriveTest, PacedCyclesStayWithTheEngineThread) {
+TEST_P(EngineDriveTest, PacedCyclesStayWithTheEngineThread) {
   RunRanks(
       2,
       [&](Context& ctx, int rank) {
@@ -94,7 +102,7 @@ TEST(EngineDriveTest, PacedCyclesStayWithTheEngineThread) {
 }
 
 // A driving caller whose peer shuts down gets the shutdown's error.
-TEST(EngineDriveTest, APeersShutdownEndsADrivingCallersWait) {
+TEST_P(EngineDriveTest, APeersShutdownEndsADrivingCallersWait) {
   RunRanks(2, [&](Context& ctx, int rank) {
     std::vector<float> x(8);
     Request warm;
@@ -117,6 +125,45 @@ TEST(EngineDriveTest, APeersShutdownEndsADrivingCallersWait) {
     EXPECT_NE(s.message().find("shutting down"), std::string::npos);
   });
 }
+
+// A rank whose callers drove its cycles, and whose caller is then away
+// for longer than the peers' exchange timeout: its engine thread, which
+// sleeps through peers' exchanges while its callers drive, still answers
+// (woken by the peer that gave up spinning, or once it no longer expects
+// a caller), so the peer's exchange does not time out; the allreduce
+// completes once the caller is back.
+TEST_P(EngineDriveTest, ARungEngineThreadAnswersForAnAbsentCaller) {
+  RunRanks(
+      2,
+      [&](Context& ctx, int rank) {
+        Engine& engine = ctx.engine();
+        std::vector<float> x(8);
+        Request r;
+        r.name = "away";
+        r.count = 8;
+        for (int step = 0; step < 20; ++step) {
+          std::fill(x.begin(), x.end(), static_cast<float>(rank));
+          if (step == 19 && rank == 0) {
+            std::this_thread::sleep_for(milliseconds(1500));
+          }
+          Status s = rank == 0 || step < 19
+                         ? engine.Wait(engine.Enqueue(r, x.data(), nullptr,
+                                                      /*notify=*/false),
+                                       /*notified=*/false)
+                         : engine.Enqueue(r, x.data())->Wait();
+          ASSERT_TRUE(s.ok())
+              << "rank " << rank << " step " << step << ": " << s.ToString();
+          ASSERT_EQ(x, std::vector<float>(8, 1.f)) << step;
+        }
+        EXPECT_GT(engine.cycles_by_callers(), 0u) << "rank " << rank;
+      },
+      [](WorkerConfig& c) { c.gloo_timeout = milliseconds(500); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Planes, EngineDriveTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "tcp" : "shm";
+                         });
 
 }  // namespace
 }  // namespace hvd::runtime

@@ -20,36 +20,44 @@ constexpr uint32_t kMaxMessage = 1u << 30;
 
 class TcpControlPlane final : public ControlPlane {
  public:
-  TcpControlPlane(const ControlOptions& o, std::vector<Fd> peers)
-      : options_(o), peers_(std::move(peers)) {
+  // `peers`: the message connection to each peer; `bells`: a second one,
+  // which carries a byte when a peer gave up waiting for this rank's
+  // callers (its engine thread must answer).
+  TcpControlPlane(const ControlOptions& o, std::vector<Fd> peers,
+                  std::vector<Fd> bells)
+      : options_(o), peers_(std::move(peers)), bells_(std::move(bells)) {
     const size_t n = static_cast<size_t>(o.size);
     in_.resize(n);
     in_len_.resize(n);
     in_got_.resize(n);
     out_sent_.resize(n);
     pfds_.resize(n);
+    rang_.resize(n);
   }
 
   void Notify() override { wake_.Notify(); }
 
   void Wait(std::chrono::milliseconds timeout, bool* peer) override {
-    *peer = false;
-    struct Drain {
-      WakeFd& w;
-      ~Drain() { w.Drain(); }
-    } drain{wake_};
-    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
-    for (int p = 0; p < options_.size; ++p) {
-      if (p != options_.rank) fds.push_back({peers_[p].get(), POLLIN, 0});
-    }
-    if (!broken_.ok()) return;
-    int ready =
-        ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
-    if (ready <= 0) return;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents) *peer = true;
-    }
+    Sleep(timeout, /*started_wakes=*/true, peer);
   }
+  void WaitForCaller(std::chrono::milliseconds timeout, bool* peer) override {
+    Sleep(timeout, /*started_wakes=*/false, peer);
+  }
+
+  // A caller may run the cycles: whether a peer has started an exchange is
+  // whether its bytes wait on the socket.
+  bool Drivable() const override { return true; }
+  bool PeerWaiting() override { return Readable(peers_, 0); }
+  bool AwaitPeer() override {
+    const auto until = Clock::now() + options_.spin;
+    do {
+      if (PeerWaiting()) return true;
+    } while (Clock::now() < until);
+    return false;
+  }
+  // A ring that came while a caller drove is still unread: the engine
+  // thread reads the bells.
+  bool PeerRangWhileDriving() override { return Readable(bells_, 0); }
 
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
                   bool urgent) override {
@@ -74,6 +82,7 @@ class TcpControlPlane final : public ControlPlane {
       out_sent_[p] = 0;
       in_got_[p] = 0;
       in_len_[p] = UINT32_MAX;
+      rang_[p] = false;
     }
     const size_t total_out = 4 + mine.size();
     auto deadline = Clock::now() + options_.op_timeout;
@@ -152,6 +161,11 @@ class TcpControlPlane final : public ControlPlane {
       auto now = Clock::now();
       if (now < spin_until) continue;
       if (now >= deadline) return TimedOut();
+      // Peers that have not started this exchange: their callers did not
+      // come within the spin, so their engine threads answer.
+      for (int p = 0; p < n; ++p) {
+        if (p != me && in_len_[p] == UINT32_MAX && in_got_[p] == 0) Ring(p);
+      }
       int k = 0;
       for (int p = 0; p < n; ++p) {
         if (p == me) continue;
@@ -175,6 +189,57 @@ class TcpControlPlane final : public ControlPlane {
       }
     }
     return Status::Ok();
+  }
+
+  // Whether a byte (or a hang-up) waits on any of `fds` within
+  // `timeout_ms` (any thread: the caller that drives and the engine
+  // thread both look).
+  bool Readable(const std::vector<Fd>& fds, int timeout_ms) const {
+    std::vector<pollfd> p;
+    p.reserve(fds.size());
+    for (int q = 0; q < options_.size; ++q) {
+      if (q != options_.rank && fds[q].get() >= 0) {
+        p.push_back({fds[q].get(), POLLIN, 0});
+      }
+    }
+    return ::poll(p.data(), p.size(), timeout_ms) > 0;
+  }
+
+  // The engine thread's sleep until a Notify, a ring, a peer's exchange
+  // (`started_wakes`; while this rank's callers drive, they join it) or
+  // the timeout. *peer: a peer has started an exchange (or hung up).
+  void Sleep(std::chrono::milliseconds timeout, bool started_wakes,
+             bool* peer) {
+    *peer = false;
+    if (!broken_.ok()) return;
+    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
+    for (int q = 0; q < options_.size; ++q) {
+      if (q == options_.rank) continue;
+      if (bells_[q].get() >= 0) fds.push_back({bells_[q].get(), POLLIN, 0});
+      if (started_wakes) fds.push_back({peers_[q].get(), POLLIN, 0});
+    }
+    (void)::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+    wake_.Drain();
+    char sink[64];
+    for (int q = 0; q < options_.size; ++q) {
+      if (q == options_.rank || bells_[q].get() < 0) continue;
+      ssize_t r;
+      while ((r = ::recv(bells_[q].get(), sink, sizeof(sink), MSG_DONTWAIT)) >
+             0) {
+      }
+      // A hung-up bell: the peer is gone, and an exchange names it.
+      if (r == 0) *peer = true;
+    }
+    if (PeerWaiting()) *peer = true;
+  }
+
+  // Wakes peer `p`'s engine thread: its callers did not come within the
+  // spin (once per exchange).
+  void Ring(int p) {
+    if (rang_[p] || bells_[p].get() < 0) return;
+    rang_[p] = true;
+    const char one = 1;
+    (void)!::send(bells_[p].get(), &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   std::string Where() const {
@@ -209,6 +274,8 @@ class TcpControlPlane final : public ControlPlane {
   WakeFd wake_;
   std::chrono::microseconds spin_{0};  // this exchange's
   std::vector<Fd> peers_;
+  std::vector<Fd> bells_;
+  std::vector<bool> rang_;  // this exchange's rings, by peer
   Status broken_;
   std::vector<std::string> in_;
   std::vector<uint32_t> in_len_;
@@ -224,13 +291,15 @@ class TcpControlPlane final : public ControlPlane {
 StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
     const ControlOptions& o, Store& store) {
   HVD_ASSIGN_OR_RETURN(std::vector<std::vector<Fd>> mesh,
-                       ConnectMesh(o, store, "ctl", "control plane"));
-  std::vector<Fd> peers;
+                       ConnectMesh(o, store, "ctl", "control plane",
+                                   /*streams=*/2));
+  std::vector<Fd> peers, bells;
   for (auto& streams : mesh) {
     peers.push_back(streams.empty() ? Fd() : std::move(streams[0]));
+    bells.push_back(streams.size() < 2 ? Fd() : std::move(streams[1]));
   }
   return std::unique_ptr<ControlPlane>(
-      new TcpControlPlane(o, std::move(peers)));
+      new TcpControlPlane(o, std::move(peers), std::move(bells)));
 }
 
 }  // namespace hvd::runtime
