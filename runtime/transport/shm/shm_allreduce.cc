@@ -15,50 +15,6 @@ struct {
   std::atomic<uint64_t> shared_buffers{0}, single_copy{0}, pieces{0};
 } g_paths;
 
-// The pieces of a fused allreduce as one run of bytes, walked a span at a
-// time (spans are whole elements: every piece is).
-class PieceWalk {
- public:
-  PieceWalk(const Piece* pieces, size_t n, size_t esize)
-      : pieces_(pieces), n_(n), esize_(esize) {}
-
-  // f(where, bytes, from): the next `bytes` of the run, piece by piece;
-  // `from` counts from the span's start.
-  template <typename F>
-  void Each(size_t bytes, F&& f) {
-    for (size_t done = 0; done < bytes && i_ < n_;) {
-      const size_t size = pieces_[i_].count * esize_;
-      const size_t take = std::min(size - at_, bytes - done);
-      if (take > 0)
-        f(static_cast<uint8_t*>(pieces_[i_].data) + at_, take, done);
-      done += take;
-      at_ += take;
-      if (at_ == size) {
-        ++i_;
-        at_ = 0;
-      }
-    }
-  }
-  void CopyOut(size_t bytes, uint8_t* to) {
-    Each(bytes, [to](uint8_t* p, size_t b, size_t from) {
-      std::memcpy(to + from, p, b);
-    });
-  }
-  void CopyIn(size_t bytes, const uint8_t* from_buf) {
-    Each(bytes, [from_buf](uint8_t* p, size_t b, size_t from) {
-      std::memcpy(p, from_buf + from, b);
-    });
-  }
-  void Skip(size_t bytes) {
-    Each(bytes, [](uint8_t*, size_t, size_t) {});
-  }
-
- private:
-  const Piece* pieces_;
-  size_t n_, esize_;
-  size_t i_ = 0, at_ = 0;  // the next byte: piece i_, offset at_
-};
-
 }  // namespace
 
 Status ShmBackend::Allreduce(void* data, size_t count, DataType type,
@@ -131,17 +87,10 @@ Status ShmBackend::AllreduceSlots(const Piece* pieces, size_t npieces,
     const int set = NextSet();
     uint8_t* slot = In(set, o_.rank);
     PieceWalk scatter = gather;
-    if (off > 0 || !blocks.in_block) {
-      gather.CopyOut(c * esize, slot);
-    } else {
-      gather.Skip(c * esize);
-    }
-    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-    if (off == 0 && blocks.check) {
-      uint8_t* mine = static_cast<uint8_t*>(pieces[0].data);
-      HVD_ASSIGN_OR_RETURN(
-          bool all, AllInBlocks(set, blocks.in_block, slot, mine, c * esize));
-      if (all) return AllreduceInBlocks(set, mine, count, type, op, post);
+    HVD_ASSIGN_OR_RETURN(bool all, FillSlot(gather, off == 0, c * esize, set,
+                                            slot, pieces[0].data, blocks));
+    if (all) {
+      return AllreduceInBlocks(set, pieces[0].data, count, type, op, post);
     }
     // This rank's share of the chunk, over every rank's slot in rank
     // order, into the shared result.
@@ -179,17 +128,10 @@ Status ShmBackend::AllreducePair(const Piece* pieces, size_t npieces,
     const int set = NextSet();
     uint8_t* slot = In(set, o_.rank) + at;
     PieceWalk reduce = gather;
-    if (off > 0 || !blocks.in_block) {
-      gather.CopyOut(c * esize, slot);
-    } else {
-      gather.Skip(c * esize);
-    }
-    HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
-    if (off == 0 && blocks.check) {
-      uint8_t* mine = static_cast<uint8_t*>(pieces[0].data);
-      HVD_ASSIGN_OR_RETURN(
-          bool all, AllInBlocks(set, blocks.in_block, slot, mine, c * esize));
-      if (all) return AllreduceInBlocks(set, mine, count, type, op, post);
+    HVD_ASSIGN_OR_RETURN(bool all, FillSlot(gather, off == 0, c * esize, set,
+                                            slot, pieces[0].data, blocks));
+    if (all) {
+      return AllreduceInBlocks(set, pieces[0].data, count, type, op, post);
     }
     // This rank's part is still in its buffers: the peer reads the slot.
     const uint8_t* theirs = In(set, peer) + at;
@@ -262,6 +204,20 @@ Status ShmBackend::AllreduceDirect(void* data, size_t count, DataType type,
     }
   }
   return seg_->Barrier("allreduce");
+}
+
+StatusOr<bool> ShmBackend::FillSlot(PieceWalk& gather, bool first, size_t bytes,
+                                    int set, uint8_t* slot, void* first_piece,
+                                    Blocks blocks) {
+  if (first && blocks.in_block) {
+    gather.Skip(bytes);
+  } else {
+    gather.CopyOut(bytes, slot);
+  }
+  HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
+  if (!first || !blocks.check) return false;
+  return AllInBlocks(set, blocks.in_block, slot,
+                     static_cast<uint8_t*>(first_piece), bytes);
 }
 
 StatusOr<bool> ShmBackend::AllInBlocks(int set, bool in_block, uint8_t* slot,

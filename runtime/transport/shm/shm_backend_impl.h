@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +30,50 @@ constexpr size_t kBlockPieceBytes = 64 << 10;
 // Reads `bytes` at `remote` in process `pid` into `local` (cross-memory
 // attach: one copy, by the kernel). The errno when it fails.
 int ReadPeer(pid_t pid, uint64_t remote, void* local, size_t bytes);
+
+// The pieces of a fused allreduce as one run of bytes, walked a span at a
+// time (spans are whole elements: every piece is).
+class PieceWalk {
+ public:
+  PieceWalk(const Piece* pieces, size_t n, size_t esize)
+      : pieces_(pieces), n_(n), esize_(esize) {}
+
+  // f(where, bytes, from): the next `bytes` of the run, piece by piece;
+  // `from` counts from the span's start.
+  template <typename F>
+  void Each(size_t bytes, F&& f) {
+    for (size_t done = 0; done < bytes && i_ < n_;) {
+      const size_t size = pieces_[i_].count * esize_;
+      const size_t take = std::min(size - at_, bytes - done);
+      if (take > 0)
+        f(static_cast<uint8_t*>(pieces_[i_].data) + at_, take, done);
+      done += take;
+      at_ += take;
+      if (at_ == size) {
+        ++i_;
+        at_ = 0;
+      }
+    }
+  }
+  void CopyOut(size_t bytes, uint8_t* to) {
+    Each(bytes, [to](uint8_t* p, size_t b, size_t from) {
+      std::memcpy(to + from, p, b);
+    });
+  }
+  void CopyIn(size_t bytes, const uint8_t* from_buf) {
+    Each(bytes, [from_buf](uint8_t* p, size_t b, size_t from) {
+      std::memcpy(p, from_buf + from, b);
+    });
+  }
+  void Skip(size_t bytes) {
+    Each(bytes, [](uint8_t*, size_t, size_t) {});
+  }
+
+ private:
+  const Piece* pieces_;
+  size_t n_, esize_;
+  size_t i_ = 0, at_ = 0;  // the next byte: piece i_, offset at_
+};
 
 class ShmBackend final : public Backend, public SingleCopyKnob {
  public:
@@ -90,6 +136,13 @@ class ShmBackend final : public Backend, public SingleCopyKnob {
   // fused group's tensors walked as one.
   Status AllreducePair(const Piece* pieces, size_t npieces, size_t count,
                        DataType type, ReduceOp op, double post, Blocks blocks);
+
+  // A slot path's chunk of `bytes` into this rank's `slot` (the first
+  // held back when this rank's buffer lies in a block), then the barrier;
+  // after the first with `blocks.check`, whether every rank's buffer lies
+  // in a block (the caller then reduces between them).
+  StatusOr<bool> FillSlot(PieceWalk& gather, bool first, size_t bytes, int set,
+                          uint8_t* slot, void* first_piece, Blocks blocks);
 
   // Any number of ranks: each copies its chunk into its slot; after a
   // barrier each reduces its share of the chunk over every slot into the
