@@ -22,6 +22,22 @@ struct Piece {
   size_t count;
 };
 
+// Copies the pieces end to end into `into`, or back out of `from`.
+inline void PackPieces(const std::vector<Piece>& pieces, size_t esize,
+                       uint8_t* into) {
+  for (const Piece& p : pieces) {
+    if (p.count) std::memcpy(into, p.data, p.count * esize);
+    into += p.count * esize;
+  }
+}
+inline void UnpackPieces(const std::vector<Piece>& pieces, size_t esize,
+                         const uint8_t* from) {
+  for (const Piece& p : pieces) {
+    if (p.count) std::memcpy(p.data, from, p.count * esize);
+    from += p.count * esize;
+  }
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -84,17 +100,9 @@ class Backend {
     size_t count = 0;
     for (const Piece& p : pieces) count += p.count;
     std::vector<uint8_t> packed(count * esize);
-    size_t at = 0;
-    for (const Piece& p : pieces) {
-      if (p.count) std::memcpy(packed.data() + at, p.data, p.count * esize);
-      at += p.count * esize;
-    }
+    PackPieces(pieces, esize, packed.data());
     HVD_RETURN_IF_ERROR(AllreduceScaled(packed.data(), count, type, op, post));
-    at = 0;
-    for (const Piece& p : pieces) {
-      if (p.count) std::memcpy(p.data, packed.data() + at, p.count * esize);
-      at += p.count * esize;
-    }
+    UnpackPieces(pieces, esize, packed.data());
     return Status::Ok();
   }
 

@@ -255,14 +255,19 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
     phases.End();
     return s;
   }
+  // A fused group's tensors, end to end.
+  pieces_.clear();
+  for (size_t i = 0; fused && i < group.size(); ++i) {
+    pieces_.push_back(
+        {group[i]->data, static_cast<size_t>(group[i]->request.count)});
+  }
   if (fused && !r0.adasum && backend.ReducesPieces()) {
     // The backend reduces the tensors where they lie: no fusion buffer.
     // (A prescale may change the inputs: they are overwritten anyway.)
-    pieces_.clear();
-    for (Pending* q : group) {
-      const size_t n = static_cast<size_t>(q->request.count);
-      if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, q->data, n, r0.prescale);
-      pieces_.push_back({q->data, n});
+    if (r0.prescale != 1.0) {
+      for (const Piece& q : pieces_) {
+        ScaleBuffer(r0.dtype, q.data, q.count, r0.prescale);
+      }
     }
     phases.BeginOp("ALLREDUCE");
     Status s = backend.AllreducePieces(pieces_, r0.dtype, r0.reduce, post);
@@ -272,14 +277,8 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
   if (fused) {
     // Fuse: pack every tensor into one buffer, one call, unpack.
     phases.Begin("MEMCPY_IN_FUSION_BUFFER");
-    uint8_t* into = FusionBuffer(total * esize);
-    size_t at = 0;
-    for (Pending* q : group) {
-      size_t b = static_cast<size_t>(q->request.count) * esize;
-      if (b) std::memcpy(into + at, q->data, b);
-      at += b;
-    }
-    buffer = into;
+    buffer = FusionBuffer(total * esize);
+    PackPieces(pieces_, esize, static_cast<uint8_t*>(buffer));
     phases.End();
   }
   if (r0.prescale != 1.0) ScaleBuffer(r0.dtype, buffer, total, r0.prescale);
@@ -297,12 +296,7 @@ Status Executor::Allreduce(Backend& backend, const std::vector<Pending*>& group,
   phases.End();
   if (!s.ok() || !fused) return s;
   phases.Begin("MEMCPY_OUT_FUSION_BUFFER");
-  size_t at = 0;
-  for (Pending* q : group) {
-    size_t b = static_cast<size_t>(q->request.count) * esize;
-    if (b) std::memcpy(q->data, fusion_ + at, b);
-    at += b;
-  }
+  UnpackPieces(pieces_, esize, fusion_);
   phases.End();
   return Status::Ok();
 }
