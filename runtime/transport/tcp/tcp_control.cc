@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -52,6 +53,7 @@ class TcpControlPlane final : public ControlPlane {
     const auto until = Clock::now() + options_.spin;
     do {
       if (PeerWaiting()) return true;
+      sched_yield();
     } while (Clock::now() < until);
     return false;
   }
@@ -159,7 +161,10 @@ class TcpControlPlane final : public ControlPlane {
         continue;
       }
       auto now = Clock::now();
-      if (now < spin_until) continue;
+      if (now < spin_until) {
+        sched_yield();  // see ControlOptions::spin
+        continue;
+      }
       if (now >= deadline) return TimedOut();
       // Peers that have not started this exchange: their callers did not
       // come within the spin, so their engine threads answer.

@@ -14,9 +14,15 @@
 namespace hvd::runtime {
 
 struct ControlOptions : TcpOptions {
-  // How long Exchange polls its sockets without sleeping: a peer that is
-  // a few microseconds behind answers before a sleep-and-wake would.
-  std::chrono::microseconds spin{50};
+  // How long a caller's Exchange (and AwaitPeer) polls its sockets before
+  // it rings the peers and sleeps: a peer a few microseconds behind answers
+  // before a sleep-and-wake would. Each turn yields the CPU (a system call
+  // among the turn's others), so the spin costs nothing where the host is
+  // idle, and where ranks outnumber cores (hosts sharing a machine, as
+  // containers do) the late peer gets the CPU it needs. Long enough for a
+  // descheduled peer to get a turn: its engine thread answering a ring
+  // without its caller only costs a cycle more.
+  std::chrono::microseconds spin{500};
 };
 
 // Connects the mesh through `store` (tcp_mesh.h).
