@@ -111,15 +111,40 @@ std::string AutoName(const char* op) {
 
 // A request for `tensor`: dtype, shape (a scalar is one element) and
 // device.
-runtime::Request RequestFor(const std::string& name, runtime::OpType type,
-                            const Tensor& tensor) {
-  runtime::Request r;
-  r.name = name;
+// Fills a default request `r` for `tensor`, in the buffers `r` already
+// holds (its name's and its shape's).
+void FillRequest(const std::string& name, runtime::OpType type,
+                 const Tensor& tensor, runtime::Request& r) {
+  r.name.assign(name);
   r.type = type;
   r.dtype = tensor.dtype;
   r.count = tensor.num_elements();
-  r.shape = tensor.shape.empty() ? std::vector<int64_t>{1} : tensor.shape;
+  if (tensor.shape.empty()) {
+    r.shape.assign(1, 1);
+  } else {
+    r.shape.assign(tensor.shape.begin(), tensor.shape.end());
+  }
   r.device = tensor.device < 0 ? -1 : tensor.device;
+}
+
+runtime::Request RequestFor(const std::string& name, runtime::OpType type,
+                            const Tensor& tensor) {
+  runtime::Request r;
+  FillRequest(name, type, tensor, r);
+  return r;
+}
+
+// The calling thread's request, reset, with the buffers of its last one:
+// a blocking allreduce on the fast lane then allocates nothing.
+runtime::Request& ReusedRequest(const std::string& name, runtime::OpType type,
+                                const Tensor& tensor) {
+  thread_local runtime::Request r;
+  std::string name_buffer = std::move(r.name);
+  std::vector<int64_t> shape_buffer = std::move(r.shape);
+  r = runtime::Request{};
+  r.name = std::move(name_buffer);
+  r.shape = std::move(shape_buffer);
+  FillRequest(name, type, tensor, r);
   return r;
 }
 
@@ -334,12 +359,13 @@ Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {
   StatusOr<runtime::Context*> c = internal::ContextFor(0, name);
   if (!c.ok()) return c.status();
-  runtime::Request r = RequestFor(name, runtime::OpType::kAllreduce, tensor);
+  runtime::Request& r =
+      ReusedRequest(name, runtime::OpType::kAllreduce, tensor);
   SetReduceOp(op, r);
   r.prescale = prescale;
   r.postscale = postscale;
   // A blocking allreduce may take the engine's fast lane.
-  return (*c)->engine().AllreduceNow(std::move(r), tensor.data);
+  return (*c)->engine().AllreduceNow(r, tensor.data);
 }
 
 Status allreduce(float* data, size_t count, ReduceOp op) {

@@ -85,20 +85,23 @@ void CycleDriver::Drive(const std::function<bool()>& finished, bool notified) {
   control_.SetDriving(false);
   // Work left for the engine thread: this rank's, or a peer's exchange
   // whose ring found the flag still set.
-  const bool owed = running && (cycles_.HasPending() || cycles_.Due() ||
+  const bool owed = running && (cycles_.Unfinished() ||
                                 control_.PeerRangWhileDriving());
   cycle.unlock();
   if (owed) control_.Notify();
 }
 
-bool CycleDriver::TryTurn(const std::function<Turn()>& turn,
-                          const bool* then_drives) {
+bool CycleDriver::BeginTurn(std::unique_lock<std::mutex>& cycle) {
   if (!control_.Drivable()) return false;
   // After the cycle another thread is running, if any (as Drive waits).
-  std::unique_lock<std::mutex> cycle(cycle_mu_);
+  cycle.lock();
   if (ended_ || cycle_time_.count() > 0) return false;
   control_.SetDriving(true);
-  const Turn t = turn();
+  return true;
+}
+
+bool CycleDriver::EndTurn(Turn t, const bool* then_drives,
+                          std::unique_lock<std::mutex>& cycle) {
   if (t == Turn::kRan || t == Turn::kEnded) {
     ++cycles_run_;
     ++cycles_by_callers_;
@@ -107,8 +110,7 @@ bool CycleDriver::TryTurn(const std::function<Turn()>& turn,
   control_.SetDriving(false);
   // As Drive leaves: work for the engine thread.
   const bool owed = t == Turn::kRan && !*then_drives &&
-                    (cycles_.HasPending() || cycles_.Due() ||
-                     control_.PeerRangWhileDriving());
+                    (cycles_.Unfinished() || control_.PeerRangWhileDriving());
   cycle.unlock();
   if (owed) control_.Notify();
   return t != Turn::kIdle;

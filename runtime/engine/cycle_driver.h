@@ -40,6 +40,9 @@ class CycleDriver {
     virtual bool Due() = 0;
     // Requests queued and not yet complete.
     virtual bool HasPending() = 0;
+    // HasPending() or Due(): work the engine thread must see to when a
+    // caller stops driving (an engine answers it under one lock).
+    virtual bool Unfinished() { return HasPending() || Due(); }
     // Requests queued and not yet sent (a burst grows it).
     virtual size_t Fresh() = 0;
     // The engine is stopping: no pause may hold it up.
@@ -69,7 +72,14 @@ class CycleDriver {
   // False when `turn` did not run or ran no cycle (kIdle). `*then_drives`
   // (read after the turn): the caller goes on to Drive, which leaves work
   // to the engine thread itself, so this turn need not.
-  bool TryTurn(const std::function<Turn()>& turn, const bool* then_drives);
+  // (A template: a std::function of the caller's lambda would allocate on
+  // every call of the fast lane.)
+  template <typename TurnFn>
+  bool TryTurn(TurnFn&& turn, const bool* then_drives) {
+    std::unique_lock<std::mutex> cycle(cycle_mu_, std::defer_lock);
+    if (!BeginTurn(cycle)) return false;
+    return EndTurn(turn(), then_drives, cycle);
+  }
 
   // While one lives, a caller is waiting: a burst is over.
   class Waiting {
@@ -97,6 +107,12 @@ class CycleDriver {
   uint64_t cycles_by_callers() const { return cycles_by_callers_.load(); }
 
  private:
+  // TryTurn's halves: takes the cycle lock and the driving flag (false
+  // when no turn may run); counts the turn, leaves the engine thread its
+  // work and lets the lock go.
+  bool BeginTurn(std::unique_lock<std::mutex>& cycle);
+  bool EndTurn(Turn t, const bool* then_drives,
+               std::unique_lock<std::mutex>& cycle);
   // A turn under the cycle lock, counted.
   Turn TakeTurnLocked(bool peer, bool driver);
   // Cycles on demand: the engine thread, woken by a submission, lets a

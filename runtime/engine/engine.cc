@@ -379,6 +379,11 @@ bool Engine::HasPending() {
   return !pending_.empty();
 }
 
+bool Engine::Unfinished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !pending_.empty() || stop_ || !fresh_.empty();
+}
+
 size_t Engine::Fresh() {
   std::lock_guard<std::mutex> lock(mu_);
   return fresh_.size();

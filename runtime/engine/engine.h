@@ -120,7 +120,7 @@ class Engine : private CycleDriver::Cycles {
   // nothing else in flight and the tensor is in the response cache (its
   // cycle runs straight from this call, see express.cc), else queued and
   // waited for as any request.
-  Status AllreduceNow(Request request, void* data);
+  Status AllreduceNow(const Request& request, void* data);
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -165,6 +165,7 @@ class Engine : private CycleDriver::Cycles {
   // the engine stops.
   bool Due() override;
   bool HasPending() override;
+  bool Unfinished() override;
   size_t Fresh() override;
   bool Stopping() override;
   // One turn, cycle lock held: runs a cycle when one is due (`peer`: a
@@ -307,6 +308,10 @@ class Engine : private CycleDriver::Cycles {
   double exchange_seconds_ = -1;  // its time, when the metrics take it
   std::vector<std::string_view> express_views_;
   std::string fast_msg_;   // the fast lane's message (its buffer reused)
+  // ... whose tensor it was built for (its data at fast_data_at_)
+  uint32_t fast_msg_id_ = UINT32_MAX;
+  size_t fast_msg_bytes_ = 0, fast_data_at_ = 0;
+  std::string fast_msg_name_;
   std::string fast_name_;  // guarded by mu_: the fast lane's tensor
   std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0},
       express_groups_{0};

@@ -71,6 +71,27 @@ TEST(EngineExpressTest, FastLaneGivesTheNegotiationsResults) {
   }
 }
 
+// One tensor's fast-lane calls in a row reuse the message of the call
+// before but for the data: each call's sum is of that call's data, and a
+// second tensor of as many bytes in between (another name) does not leave
+// its name or data behind. (Which calls take the fast lane depends on the
+// threads' timing; every call must give its own sum either way.)
+TEST(EngineExpressTest, FastLaneCallsInARowCarryEachCallsData) {
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    for (int step = 0; step < 40; ++step) {
+      const bool other = step % 10 == 9;
+      std::vector<int32_t> x(3, (rank + 1) * (step + 1));
+      Request r = Allreduce(other ? "row.other" : "row", 3);
+      r.dtype = DataType::kInt32;
+      if (other) r.reduce = ReduceOp::kMax;
+      ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());
+      const int32_t want = other ? 2 * (step + 1) : 3 * (step + 1);
+      ASSERT_EQ(x, std::vector<int32_t>(3, want)) << "step " << step;
+    }
+  });
+}
+
 // Queued allreduces (Enqueue, then Wait) of cached tensors complete in
 // express cycles with the same results.
 TEST(EngineExpressTest, ExpressCyclesCompleteQueuedCachedAllreduces) {
