@@ -34,6 +34,25 @@ HVD_INLINE void ApplyOp(ReduceOp op, void* out, const void* a, const void* b,
   }
 }
 
+// out[i] = (a[i] op b[i]) * f in one pass: the same two roundings as
+// ApplyOp then Scale, without a second trip through the buffer.
+template <typename T>
+HVD_INLINE void ApplyOpScaled(ReduceOp op, void* out, const void* a,
+                              const void* b, size_t n, T f) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return Apply<T>(out, a, b, n, [f](T x, T y) { return T(x + y) * f; });
+    case ReduceOp::kMin:
+      return Apply<T>(out, a, b, n,
+                      [f](T x, T y) { return std::min(x, y) * f; });
+    case ReduceOp::kMax:
+      return Apply<T>(out, a, b, n,
+                      [f](T x, T y) { return std::max(x, y) * f; });
+    case ReduceOp::kProduct:
+      return Apply<T>(out, a, b, n, [f](T x, T y) { return T(x * y) * f; });
+  }
+}
+
 // 16-bit floats: widen a block to float, reduce, narrow back.
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
 HVD_INLINE void Apply16(ReduceOp op, void* out, const void* a, const void* b,
@@ -230,6 +249,23 @@ void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
       return ApplyOp<float>(op, out, a, b, n);
     case DataType::kFloat64:
       return ApplyOp<double>(op, out, a, b, n);
+  }
+}
+
+HVD_MULTIVERSION
+void ReduceScaleBuffers(DataType type, ReduceOp op, void* out, const void* a,
+                        const void* b, size_t n, double factor) {
+  switch (type) {
+    case DataType::kFloat32:
+      return ApplyOpScaled<float>(op, out, a, b, n,
+                                  static_cast<float>(factor));
+    case DataType::kFloat64:
+      return ApplyOpScaled<double>(op, out, a, b, n, factor);
+    default:
+      // Integers divide (Scale); 16-bit floats scale through double.
+      ReduceBuffers(type, op, out, a, b, n);
+      if (factor != 1.0) ScaleBuffer(type, out, n, factor);
+      return;
   }
 }
 

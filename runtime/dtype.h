@@ -40,6 +40,11 @@ float BFloat16ToFloat(uint16_t b);
 void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
                    const void* b, size_t n);
 
+// ReduceBuffers, then ScaleBuffer of `out` by `factor`, with the same
+// results; float32 and float64 in one pass over the buffers.
+void ReduceScaleBuffers(DataType type, ReduceOp op, void* out, const void* a,
+                        const void* b, size_t n, double factor);
+
 // data[i] *= factor (integers are rounded toward zero, like Horovod's
 // integer averages).
 void ScaleBuffer(DataType type, void* data, size_t n, double factor);

@@ -325,15 +325,16 @@ uint64_t Executor::ReduceEager(const Request& r, void* data,
   uint8_t* acc = static_cast<uint8_t*>(data);
   std::memcpy(acc, from[0].data(), bytes);
   if (r.prescale != 1.0) ScaleBuffer(r.dtype, acc, r.count, r.prescale);
+  const double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
+  if (from.size() == 1 && post != 1.0) ScaleBuffer(r.dtype, acc, r.count, post);
   for (size_t q = 1; q < from.size(); ++q) {
     eager_next_.assign(from[q].begin(), from[q].end());
     if (r.prescale != 1.0) {
       ScaleBuffer(r.dtype, eager_next_.data(), r.count, r.prescale);
     }
-    ReduceBuffers(r.dtype, r.reduce, acc, acc, eager_next_.data(), r.count);
+    ReduceScaleBuffers(r.dtype, r.reduce, acc, acc, eager_next_.data(),
+                       r.count, q + 1 == from.size() ? post : 1.0);
   }
-  double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
-  if (post != 1.0) ScaleBuffer(r.dtype, acc, r.count, post);
   return bytes;
 }
 

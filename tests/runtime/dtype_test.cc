@@ -55,6 +55,32 @@ TEST(ReduceBuffersTest, EveryTypeAndOp) {
   }
 }
 
+// The one-pass reduce-and-scale gives the bits of the two passes, for
+// every type and op, in place (out aliasing a) and not, with scale factors
+// whose products round (1/3, 1/7) and none (1).
+TEST(ReduceScaleBuffersTest, SameBitsAsReduceThenScale) {
+  for (DataType t : kAllDataTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      for (double factor : {1.0, 1.0 / 3, 1.0 / 7, 2.5}) {
+        const size_t n = 600, bytes = n * DataTypeSize(t);
+        std::vector<uint8_t> a(bytes), b(bytes), want(bytes), got(bytes);
+        for (size_t i = 0; i < n; ++i) {
+          SetElementFromDouble(t, a.data(), i, 0.37 * (i % 11) + 1);
+          SetElementFromDouble(t, b.data(), i, 1.91 * (i % 7) - 3);
+        }
+        ReduceBuffers(t, op, want.data(), a.data(), b.data(), n);
+        ScaleBuffer(t, want.data(), n, factor);
+        ReduceScaleBuffers(t, op, got.data(), a.data(), b.data(), n, factor);
+        ASSERT_EQ(got, want) << DataTypeName(t) << " " << ReduceOpName(op)
+                             << " x" << factor;
+        ReduceScaleBuffers(t, op, a.data(), a.data(), b.data(), n, factor);
+        ASSERT_EQ(a, want) << "in place: " << DataTypeName(t) << " "
+                           << ReduceOpName(op) << " x" << factor;
+      }
+    }
+  }
+}
+
 TEST(ScaleBufferTest, FloatsScaleIntegersTruncate) {
   std::vector<float> f = {2, 4};
   ScaleBuffer(DataType::kFloat32, f.data(), 2, 0.5);

@@ -99,12 +99,11 @@ Status ShmBackend::AllreduceSlots(const Piece* pieces, size_t npieces,
       // Slot 0 op slot 1 straight into the result (no copy first),
       // then the others; scaled while the share is in cache.
       uint8_t* acc = Out(set) + lo * esize;
-      ReduceBuffers(type, op, acc, In(set, 0) + lo * esize,
-                    In(set, 1) + lo * esize, hi - lo);
-      for (int q = 2; q < o_.size; ++q) {
-        ReduceBuffers(type, op, acc, acc, In(set, q) + lo * esize, hi - lo);
+      for (int q = 1; q < o_.size; ++q) {
+        const uint8_t* from = q == 1 ? In(set, 0) + lo * esize : acc;
+        ReduceScaleBuffers(type, op, acc, from, In(set, q) + lo * esize,
+                           hi - lo, q == o_.size - 1 ? post : 1.0);
       }
-      if (post != 1.0) ScaleBuffer(type, acc, hi - lo, post);
     }
     HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
     scatter.CopyIn(c * esize, Out(set));
@@ -137,9 +136,8 @@ Status ShmBackend::AllreducePair(const Piece* pieces, size_t npieces,
     const uint8_t* theirs = In(set, peer) + at;
     reduce.Each(c * esize, [&](uint8_t* mine, size_t bytes, size_t from) {
       const size_t n = bytes / esize;
-      ReduceBuffers(type, op, mine, o_.rank == 0 ? mine : theirs + from,
-                    o_.rank == 0 ? theirs + from : mine, n);
-      if (post != 1.0) ScaleBuffer(type, mine, n, post);
+      ReduceScaleBuffers(type, op, mine, o_.rank == 0 ? mine : theirs + from,
+                         o_.rank == 0 ? theirs + from : mine, n, post);
     });
   }
   return Status::Ok();
@@ -188,9 +186,9 @@ Status ShmBackend::AllreduceDirect(void* data, size_t count, DataType type,
         HVD_RETURN_IF_ERROR(read(q, at * esize, tmp, c * esize));
         part = tmp;
       }
-      ReduceBuffers(type, op, q == n - 1 ? out : acc, acc, part, c);
+      ReduceScaleBuffers(type, op, q == n - 1 ? out : acc, acc, part, c,
+                         q == n - 1 ? post : 1.0);
     }
-    if (post != 1.0) ScaleBuffer(type, out, c, post);
   }
   HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
   for (int q = 0; q < n; ++q) {
@@ -266,9 +264,9 @@ Status ShmBackend::AllreduceInBlocks(int set, void* data, size_t count,
     for (int q = 1; q < n; ++q) {
       uint8_t* dst = q == n - 1 ? out : scratch_.data();
       const uint8_t* acc = q == 1 ? block_base_[0] + off : scratch_.data();
-      ReduceBuffers(type, op, dst, acc, block_base_[q] + off, c);
+      ReduceScaleBuffers(type, op, dst, acc, block_base_[q] + off, c,
+                         q == n - 1 ? post : 1.0);
     }
-    if (post != 1.0) ScaleBuffer(type, out, c, post);
     for (int q = 0; q < n; ++q) {
       if (q != o_.rank) std::memcpy(block_base_[q] + off, out, c * esize);
     }
