@@ -109,10 +109,9 @@ std::string AutoName(const char* op) {
   return std::string("hvd.") + op + "." + std::to_string(g_auto_name++);
 }
 
-// A request for `tensor`: dtype, shape (a scalar is one element) and
-// device.
-// Fills a default request `r` for `tensor`, in the buffers `r` already
-// holds (its name's and its shape's).
+// Fills a default request `r` for `tensor` (dtype, shape: a scalar is one
+// element, device), in the buffers `r` already holds (its name's and its
+// shape's).
 void FillRequest(const std::string& name, runtime::OpType type,
                  const Tensor& tensor, runtime::Request& r) {
   r.name.assign(name);

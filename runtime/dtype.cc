@@ -255,6 +255,8 @@ void ReduceBuffers(DataType type, ReduceOp op, void* out, const void* a,
 HVD_MULTIVERSION
 void ReduceScaleBuffers(DataType type, ReduceOp op, void* out, const void* a,
                         const void* b, size_t n, double factor) {
+  // Most reductions are not scaled: no multiply per element for them.
+  if (factor == 1.0) return ReduceBuffers(type, op, out, a, b, n);
   switch (type) {
     case DataType::kFloat32:
       return ApplyOpScaled<float>(op, out, a, b, n,
@@ -264,7 +266,7 @@ void ReduceScaleBuffers(DataType type, ReduceOp op, void* out, const void* a,
     default:
       // Integers divide (Scale); 16-bit floats scale through double.
       ReduceBuffers(type, op, out, a, b, n);
-      if (factor != 1.0) ScaleBuffer(type, out, n, factor);
+      ScaleBuffer(type, out, n, factor);
       return;
   }
 }

@@ -197,7 +197,7 @@ class ShmControlPlane final : public ControlPlane {
     HVD_RETURN_IF_ERROR(Publish(mine, count));
     const int line_set = static_cast<int>(count & 1);
     all->resize(n);
-    std::vector<uint64_t>& lengths = lengths_;  // no allocation per exchange
+    std::vector<uint64_t>& lengths = lengths_;
     lengths.resize(n);
     uint64_t longest = 0;
     for (int q = 0; q < n; ++q) {
@@ -255,7 +255,8 @@ class ShmControlPlane final : public ControlPlane {
   // Exchanges this rank started; read by PeerStarted from any thread.
   std::atomic<uint32_t> started_{0};
   uint64_t set_counter_ = 0;
-  std::vector<uint64_t> lengths_;  // Run's: each rank's message length
+  // Run's: each rank's message length (a member: no allocation per exchange)
+  std::vector<uint64_t> lengths_;
   Status broken_;
 };
 
