@@ -13,6 +13,12 @@
 namespace hvd::launcher {
 namespace {
 
+std::vector<rendezvous::Member> MembersFrom(const StatusOr<std::string>& text) {
+  if (!text.ok()) return {};
+  auto members = rendezvous::ParseMembers(*text);
+  return members.ok() ? *members : std::vector<rendezvous::Member>{};
+}
+
 class EmbeddedRendezvous final : public JobRendezvous {
  public:
   EmbeddedRendezvous(std::unique_ptr<rendezvous::RendezvousServer> server,
@@ -23,6 +29,14 @@ class EmbeddedRendezvous final : public JobRendezvous {
   std::vector<int> JoinedRanks() override {
     auto joined = server_->table().JoinedRanks(access_.job_id);
     return joined.ok() ? *joined : std::vector<int>{};
+  }
+  void RecordExit(const std::string& host, int slot, int exit_status) override {
+    (void)server_->table().Set(access_.job_id, rendezvous::ExitKey(host, slot),
+                               std::to_string(exit_status));
+  }
+  std::vector<rendezvous::Member> Members() override {
+    return MembersFrom(
+        server_->table().Get(access_.job_id, rendezvous::kMembersKey));
   }
   void End(const std::string& reason) override { server_->Shutdown(reason); }
   std::vector<std::string> MetricsReports() override {
@@ -62,6 +76,13 @@ class DaemonRendezvous final : public JobRendezvous {
   std::vector<int> JoinedRanks() override {
     auto info = client_->GetJob();
     return info.ok() ? info->joined : std::vector<int>{};
+  }
+  void RecordExit(const std::string& host, int slot, int exit_status) override {
+    (void)client_->Set(rendezvous::ExitKey(host, slot),
+                       std::to_string(exit_status));
+  }
+  std::vector<rendezvous::Member> Members() override {
+    return MembersFrom(client_->Get(rendezvous::kMembersKey));
   }
   void End(const std::string& reason) override {
     {

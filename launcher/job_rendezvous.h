@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "launcher/cli.h"
 #include "launcher/plan.h"
+#include "rendezvous/members.h"
 
 namespace hvd::launcher {
 
@@ -19,6 +20,12 @@ class JobRendezvous {
   virtual const JobAccess& access() const = 0;
   // Ranks joined so far; empty when it cannot be told.
   virtual std::vector<int> JoinedRanks() = 0;
+  // Records a worker's exit status for the members list
+  // (rendezvous/members.h); best effort.
+  virtual void RecordExit(const std::string& host, int slot,
+                          int exit_status) = 0;
+  // The job's members now; empty when they cannot be told.
+  virtual std::vector<rendezvous::Member> Members() = 0;
   // Ends the job (frees it on a daemon; stops the embedded server).
   virtual void End(const std::string& reason) = 0;
   // The workers' latest metrics reports (rendezvous::kMetricsKeyPrefix);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ class Job {
   void BeginStop(std::string why);
   void KillAll(int sig, bool only_running);
   void CheckStartTimeout();
+  // Says once per rank when a worker that exited 0 is waited for by a
+  // rank in a later generation (SupervisorOptions::members): about once a
+  // second while watching, or `now` (a worker just failed).
+  void CheckLeftBehind(bool now);
+  bool WatchingLeftBehind() const;
   bool WatchingStart() const;
   // An elastic job: asks the driver what to change and does it. False once
   // the job is over (done, nothing running).
@@ -93,6 +99,10 @@ class Job {
   Clock::time_point start_deadline_;
   bool start_checked_ = false;
   std::optional<int> first_failure_;  // index into workers_
+  // Ranks that exited 0 and have not been found left behind yet; the next
+  // look at the members is due at next_members_check_.
+  std::set<int> exited_ok_;
+  Clock::time_point next_members_check_;
   int exit_code_ = 0;
   // A step: the first task that failed (its marker or the program's
   // report).

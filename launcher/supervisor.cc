@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,6 +103,14 @@ void Job::Reap() {
       driver_->Exited(w.host, w.slot, code);
       continue;
     }
+    if (!options_.step && options_.exited) {
+      options_.exited(w.host, w.slot, code);
+    }
+    if (code == 0 && !stopping_ && !options_.step && options_.members) {
+      exited_ok_.insert(w.rank);
+    }
+    // A rank that fails may have waited for one that left: said first.
+    if (code != 0 && !stopping_) CheckLeftBehind(/*now=*/true);
     if (code != 0 && !stopping_ && !failed_task_ && step_ &&
         step_->failed_task()) {
       // The program (mpirun) exits with the first failed task's status.
@@ -187,6 +196,35 @@ void Job::CheckStartTimeout() {
             "hvd::init())");
 }
 
+bool Job::WatchingLeftBehind() const {
+  return driver_ == nullptr && !stopping_ && !exited_ok_.empty() &&
+         AnyRunning();
+}
+
+void Job::CheckLeftBehind(bool now) {
+  if (!now && (!WatchingLeftBehind() || Clock::now() < next_members_check_)) {
+    return;
+  }
+  if (exited_ok_.empty() || !options_.members) return;
+  next_members_check_ = Clock::now() + std::chrono::seconds(1);
+  const std::vector<rendezvous::Member> members = options_.members();
+  for (const rendezvous::Member& gone : members) {
+    if (!exited_ok_.count(gone.rank)) continue;
+    for (const rendezvous::Member& m : members) {
+      // One that also ended well waits for nobody.
+      if (m.exit_status == 0 || m.generation <= gone.generation) continue;
+      Say("rank " + std::to_string(gone.rank) + " (host " + gone.host +
+          ") exited with status 0 after generation " +
+          std::to_string(gone.generation) + ", but rank " +
+          std::to_string(m.rank) + " (host " + m.host + ") joined generation " +
+          std::to_string(m.generation) +
+          " and waits for it there (until HOROVOD_GLOO_TIMEOUT_SECONDS)");
+      exited_ok_.erase(gone.rank);
+      break;
+    }
+  }
+}
+
 bool Job::AnyRunning() const {
   return std::any_of(workers_.begin(), workers_.end(),
                      [](const auto& w) { return w->running; });
@@ -200,6 +238,7 @@ int Job::PollTimeoutMs() const {
   };
   if (stopping_ && !killed_) consider(kill_at_);
   if (WatchingStart()) consider(start_deadline_);
+  if (WatchingLeftBehind()) consider(next_members_check_);
   if (driver_ != nullptr && !stopping_) {
     // The driver polls discovery once a second.
     consider(now + std::chrono::seconds(1));
@@ -308,10 +347,12 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     step_.emplace(static_cast<int>(options_.step->hosts.size()),
                   *options_.step->format);
   }
+  std::map<std::string, int> per_host;  // ranks fill each host's slots
   for (size_t r = 0; r < specs.size(); ++r) {
     auto w = std::make_unique<Worker>();
     w->rank = static_cast<int>(r);
     w->host = hosts[r];
+    w->slot = per_host[hosts[r]]++;
     if (!options_.output_dir.empty()) {
       Status s = OpenStepOrWorkerFiles(*w, static_cast<int>(specs.size()));
       if (!s.ok()) {
@@ -343,6 +384,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
       break;
     }
     CheckStartTimeout();
+    CheckLeftBehind(/*now=*/false);
     if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
       KillAll(SIGKILL, true);
       killed_ = true;

@@ -24,6 +24,7 @@
 #include "launcher/plan.h"
 #include "launcher/spawner.h"
 #include "launcher/step_output.h"
+#include "rendezvous/members.h"
 
 namespace hvd::launcher {
 
@@ -35,6 +36,16 @@ struct SupervisorOptions {
   // Ranks that have joined the rendezvous so far; empty function: no
   // start-timeout check.
   std::function<std::vector<int>()> joined_ranks;
+  // A fixed job's worker ended, with its exit status (128 + signal when
+  // killed): recorded in the rendezvous, where the members list carries it
+  // to workers that wait for it. Empty function: not recorded.
+  std::function<void(const std::string& host, int slot, int exit_status)>
+      exited;
+  // The job's members (rendezvous/members.h): once a worker exits 0 while
+  // others run, read about once a second to say when a running rank is in
+  // a later generation than the one that left (it waits for it in init()).
+  // Empty function: not watched.
+  std::function<std::vector<rendezvous::Member>()> members;
   bool verbose = false;
   // --prefix-output-with-timestamp
   bool timestamps = false;

@@ -125,7 +125,8 @@ class JobTable {
 
   Status Set(const std::string& job_id, const std::string& key,
              std::string value);
-  // NotFound naming the key when it was never set.
+  // NotFound naming the key when it was never set. kMembersKey
+  // (rendezvous/members.h) is answered from the table: its members now.
   StatusOr<std::string> Get(const std::string& job_id,
                             const std::string& key) const;
 
@@ -225,6 +226,8 @@ class JobTable {
   // A fixed job's join of `rank`: the slot's next generation; `mu_` held.
   StatusOr<Assignment> JoinFixedLocked(Job& job, int rank,
                                        int previous_generation);
+  // The job's members as kMembersKey gives them; `mu_` held.
+  static std::string MembersLocked(const Job& job);
   // Lays out `hosts` as the job's ranks; `mu_` held or the job not shared.
   static void LayOut(Job& job, std::vector<HostSlots> hosts);
 

@@ -2,7 +2,10 @@
 // keys and barriers, and how a wait completes (job_table.h).
 #include <algorithm>
 
+#include "common/parse.h"
+
 #include "rendezvous/job_table.h"
+#include "rendezvous/members.h"
 
 namespace hvd::rendezvous {
 
@@ -23,6 +26,10 @@ Status JobTable::SetLocked(Job& job, const std::string& job_id,
                            const std::string& key, std::string value,
                            std::vector<Completion>& completions) {
   if (key.empty()) return Status::InvalidArgument("key", "is empty");
+  if (key == kMembersKey) {
+    return Status::InvalidArgument(
+        "key '" + key + "'", "is the table's own list of members; read it");
+  }
   if (value.size() > limits_.max_value_bytes) {
     return Status::ResourceExhausted(
         "key '" + key + "'", "value of " + std::to_string(value.size()) +
@@ -72,6 +79,7 @@ StatusOr<std::string> JobTable::Get(const std::string& job_id,
                                     const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(const Job* job, FindLocked(job_id));
+  if (key == kMembersKey) return MembersLocked(*job);
   auto it = job->kv.find(key);
   if (it == job->kv.end()) {
     return Status::NotFound("key '" + key + "'", "has not been set");
@@ -88,6 +96,31 @@ StatusOr<std::map<std::string, std::string>> JobTable::GetPrefix(
     if (key.rfind(prefix, 0) == 0) out.emplace(key, value);
   }
   return out;
+}
+
+std::string JobTable::MembersLocked(const Job& job) {
+  std::vector<Member> members;
+  int rank = 0;
+  for (const HostSlots& h : job.hosts) {
+    for (int slot = 0; slot < h.slots; ++slot, ++rank) {
+      Member m;
+      m.rank = rank;
+      m.host = h.host;
+      m.slot = slot;
+      if (!job.elastic) {
+        m.generation = job.generations[rank];
+      } else if (job.joined.count(rank)) {
+        m.generation = job.epoch;
+      }
+      auto exit = job.kv.find(ExitKey(h.host, slot));
+      if (exit != job.kv.end()) {
+        auto code = ParseInt64(exit->second, "exit", 0, 255);
+        if (code.ok()) m.exit_status = static_cast<int>(*code);
+      }
+      members.push_back(std::move(m));
+    }
+  }
+  return FormatMembers(members);
 }
 
 JobTable::WaitId JobTable::AddWaiterLocked(Job& job, Waiter waiter) {

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/parse.h"
 #include "rendezvous/client.h"
+#include "rendezvous/members.h"
 #include "runtime/affinity.h"
 #include "runtime/metrics.h"
 #include "runtime/store.h"
@@ -27,11 +28,13 @@
 namespace hvd::runtime {
 namespace {
 
-// How long init() waits for its peers to arrive: HVD_JOIN_TIMEOUT, or a
-// day (the rendezvous's longest wait) when there is no limit.
+// How long init() waits for its peers to arrive (their keys, segments
+// and connections): HVD_JOIN_TIMEOUT when given, else Horovod's
+// HOROVOD_GLOO_TIMEOUT_SECONDS, so that a peer that exited or is stuck in
+// another generation ends the wait with its name instead of a silent hang.
 std::chrono::milliseconds PeerWait(const WorkerConfig& config) {
   return config.join_timeout.count() > 0 ? config.join_timeout
-                                         : std::chrono::hours(24);
+                                         : config.gloo_timeout;
 }
 
 // A host's shared-memory group: this rank among its host's ranks.
@@ -235,7 +238,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   ctx->assignment_ = *joined;
   const rendezvous::Assignment& a = ctx->assignment_;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
-  HVD_RETURN_IF_ERROR(ctx->Connect(config));
+  HVD_RETURN_IF_ERROR(ctx->Explained(ctx->Connect(config)));
   if (config.metrics_interval.count() > 0) {
     ctx->publisher_ = std::make_unique<MetricsPublisher>(
         ctx->client_,
@@ -292,8 +295,9 @@ StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(
   HVD_RETURN_IF_ERROR(store->Set(std::to_string(a.rank), config_.host));
   std::vector<std::string> keys;
   for (int r = 0; r < a.size; ++r) keys.push_back(std::to_string(r));
-  HVD_ASSIGN_OR_RETURN(std::vector<std::string> hosts,
-                       store->Wait(keys, PeerWait(config_)));
+  auto waited = store->Wait(keys, PeerWait(config_));
+  if (!waited.ok()) return Explained(waited.status());
+  const std::vector<std::string>& hosts = *waited;
   std::vector<std::string> order;  // hosts by first member
   std::vector<int> local_rank(a.size), per_host;
   for (int r = 0; r < a.size; ++r) {
@@ -319,8 +323,24 @@ StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(
   }
   ctx->assignment_.cross_rank = cross_rank;
   ctx->assignment_.cross_size = cross_size;
-  HVD_RETURN_IF_ERROR(ctx->Connect(config_));
+  HVD_RETURN_IF_ERROR(Explained(ctx->Connect(config_)));
   return ctx;
+}
+
+Status Context::Explained(Status s) const {
+  if (s.code() != StatusCode::kDeadlineExceeded &&
+      s.code() != StatusCode::kUnavailable) {
+    return s;
+  }
+  if (!client_ || process_set_) return s;
+  auto text = client_->Get(rendezvous::kMembersKey);
+  if (!text.ok()) return s;
+  auto members = rendezvous::ParseMembers(*text);
+  if (!members.ok()) return s;
+  return Status(s.code(),
+                s.message() + "; waited for the job's ranks: " +
+                    rendezvous::DescribeMembersFor(*members, assignment_.rank,
+                                                   assignment_.generation));
 }
 
 Status Context::Connect(const WorkerConfig& config) {

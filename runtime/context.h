@@ -74,6 +74,10 @@ class Context {
   bool hosts_even_ = false;
   // Picks the transports (transport/topology.h) and connects them.
   Status Connect(const WorkerConfig& config);
+  // `s`, a failed wait for peers in init(), with whom it waited for: the
+  // job's members that exited, never joined, or are in another generation
+  // (rendezvous/members.h). Other errors, or no answer, leave it as it is.
+  Status Explained(Status s) const;
   // The settings it was made with (process sets connect with them too).
   WorkerConfig config_;
   // A process set's context: no CPU binding of its own (the job's stands)

@@ -43,8 +43,8 @@ struct WorkerConfig {
   // The other tuning settings, with the settings table's defaults.
   std::chrono::milliseconds start_timeout{
       settings::Default(settings::key::kStartTimeout)};
-  // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: no limit
-  // (a peer that exits ends the job through the launcher).
+  // HVD_JOIN_TIMEOUT: how long init() waits for its peers; 0: as long as
+  // gloo_timeout.
   std::chrono::milliseconds join_timeout{0};
   // HOROVOD_ELASTIC_TIMEOUT: how long a re-join waits for an elastic job's
   // next membership.

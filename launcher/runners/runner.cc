@@ -35,6 +35,10 @@ SupervisorOptions SupervisorFor(const RunnerContext& context,
   if (launch.driver == nullptr) {
     JobRendezvous* j = &job;
     sup.joined_ranks = [j] { return j->JoinedRanks(); };
+    sup.exited = [j](const std::string& host, int slot, int status) {
+      j->RecordExit(host, slot, status);
+    };
+    sup.members = [j] { return j->Members(); };
   }
   sup.step = launch.step;
   return sup;

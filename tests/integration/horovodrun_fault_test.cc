@@ -155,6 +155,39 @@ INSTANTIATE_TEST_SUITE_P(SharedMemoryAndTcp, KilledRankTest,
                            return info.param ? "shm" : "tcp";
                          });
 
+// A rank that exits 0 while another waits for it in init() of the next
+// generation (a test suite whose ranks fell out of step): the wait ends
+// after HOROVOD_GLOO_TIMEOUT_SECONDS with the rank it waited for named,
+// and horovodrun says which rank left whom behind.
+class OutOfStepTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OutOfStepTest, TheWaitEndsNamingTheRankThatLeft) {
+  const bool shm = GetParam();
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--out-of-step"}, kTimeout,
+      {shm ? "HOROVOD_SHM_DISABLE=0" : "HOROVOD_SHM_DISABLE=1",
+       "HOROVOD_GLOO_TIMEOUT_SECONDS=5"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  // Rank 0 is named either way: gone, or (should the launcher not have
+  // seen its exit yet) still in generation 1.
+  const std::regex worker_line(
+      R"(\[1\]<stderr>:test_worker: second init: .*waited for the job's )"
+      R"(ranks: rank 0 \(host localhost\) (exited with status 0 after )"
+      R"(generation 1|is still in generation 1))");
+  EXPECT_TRUE(std::regex_search(r.err, worker_line)) << r.err;
+  EXPECT_NE(r.err.find("horovodrun: rank 0 (host localhost) exited with "
+                       "status 0 after generation 1, but rank 1 (host "
+                       "localhost) joined generation 2 and waits for it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(r.took, seconds(50)) << "a deadline, not a hang";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedMemoryAndTcp, OutOfStepTest,
+                         ::testing::Values(true, false), [](const auto& info) {
+                           return info.param ? "shm" : "tcp";
+                         });
+
 // This job's segments: their names start with hvd- and the job id's first
 // 16 characters (other tests' jobs may be setting up theirs meanwhile).
 std::set<std::string> ShmSegments(const std::string& job) {

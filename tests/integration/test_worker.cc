@@ -26,6 +26,10 @@
 //                        --until-file F: then more steps until F exists,
 //                        --min-seconds S: until S seconds have passed (rank
 //                        0 decides; every rank stops after the same step)
+//   --out-of-step        every rank calls shutdown() after init(); rank 0
+//                        then exits 0, the others init() again (the next
+//                        generation), which must fail naming rank 0
+//                        (exit 1, the error on stderr)
 //   --elastic-job N      N steps under hvd::elastic::run in an elastic job
 //                        (no failure of its own), committing every
 //                        --commit-every K (5) and sleeping --step-ms M (50)
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool deny_cross_memory = false;
   bool gradients = false, exact = false, print_cpus = false, elastic = false;
+  bool out_of_step = false;
   int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
   std::string fail_host, work;
   int steps = 0;
@@ -267,6 +272,8 @@ int main(int argc, char** argv) {
       stream = std::stoi(next());
     else if (a == "--elastic")
       elastic = true;
+    else if (a == "--out-of-step")
+      out_of_step = true;
     else if (a == "--elastic-job")
       elastic_steps = std::stoi(next());
     else if (a == "--commit-every")
@@ -300,6 +307,14 @@ int main(int argc, char** argv) {
     }
   }
   const int rank = init ? hvd::rank() : EnvRank();
+  if (out_of_step) {
+    (void)hvd::shutdown();
+    if (rank == 0) return 0;
+    hvd::Status again = hvd::init();
+    std::fprintf(stderr, "test_worker: second init: %s\n",
+                 again.ToString().c_str());
+    return again.ok() ? 0 : 1;
+  }
   if (steps > 0) return Steps(steps, work, stop_when);
   if (elastic_steps > 0)
     return ElasticJob(elastic_steps, commit_every, step_ms, pid_dir, fail_host);

@@ -60,6 +60,9 @@ class TestJob {
     }
     c.start_timeout = std::chrono::milliseconds(20000);
     c.gloo_timeout = std::chrono::milliseconds(20000);
+    // Meeting the peers keeps 20 s where a test shortens gloo_timeout to
+    // see a collective fail fast (threads of a loaded machine start late).
+    c.join_timeout = std::chrono::milliseconds(20000);
     return c;
   }
 

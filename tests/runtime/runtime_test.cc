@@ -142,6 +142,24 @@ TEST(StartupTest, MissingPeerFailsWithinTheJoinTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
 }
 
+// With no HVD_JOIN_TIMEOUT, meeting the peers waits
+// HOROVOD_GLOO_TIMEOUT_SECONDS, and the error says whom it waited for.
+TEST(StartupTest, MissingPeerFailsWithinTheGlooTimeoutNamingIt) {
+  World world(2);
+  WorkerConfig c = world.Config(0);
+  c.join_timeout = milliseconds(0);
+  c.gloo_timeout = milliseconds(1000);
+  auto start = std::chrono::steady_clock::now();
+  auto ctx = Context::Create(c);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_NE(ctx.status().message().find(
+                "waited for the job's ranks: rank 1 (host " + c.host +
+                ") has not joined"),
+            std::string::npos)
+      << ctx.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
+}
+
 TEST(StartupTest, WrongTokenIsRefused) {
   World world(1);
   WorkerConfig c = world.Config(0);
