@@ -63,6 +63,7 @@ inline constexpr Key<seconds> kStallWarningTime{
     "stall_check_warning_time_seconds"};
 inline constexpr Key<seconds> kStallShutdownTime{
     "stall_check_shutdown_time_seconds"};
+inline constexpr Key<int64_t> kFlightRecorderEntries{"flight_recorder_entries"};
 // Library.
 inline constexpr Key<seconds> kGlooTimeout{"gloo_timeout_seconds"};
 inline constexpr Key<int64_t> kNumNcclStreams{"num_nccl_streams"};
@@ -139,6 +140,7 @@ inline std::vector<KeyShape> AllKeys() {
           ShapeOf(kNoStallCheck),
           ShapeOf(kStallWarningTime),
           ShapeOf(kStallShutdownTime),
+          ShapeOf(kFlightRecorderEntries),
           ShapeOf(kGlooTimeout),
           ShapeOf(kNumNcclStreams),
           ShapeOf(kThreadAffinity),

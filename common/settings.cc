@@ -84,12 +84,15 @@ std::vector<Setting> Build() {
                   "s"));
   // Not Horovod's: a worker may take minutes to reach hvd::init() (a
   // Python script importing a framework, loading data), and one that exits
-  // ends the job anyway, so by default nobody is timed out for being slow.
+  // ends the job anyway, so by default the launcher times nobody out for
+  // being slow; init() itself meets its peers within
+  // HOROVOD_GLOO_TIMEOUT_SECONDS unless this is given.
   t.push_back(Int("join_timeout", {"--join-timeout"}, "HVD_JOIN_TIMEOUT", "",
                   kGeneral, 0, kWeek, "0",
                   "seconds every worker may take to call hvd::init() and meet "
                   "its peers; those still missing are named and the job "
-                  "stopped (0: no limit)",
+                  "stopped (0: no limit at the launcher, and init() waits "
+                  "--gloo-timeout-seconds for its peers)",
                   "s"));
   // Read by workers as well: an elastic job's survivors wait this long
   // for the launcher's next membership when they re-join after a reset.
@@ -251,10 +254,19 @@ std::vector<Setting> Build() {
                   "stall_check.shutdown_time_seconds", kStall, 0, kWeek, "0",
                   "end the job after this many seconds of stall; 0 never",
                   "s"));
+  // Not Horovod's (PyTorch's TORCH_NCCL_TRACE_BUFFER_SIZE is the nearest):
+  // what a dump of a hung or slow job shows of each rank.
+  t.push_back(Int("flight_recorder_entries", {"--flight-recorder-entries"},
+                  "HVD_FLIGHT_RECORDER_ENTRIES", "", kStall, 0, 1 << 20, "2000",
+                  "collectives each rank's flight recorder keeps (name, op, "
+                  "size, when submitted, negotiated, started, finished) for "
+                  "dumps of a hung or slow job; 0 keeps none"));
   t.push_back(Int("gloo_timeout_seconds", {"--gloo-timeout-seconds"},
                   "HOROVOD_GLOO_TIMEOUT_SECONDS",
                   "library_options.gloo_timeout_seconds", kLib, 1, 86400, "30",
-                  "seconds a collective may wait for a peer", "s"));
+                  "seconds a collective, or init() meeting its peers, may "
+                  "wait for a peer",
+                  "s"));
   t.push_back(Int("num_nccl_streams", {"--num-nccl-streams"},
                   "HOROVOD_NUM_NCCL_STREAMS",
                   "library_options.num_nccl_streams", kLib, 1, 64, "1",

@@ -273,6 +273,7 @@ StatusOr<std::unique_ptr<Context>> Context::CreateProcessSet(
   ctx->process_set_ = true;
   ctx->store_prefix_ = "ps" + std::to_string(id) + "/";
   ctx->engine_options_ = config_.engine;
+  ctx->engine_options_.process_set = id;
   // Autotune tunes the job's engine; a set's keeps the settings given.
   ctx->engine_options_.autotune = false;
   ctx->client_ = client_;

@@ -105,6 +105,8 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   e.stall.check = !no_stall;
   HVD_ASSIGN_OR_RETURN(e.stall.warning, read.Get(key::kStallWarningTime));
   HVD_ASSIGN_OR_RETURN(e.stall.shutdown, read.Get(key::kStallShutdownTime));
+  HVD_ASSIGN_OR_RETURN(int64_t flight, read.Get(key::kFlightRecorderEntries));
+  e.flight_recorder_entries = static_cast<size_t>(flight);
   HVD_ASSIGN_OR_RETURN(e.disable_group_fusion,
                        read.Get(key::kDisableGroupFusion));
   HVD_ASSIGN_OR_RETURN(c.dynamic_process_sets,

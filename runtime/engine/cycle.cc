@@ -171,6 +171,8 @@ void Engine::CompleteJoins() {
     auto it = pending_.find(kJoinName);
     if (it != pending_.end()) {
       done = it->second.done;
+      flight_.Finished(it->second.flight, std::chrono::steady_clock::now(),
+                       true);
       pending_.erase(it);
     }
   }

@@ -102,6 +102,7 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       negotiator_(options.size, options.timeline != nullptr),
       executor_(options.rank, options.size, backends, options.timeline),
       cache_(options.cache_capacity),
+      flight_(options.flight_recorder_entries, options.process_set),
       stall_(options.stall, std::chrono::steady_clock::now()) {
   // The thread is named and bound before the engine is used: a caller
   // may run the first cycles itself, and tools look for the thread.
@@ -239,6 +240,7 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   p.data = data;
   p.out = out;
   p.done = done;
+  p.flight = flight_.Submitted(p.request, std::chrono::steady_clock::now());
   fresh_.push_back(&p.request);
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
@@ -354,7 +356,11 @@ void Engine::FailAll(const Status& s) {
     fresh_.clear();
     AllreducesDoneLocked(allreduces_pending_);
   }
-  for (auto& [name, p] : pending) p.done->Set(s);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [name, p] : pending) {
+    flight_.Finished(p.flight, now, false);
+    p.done->Set(s);
+  }
 }
 
 void Engine::Loop(std::promise<void>* ready) {

@@ -76,6 +76,7 @@
 #include "runtime/engine/cycle_driver.h"
 #include "runtime/engine/engine_options.h"
 #include "runtime/engine/executor.h"
+#include "runtime/engine/flight_recorder.h"
 #include "runtime/engine/negotiator.h"
 #include "runtime/engine/pending.h"
 #include "runtime/engine/request.h"
@@ -127,6 +128,9 @@ class Engine : private CycleDriver::Cycles {
   // together (fused when they allow). Results are per request.
   std::vector<std::shared_ptr<Completion>> EnqueueGroup(
       std::vector<std::pair<Request, void*>> requests);
+
+  // This rank's last collectives (engine/flight_recorder.h).
+  const FlightRecorder& flight_recorder() const { return flight_; }
 
   // Stops after telling the other ranks; pending requests complete with an
   // error. Idempotent.
@@ -291,6 +295,7 @@ class Engine : private CycleDriver::Cycles {
   Negotiator negotiator_;
   Executor executor_;
   ResponseCache cache_;
+  FlightRecorder flight_;
   CachedIds my_cached_;  // cache ids this rank has pending
   std::map<std::string, Pending> placeholders_;
   // This cycle's small-tensor data: name -> each rank's bytes (views into

@@ -66,6 +66,11 @@ struct EngineOptions {
   // Whether the backend runs allreduce / allgather hierarchically (what
   // autotune starts from).
   bool hierarchical_allreduce = false, hierarchical_allgather = false;
+  // HVD_FLIGHT_RECORDER_ENTRIES: the collectives the flight recorder keeps
+  // (0: none); and the process set this engine serves (0: the job).
+  size_t flight_recorder_entries =
+      size_t(settings::Default(settings::key::kFlightRecorderEntries));
+  int process_set = 0;
 };
 
 }  // namespace hvd::runtime

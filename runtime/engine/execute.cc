@@ -39,6 +39,7 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
   // What needs no collective completes here and now (every rank decides
   // alike); the rest runs below, in order, as the fusion planner groups it.
   std::vector<Pending*> collective;
+  const auto negotiated = std::chrono::steady_clock::now();
   for (Agreed& agreed : ready) {
     const std::string& name = agreed.name;
     const Request& meta = agreed.meta;
@@ -72,8 +73,10 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
       placeholders_[name] = std::move(stand_in);
       p = &placeholders_[name];
     }
+    flight_.Mark(p->flight, FlightRecorder::Phase::kNegotiated, negotiated);
     if (!mismatch.empty()) {
       Status err = Status::InvalidArgument("tensor '" + name + "'", mismatch);
+      flight_.Finished(p->flight, negotiated, false);
       std::shared_ptr<Completion> done = p->done;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -156,6 +159,9 @@ bool Engine::TryEager(Pending* p) {
 
 StatusOr<uint64_t> Engine::RunMeasured(const std::vector<Pending*>& group) {
   const auto start = std::chrono::steady_clock::now();
+  for (const Pending* p : group) {
+    flight_.Mark(p->flight, FlightRecorder::Phase::kStarted, start);
+  }
   HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -193,6 +199,8 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   std::vector<std::shared_ptr<Completion>> done;
   done.reserve(group.size());
   std::vector<std::string> stand_ins;
+  const auto now = std::chrono::steady_clock::now();
+  for (const Pending* p : group) flight_.Finished(p->flight, now, true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     int allreduces = 0;

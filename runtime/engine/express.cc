@@ -82,6 +82,9 @@ bool Engine::TryExpress(Status* ran) {
   // metadata is the entry's), and it is pending no more.
   my_cached_.erase(id);
   cache_.Touch(id);
+  flight_.Mark(p->flight, FlightRecorder::Phase::kNegotiated, exchanged_at_);
+  flight_.Mark(p->flight, FlightRecorder::Phase::kStarted, exchanged_at_);
+  flight_.Finished(p->flight, reduced_at, true);
   std::shared_ptr<Completion> done;
   double busy = -1;
   {
@@ -117,6 +120,9 @@ bool Engine::ExpressGroup(Status* ran) {
     }
   }
   if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);
+  for (const Pending* p : express_group_pending_) {
+    flight_.Mark(p->flight, FlightRecorder::Phase::kNegotiated, exchanged_at_);
+  }
   cycle_bytes_ = 0;
   *ran = RunCollectives(express_group_pending_);
   express_groups_.fetch_add(1, std::memory_order_relaxed);
@@ -175,10 +181,10 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     // call): the exchange carried the data, so the call's whole time is
     // both its negotiation and its transfer (the reduction of a few KiB
     // after it is a small part).
-    const double took = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+    const auto end = std::chrono::steady_clock::now();
+    const double took = std::chrono::duration<double>(end - start).count();
     cache_.Touch(*id);
+    flight_.Ran(r, start, end);
     {
       std::lock_guard<std::mutex> lock(mu_);
       fast_name_.clear();

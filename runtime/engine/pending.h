@@ -48,6 +48,7 @@ struct Pending {
   void* data = nullptr;
   Output* out = nullptr;
   std::shared_ptr<Completion> done;
+  uint64_t flight = 0;  // its flight recorder entry (0: none)
   // A joined rank's stand-in for a tensor it never submitted: zeros it
   // owns, and nobody waits on `done`.
   bool placeholder = false;

@@ -1,0 +1,106 @@
+#include "runtime/engine/flight_recorder.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/dtype.h"
+
+namespace hvd::runtime {
+
+FlightRecorder::FlightRecorder(size_t capacity, int process_set)
+    : process_set_(process_set), ring_(capacity) {}
+
+FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
+                                                  Clock::time_point at) {
+  Entry& e = SlotLocked(++last_);
+  e.seq = last_;
+  e.name.assign(r.name);  // the slot's buffer is reused: no allocation
+  e.op = r.type;
+  e.dtype = r.dtype;
+  e.bytes = std::max<int64_t>(r.count, 0) *
+            static_cast<int64_t>(DataTypeSize(r.dtype));
+  e.device = r.device;
+  e.submitted = at;
+  e.negotiated = e.started = e.finished = Clock::time_point{};
+  e.failed = false;
+  return e;
+}
+
+uint64_t FlightRecorder::Submitted(const Request& r, Clock::time_point at) {
+  if (ring_.empty()) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  return NextLocked(r, at).seq;
+}
+
+void FlightRecorder::Mark(uint64_t seq, Phase phase, Clock::time_point at) {
+  if (seq == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = SlotLocked(seq);
+  if (e.seq != seq) return;
+  (phase == Phase::kNegotiated ? e.negotiated : e.started) = at;
+}
+
+void FlightRecorder::Finished(uint64_t seq, Clock::time_point at, bool ok) {
+  if (seq == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = SlotLocked(seq);
+  if (e.seq != seq) return;
+  e.finished = at;
+  e.failed = !ok;
+}
+
+void FlightRecorder::Ran(const Request& r, Clock::time_point start,
+                         Clock::time_point end) {
+  if (ring_.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = NextLocked(r, start);
+  e.negotiated = e.started = start;
+  e.finished = end;
+}
+
+std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry> out;
+  const uint64_t n = std::min<uint64_t>(last_, ring_.size());
+  out.reserve(n);
+  for (uint64_t seq = last_ - n + 1; seq <= last_; ++seq) {
+    out.push_back(ring_[seq % ring_.size()]);
+  }
+  return out;
+}
+
+std::string FlightRecorder::ToJson(int rank) const {
+  const std::vector<Entry> entries = Snapshot();
+  // Steady-clock stamps as wall-clock time, so that ranks on several hosts
+  // can be laid side by side.
+  const auto steady_now = Clock::now();
+  const auto wall_now = std::chrono::system_clock::now();
+  auto wall_us = [&](Clock::time_point t) -> nlohmann::json {
+    if (t == Clock::time_point{}) return nullptr;
+    const auto wall = wall_now - (steady_now - t);
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               wall.time_since_epoch())
+        .count();
+  };
+  nlohmann::json list = nlohmann::json::array();
+  for (const Entry& e : entries) {
+    list.push_back({{"seq", e.seq},
+                    {"name", e.name},
+                    {"op", OpMetricName(e.op)},
+                    {"dtype", std::string(DataTypeName(e.dtype))},
+                    {"bytes", e.bytes},
+                    {"device", e.device},
+                    {"submitted_us", wall_us(e.submitted)},
+                    {"negotiated_us", wall_us(e.negotiated)},
+                    {"started_us", wall_us(e.started)},
+                    {"finished_us", wall_us(e.finished)},
+                    {"failed", e.failed}});
+  }
+  nlohmann::json dump = {{"rank", rank},
+                         {"process_set", process_set_},
+                         {"entries", std::move(list)}};
+  // Names come from users: bytes that are not UTF-8 are replaced, not
+  // thrown about.
+  return dump.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,75 @@
+// The flight recorder: this rank's last N collectives (N settable,
+// HVD_FLIGHT_RECORDER_ENTRIES), each with its name, op, dtype, bytes,
+// device, the engine's process set and sequence number, and when it was
+// submitted, negotiated (every rank had named it), started on the backend
+// and finished, or that it has not yet. A dump of every rank's recorder
+// says where a hung job stands and who is behind (issue: hung or slow
+// jobs); it is kept always, so it must cost next to nothing: one
+// uncontended lock and no allocation per collective once the ring is
+// full (the names' buffers are reused).
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/request.h"
+
+namespace hvd::runtime {
+
+class FlightRecorder {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class Phase : uint8_t { kNegotiated, kStarted };
+
+  struct Entry {
+    uint64_t seq = 0;  // 1 for the engine's first collective
+    std::string name;
+    OpType op = OpType::kAllreduce;
+    DataType dtype = DataType::kFloat32;
+    int64_t bytes = 0;
+    int32_t device = -1;
+    // Clock::time_point{} where the phase has not been reached.
+    Clock::time_point submitted, negotiated, started, finished;
+    bool failed = false;
+  };
+
+  // `capacity` 0: records nothing (every call returns at once).
+  FlightRecorder(size_t capacity, int process_set);
+
+  // A collective submitted at `at`: its sequence number (0 when off).
+  uint64_t Submitted(const Request& r, Clock::time_point at);
+  // Entry `seq` reached `phase` (a later entry may have taken its place in
+  // the ring: then nothing happens).
+  void Mark(uint64_t seq, Phase phase, Clock::time_point at);
+  void Finished(uint64_t seq, Clock::time_point at, bool ok);
+  // A collective that ran from submission to its end in one call (the
+  // fast lane): negotiated and started when submitted.
+  void Ran(const Request& r, Clock::time_point start, Clock::time_point end);
+
+  // The entries held, oldest first.
+  std::vector<Entry> Snapshot() const;
+  // A dump of them as JSON, for the analyzer: {"rank", "process_set",
+  // "entries": [{"seq", "name", "op", "dtype", "bytes", "device",
+  // "submitted_us", "negotiated_us", "started_us", "finished_us" (wall
+  // clock, microseconds since the epoch; null where not reached), "failed"}]}.
+  std::string ToJson(int rank) const;
+
+  size_t capacity() const { return ring_.size(); }
+
+ private:
+  Entry& SlotLocked(uint64_t seq) { return ring_[seq % ring_.size()]; }
+  // Fills the next slot; `mu_` held.
+  Entry& NextLocked(const Request& r, Clock::time_point at);
+
+  const int process_set_;
+  mutable std::mutex mu_;
+  std::vector<Entry> ring_;  // guarded by mu_
+  uint64_t last_ = 0;        // guarded by mu_: the newest entry's seq
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,125 @@
+// The flight recorder: a bounded ring of this rank's last collectives and
+// their phases, and the engine's entries in it (the fast lane's, the full
+// negotiation's, a mismatch's failure).
+#include "runtime/engine/flight_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/context.h"
+#include "runtime/engine/engine.h"
+#include "tests/runtime/ranks.h"
+
+namespace hvd::runtime {
+namespace {
+
+using Clock = FlightRecorder::Clock;
+using Phase = FlightRecorder::Phase;
+
+Request Named(const std::string& name, int64_t count) {
+  Request r;
+  r.name = name;
+  r.count = count;
+  return r;
+}
+
+TEST(FlightRecorderTest, OffRecordsNothing) {
+  FlightRecorder off(0, 0);
+  EXPECT_EQ(off.Submitted(Named("a", 1), Clock::now()), 0u);
+  off.Ran(Named("b", 1), Clock::now(), Clock::now());
+  EXPECT_TRUE(off.Snapshot().empty());
+}
+
+TEST(FlightRecorderTest, KeepsTheLastEntriesWithTheirPhases) {
+  FlightRecorder rec(3, 0);
+  const Clock::time_point t0 = Clock::now();
+  auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
+  std::vector<uint64_t> seqs;
+  for (int i = 0; i < 5; ++i) {
+    seqs.push_back(rec.Submitted(Named("t" + std::to_string(i), 4), at(i)));
+  }
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  rec.Mark(seqs[3], Phase::kNegotiated, at(10));
+  rec.Mark(seqs[3], Phase::kStarted, at(11));
+  rec.Finished(seqs[3], at(12), true);
+  rec.Finished(seqs[4], at(13), false);
+  // Entry 1 left the ring: marking it changes no other entry.
+  rec.Finished(seqs[0], at(14), true);
+  const std::vector<FlightRecorder::Entry> got = rec.Snapshot();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].seq, 3u);
+  EXPECT_EQ(got[0].name, "t2");
+  EXPECT_EQ(got[0].finished, Clock::time_point{});
+  EXPECT_EQ(got[1].name, "t3");
+  EXPECT_EQ(got[1].bytes, 16);
+  EXPECT_EQ(got[1].submitted, at(3));
+  EXPECT_EQ(got[1].negotiated, at(10));
+  EXPECT_EQ(got[1].started, at(11));
+  EXPECT_EQ(got[1].finished, at(12));
+  EXPECT_FALSE(got[1].failed);
+  EXPECT_EQ(got[2].name, "t4");
+  EXPECT_EQ(got[2].negotiated, Clock::time_point{});
+  EXPECT_TRUE(got[2].failed);
+}
+
+TEST(FlightRecorderTest, DumpsJsonWithNullForPhasesNotReached) {
+  FlightRecorder rec(4, 2);
+  const Clock::time_point t = Clock::now();
+  rec.Ran(Named("grad/fc2.weight", 8), t, t + std::chrono::microseconds(5));
+  rec.Submitted(Named("loss\xff", 1), t);  // not UTF-8: replaced, kept
+  auto dump = nlohmann::json::parse(rec.ToJson(3));
+  EXPECT_EQ(dump["rank"], 3);
+  EXPECT_EQ(dump["process_set"], 2);
+  ASSERT_EQ(dump["entries"].size(), 2u);
+  const auto& ran = dump["entries"][0];
+  EXPECT_EQ(ran["name"], "grad/fc2.weight");
+  EXPECT_EQ(ran["op"], "allreduce");
+  EXPECT_EQ(ran["dtype"], "float32");
+  EXPECT_EQ(ran["bytes"], 32);
+  EXPECT_EQ(
+      ran["finished_us"].get<int64_t>() - ran["submitted_us"].get<int64_t>(),
+      5);
+  const auto& waiting = dump["entries"][1];
+  EXPECT_EQ(waiting["seq"], 2);
+  EXPECT_TRUE(waiting["negotiated_us"].is_null());
+  EXPECT_TRUE(waiting["finished_us"].is_null());
+  EXPECT_FALSE(waiting["submitted_us"].is_null());
+}
+
+// What the engine records: every collective, through the fast lane or the
+// full negotiation, with its phases in order; a mismatch as failed.
+TEST(FlightRecorderTest, TheEngineRecordsEachCollectiveAndItsEnd) {
+  RunRanks(2, [](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    std::vector<float> x(5, 1.0f);
+    for (int step = 0; step < 4; ++step) {
+      ASSERT_TRUE(engine.AllreduceNow(Named("small", 5), x.data()).ok());
+    }
+    std::vector<float> big(100000, 1.0f);
+    ASSERT_TRUE(engine.Enqueue(Named("big", 100000), big.data())->Wait().ok());
+    // Rank 1 names it with another size: both fail, as negotiated.
+    EXPECT_FALSE(
+        engine.Enqueue(Named("odd", rank == 0 ? 5 : 4), x.data())->Wait().ok());
+    const auto entries = engine.flight_recorder().Snapshot();
+    ASSERT_EQ(entries.size(), 6u) << "rank " << rank;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      EXPECT_EQ(e.seq, i + 1);
+      EXPECT_NE(e.finished, Clock::time_point{}) << e.name;
+      EXPECT_LE(e.submitted, e.negotiated) << e.name;
+      EXPECT_LE(e.negotiated, e.finished) << e.name;
+    }
+    EXPECT_EQ(entries[0].name, "small");
+    EXPECT_EQ(entries[4].name, "big");
+    EXPECT_EQ(entries[4].bytes, 400000);
+    EXPECT_LE(entries[4].negotiated, entries[4].started);
+    EXPECT_LE(entries[4].started, entries[4].finished);
+    EXPECT_FALSE(entries[4].failed);
+    EXPECT_EQ(entries[5].name, "odd");
+    EXPECT_TRUE(entries[5].failed);
+  });
+}
+
+}  // namespace
+}  // namespace hvd::runtime
