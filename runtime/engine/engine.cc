@@ -356,11 +356,10 @@ void Engine::FailAll(const Status& s) {
     fresh_.clear();
     AllreducesDoneLocked(allreduces_pending_);
   }
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& [name, p] : pending) {
-    flight_.Finished(p.flight, now, false);
-    p.done->Set(s);
-  }
+  flight_.FinishedEach(
+      pending, [](const auto& entry) { return entry.second.flight; },
+      std::chrono::steady_clock::now(), false);
+  for (auto& [name, p] : pending) p.done->Set(s);
 }
 
 void Engine::Loop(std::promise<void>* ready) {

@@ -159,9 +159,9 @@ bool Engine::TryEager(Pending* p) {
 
 StatusOr<uint64_t> Engine::RunMeasured(const std::vector<Pending*>& group) {
   const auto start = std::chrono::steady_clock::now();
-  for (const Pending* p : group) {
-    flight_.Mark(p->flight, FlightRecorder::Phase::kStarted, start);
-  }
+  flight_.MarkEach(
+      group, [](const Pending* p) { return p->flight; },
+      FlightRecorder::Phase::kStarted, start);
   HVD_ASSIGN_OR_RETURN(uint64_t bytes, executor_.Run(group));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -199,8 +199,9 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   std::vector<std::shared_ptr<Completion>> done;
   done.reserve(group.size());
   std::vector<std::string> stand_ins;
-  const auto now = std::chrono::steady_clock::now();
-  for (const Pending* p : group) flight_.Finished(p->flight, now, true);
+  flight_.FinishedEach(
+      group, [](const Pending* p) { return p->flight; },
+      std::chrono::steady_clock::now(), true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     int allreduces = 0;

@@ -82,9 +82,7 @@ bool Engine::TryExpress(Status* ran) {
   // metadata is the entry's), and it is pending no more.
   my_cached_.erase(id);
   cache_.Touch(id);
-  flight_.Mark(p->flight, FlightRecorder::Phase::kNegotiated, exchanged_at_);
-  flight_.Mark(p->flight, FlightRecorder::Phase::kStarted, exchanged_at_);
-  flight_.Finished(p->flight, reduced_at, true);
+  flight_.Ran(p->flight, exchanged_at_, reduced_at);
   std::shared_ptr<Completion> done;
   double busy = -1;
   {
@@ -120,9 +118,9 @@ bool Engine::ExpressGroup(Status* ran) {
     }
   }
   if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);
-  for (const Pending* p : express_group_pending_) {
-    flight_.Mark(p->flight, FlightRecorder::Phase::kNegotiated, exchanged_at_);
-  }
+  flight_.MarkEach(
+      express_group_pending_, [](const Pending* p) { return p->flight; },
+      FlightRecorder::Phase::kNegotiated, exchanged_at_);
   cycle_bytes_ = 0;
   *ran = RunCollectives(express_group_pending_);
   express_groups_.fetch_add(1, std::memory_order_relaxed);

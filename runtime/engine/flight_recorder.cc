@@ -32,20 +32,25 @@ uint64_t FlightRecorder::Submitted(const Request& r, Clock::time_point at) {
 }
 
 void FlightRecorder::Mark(uint64_t seq, Phase phase, Clock::time_point at) {
-  if (seq == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = SlotLocked(seq);
-  if (e.seq != seq) return;
-  (phase == Phase::kNegotiated ? e.negotiated : e.started) = at;
+  const uint64_t one[] = {seq};
+  MarkEach(
+      one, [](uint64_t s) { return s; }, phase, at);
 }
 
 void FlightRecorder::Finished(uint64_t seq, Clock::time_point at, bool ok) {
-  if (seq == 0) return;
+  const uint64_t one[] = {seq};
+  FinishedEach(
+      one, [](uint64_t s) { return s; }, at, ok);
+}
+
+void FlightRecorder::Ran(uint64_t seq, Clock::time_point start,
+                         Clock::time_point end) {
+  if (ring_.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = SlotLocked(seq);
-  if (e.seq != seq) return;
-  e.finished = at;
-  e.failed = !ok;
+  if (Entry* e = FindLocked(seq)) {
+    e->negotiated = e->started = start;
+    e->finished = end;
+  }
 }
 
 void FlightRecorder::Ran(const Request& r, Clock::time_point start,

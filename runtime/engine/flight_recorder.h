@@ -47,9 +47,20 @@ class FlightRecorder {
   // the ring: then nothing happens).
   void Mark(uint64_t seq, Phase phase, Clock::time_point at);
   void Finished(uint64_t seq, Clock::time_point at, bool ok);
+  // The same for each of `items` (`seq_of(item)`: its entry), under one
+  // lock: a fused group's tensors pay for one.
+  template <typename Items, typename SeqOf>
+  void MarkEach(const Items& items, SeqOf seq_of, Phase phase,
+                Clock::time_point at);
+  template <typename Items, typename SeqOf>
+  void FinishedEach(const Items& items, SeqOf seq_of, Clock::time_point at,
+                    bool ok);
   // A collective that ran from submission to its end in one call (the
   // fast lane): negotiated and started when submitted.
   void Ran(const Request& r, Clock::time_point start, Clock::time_point end);
+  // Entry `seq` negotiated and started at `start` and finished at `end`
+  // (an express cycle), under one lock.
+  void Ran(uint64_t seq, Clock::time_point start, Clock::time_point end);
 
   // The entries held, oldest first.
   std::vector<Entry> Snapshot() const;
@@ -63,6 +74,15 @@ class FlightRecorder {
 
  private:
   Entry& SlotLocked(uint64_t seq) { return ring_[seq % ring_.size()]; }
+  // Entry `seq`, or null when off or when it left the ring; `mu_` held.
+  Entry* FindLocked(uint64_t seq) {
+    if (seq == 0) return nullptr;
+    Entry& e = SlotLocked(seq);
+    return e.seq == seq ? &e : nullptr;
+  }
+  static void SetLocked(Entry& e, Phase phase, Clock::time_point at) {
+    (phase == Phase::kNegotiated ? e.negotiated : e.started) = at;
+  }
   // Fills the next slot; `mu_` held.
   Entry& NextLocked(const Request& r, Clock::time_point at);
 
@@ -71,5 +91,28 @@ class FlightRecorder {
   std::vector<Entry> ring_;  // guarded by mu_
   uint64_t last_ = 0;        // guarded by mu_: the newest entry's seq
 };
+
+template <typename Items, typename SeqOf>
+void FlightRecorder::MarkEach(const Items& items, SeqOf seq_of, Phase phase,
+                              Clock::time_point at) {
+  if (ring_.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& item : items) {
+    if (Entry* e = FindLocked(seq_of(item))) SetLocked(*e, phase, at);
+  }
+}
+
+template <typename Items, typename SeqOf>
+void FlightRecorder::FinishedEach(const Items& items, SeqOf seq_of,
+                                  Clock::time_point at, bool ok) {
+  if (ring_.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& item : items) {
+    if (Entry* e = FindLocked(seq_of(item))) {
+      e->finished = at;
+      e->failed = !ok;
+    }
+  }
+}
 
 }  // namespace hvd::runtime

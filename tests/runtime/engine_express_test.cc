@@ -27,13 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Request Allreduce(const std::string& name, int64_t count) {
-  Request r;
-  r.name = name;
-  r.count = count;
-  return r;
-}
-
 // Blocking allreduces of a few names over and over: after each name's
 // first (which fills the response cache) they go through the fast lane,
 // with the exact sums, averages, scale factors, minima and maxima the
@@ -44,7 +37,7 @@ TEST(EngineExpressTest, FastLaneGivesTheNegotiationsResults) {
       Engine& engine = ctx.engine();
       for (int step = 0; step < 60; ++step) {
         std::vector<float> x(5, static_cast<float>(rank + step));
-        Request r = Allreduce("fast." + std::to_string(step % 4), 5);
+        Request r = AllreduceRequest("fast." + std::to_string(step % 4), 5);
         float want = 0;
         for (int q = 0; q < size; ++q) want += static_cast<float>(q + step);
         switch (step % 4) {
@@ -82,7 +75,7 @@ TEST(EngineExpressTest, FastLaneCallsInARowCarryEachCallsData) {
     for (int step = 0; step < 40; ++step) {
       const bool other = step % 10 == 9;
       std::vector<int32_t> x(3, (rank + 1) * (step + 1));
-      Request r = Allreduce(other ? "row.other" : "row", 3);
+      Request r = AllreduceRequest(other ? "row.other" : "row", 3);
       r.dtype = DataType::kInt32;
       if (other) r.reduce = ReduceOp::kMax;
       ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());
@@ -99,7 +92,7 @@ TEST(EngineExpressTest, ExpressCyclesCompleteQueuedCachedAllreduces) {
     Engine& engine = ctx.engine();
     for (int step = 0; step < 30; ++step) {
       std::vector<double> x(3, rank + 0.25 * step);
-      Request r = Allreduce("queued", 3);
+      Request r = AllreduceRequest("queued", 3);
       r.dtype = DataType::kFloat64;
       Status s =
           engine.Wait(engine.Enqueue(r, x.data(), nullptr, false), false);
@@ -123,12 +116,14 @@ TEST(EngineExpressTest, DifferingMessagesFallBackToTheNegotiation) {
       std::fill(b.begin(), b.end(), static_cast<float>(10 * (rank + 1)));
       if (rank == 0) {
         // Fast lane for "a" (cached after the first step), then "b".
-        ASSERT_TRUE(engine.AllreduceNow(Allreduce("a", 4), a.data()).ok());
-        ASSERT_TRUE(engine.AllreduceNow(Allreduce("b", 4), b.data()).ok());
+        ASSERT_TRUE(
+            engine.AllreduceNow(AllreduceRequest("a", 4), a.data()).ok());
+        ASSERT_TRUE(
+            engine.AllreduceNow(AllreduceRequest("b", 4), b.data()).ok());
       } else {
         // "b" queued before "a": this rank's cycles name both.
-        auto hb = engine.Enqueue(Allreduce("b", 4), b.data());
-        auto ha = engine.Enqueue(Allreduce("a", 4), a.data());
+        auto hb = engine.Enqueue(AllreduceRequest("b", 4), b.data());
+        auto ha = engine.Enqueue(AllreduceRequest("a", 4), a.data());
         ASSERT_TRUE(engine.Wait(ha).ok());
         ASSERT_TRUE(engine.Wait(hb).ok());
       }
@@ -147,9 +142,10 @@ TEST(EngineExpressTest, AMismatchAfterTheCacheIsStillReported) {
     Engine& engine = ctx.engine();
     std::vector<float> x(6, 1.f);
     for (int step = 0; step < 5; ++step) {
-      ASSERT_TRUE(engine.AllreduceNow(Allreduce("m", 4), x.data()).ok());
+      ASSERT_TRUE(engine.AllreduceNow(AllreduceRequest("m", 4), x.data()).ok());
     }
-    Status s = engine.AllreduceNow(Allreduce("m", rank == 1 ? 6 : 4), x.data());
+    Status s =
+        engine.AllreduceNow(AllreduceRequest("m", rank == 1 ? 6 : 4), x.data());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
     EXPECT_NE(s.message().find("'m'"), std::string::npos) << s.ToString();
   });
@@ -161,16 +157,18 @@ TEST(EngineExpressTest, ANameHeldElsewhereIsRefused) {
   RunRanks(2, [&](Context& ctx, int rank) {
     Engine& engine = ctx.engine();
     std::vector<float> x(4, 1.f), y(4, 1.f);
-    ASSERT_TRUE(engine.AllreduceNow(Allreduce("held", 4), x.data()).ok());
-    auto first = engine.Enqueue(Allreduce("held", 4), x.data());
-    Status s = engine.AllreduceNow(Allreduce("held", 4), y.data());
+    ASSERT_TRUE(
+        engine.AllreduceNow(AllreduceRequest("held", 4), x.data()).ok());
+    auto first = engine.Enqueue(AllreduceRequest("held", 4), x.data());
+    Status s = engine.AllreduceNow(AllreduceRequest("held", 4), y.data());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
     EXPECT_NE(s.message().find("already in flight"), std::string::npos)
         << s.ToString();
     EXPECT_TRUE(engine.Wait(first).ok());
     // Neither rank shuts down (which would fail the other's refused call
     // as "shutting down" instead) before both made it.
-    EXPECT_TRUE(engine.AllreduceNow(Allreduce("after", 4), y.data()).ok());
+    EXPECT_TRUE(
+        engine.AllreduceNow(AllreduceRequest("after", 4), y.data()).ok());
     (void)rank;
   });
 }
@@ -187,13 +185,14 @@ TEST(EngineExpressTest, AFastLaneCallNobodyElseMakesIsAStall) {
         Engine& engine = ctx.engine();
         std::vector<float> x(4, 1.f);
         for (int step = 0; step < 3; ++step) {
-          ASSERT_TRUE(engine.AllreduceNow(Allreduce("lone", 4), x.data()).ok());
+          ASSERT_TRUE(
+              engine.AllreduceNow(AllreduceRequest("lone", 4), x.data()).ok());
         }
         Status s;
         if (rank == 0) {
-          s = engine.AllreduceNow(Allreduce("lone", 4), x.data());
+          s = engine.AllreduceNow(AllreduceRequest("lone", 4), x.data());
         } else {
-          s = engine.Enqueue(Allreduce("other", 4), x.data())->Wait();
+          s = engine.Enqueue(AllreduceRequest("other", 4), x.data())->Wait();
         }
         EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
         EXPECT_NE(s.message().find("stall inspector"), std::string::npos)
@@ -287,7 +286,7 @@ TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
   std::vector<float> x(4);
   auto run = [&](bool queued) {
     std::fill(x.begin(), x.end(), 1.5f);
-    Request r = Allreduce("t", 4);
+    Request r = AllreduceRequest("t", 4);
     Status s = queued ? engine.Wait(engine.Enqueue(r, x.data(), nullptr,
                                                    /*notify=*/false),
                                     /*notified=*/false)
@@ -341,7 +340,7 @@ TEST(EngineFastLaneTest, CachedGroupsRunWithoutNegotiating) {
     std::vector<std::pair<Request, void*>> group;
     for (int i = 0; i < 5; ++i) {
       std::fill(xs[i].begin(), xs[i].end(), v + i);
-      Request r = Allreduce("g" + std::to_string(i), 8);
+      Request r = AllreduceRequest("g" + std::to_string(i), 8);
       r.postscale = 2;  // the local backend's sum is the identity
       group.push_back({r, xs[i].data()});
     }
@@ -391,7 +390,7 @@ TEST(NegotiatorIdleTest, BusyWhileSomethingIsHalfNegotiated) {
   Negotiator n(2);
   ResponseCache cache(4);
   EXPECT_TRUE(n.Idle());
-  Request r = Allreduce("t", 2);
+  Request r = AllreduceRequest("t", 2);
   r.shape = {2};
   std::vector<RankOffer> offers(2);
   offers[0].requests = {r};

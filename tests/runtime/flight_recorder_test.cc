@@ -17,17 +17,10 @@ namespace {
 using Clock = FlightRecorder::Clock;
 using Phase = FlightRecorder::Phase;
 
-Request Named(const std::string& name, int64_t count) {
-  Request r;
-  r.name = name;
-  r.count = count;
-  return r;
-}
-
 TEST(FlightRecorderTest, OffRecordsNothing) {
   FlightRecorder off(0, 0);
-  EXPECT_EQ(off.Submitted(Named("a", 1), Clock::now()), 0u);
-  off.Ran(Named("b", 1), Clock::now(), Clock::now());
+  EXPECT_EQ(off.Submitted(AllreduceRequest("a", 1), Clock::now()), 0u);
+  off.Ran(AllreduceRequest("b", 1), Clock::now(), Clock::now());
   EXPECT_TRUE(off.Snapshot().empty());
 }
 
@@ -37,7 +30,8 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesWithTheirPhases) {
   auto at = [&](int ms) { return t0 + std::chrono::milliseconds(ms); };
   std::vector<uint64_t> seqs;
   for (int i = 0; i < 5; ++i) {
-    seqs.push_back(rec.Submitted(Named("t" + std::to_string(i), 4), at(i)));
+    seqs.push_back(
+        rec.Submitted(AllreduceRequest("t" + std::to_string(i), 4), at(i)));
   }
   EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
   rec.Mark(seqs[3], Phase::kNegotiated, at(10));
@@ -66,8 +60,10 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesWithTheirPhases) {
 TEST(FlightRecorderTest, DumpsJsonWithNullForPhasesNotReached) {
   FlightRecorder rec(4, 2);
   const Clock::time_point t = Clock::now();
-  rec.Ran(Named("grad/fc2.weight", 8), t, t + std::chrono::microseconds(5));
-  rec.Submitted(Named("loss\xff", 1), t);  // not UTF-8: replaced, kept
+  rec.Ran(AllreduceRequest("grad/fc2.weight", 8), t,
+          t + std::chrono::microseconds(5));
+  rec.Submitted(AllreduceRequest("loss\xff", 1),
+                t);  // not UTF-8: replaced, kept
   auto dump = nlohmann::json::parse(rec.ToJson(3));
   EXPECT_EQ(dump["rank"], 3);
   EXPECT_EQ(dump["process_set"], 2);
@@ -94,13 +90,18 @@ TEST(FlightRecorderTest, TheEngineRecordsEachCollectiveAndItsEnd) {
     Engine& engine = ctx.engine();
     std::vector<float> x(5, 1.0f);
     for (int step = 0; step < 4; ++step) {
-      ASSERT_TRUE(engine.AllreduceNow(Named("small", 5), x.data()).ok());
+      ASSERT_TRUE(
+          engine.AllreduceNow(AllreduceRequest("small", 5), x.data()).ok());
     }
     std::vector<float> big(100000, 1.0f);
-    ASSERT_TRUE(engine.Enqueue(Named("big", 100000), big.data())->Wait().ok());
+    ASSERT_TRUE(engine.Enqueue(AllreduceRequest("big", 100000), big.data())
+                    ->Wait()
+                    .ok());
     // Rank 1 names it with another size: both fail, as negotiated.
     EXPECT_FALSE(
-        engine.Enqueue(Named("odd", rank == 0 ? 5 : 4), x.data())->Wait().ok());
+        engine.Enqueue(AllreduceRequest("odd", rank == 0 ? 5 : 4), x.data())
+            ->Wait()
+            .ok());
     const auto entries = engine.flight_recorder().Snapshot();
     ASSERT_EQ(entries.size(), 6u) << "rank " << rank;
     for (size_t i = 0; i < entries.size(); ++i) {

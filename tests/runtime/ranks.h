@@ -14,6 +14,7 @@
 
 #include "rendezvous/server.h"
 #include "runtime/context.h"
+#include "runtime/engine/request.h"
 
 namespace hvd::runtime {
 
@@ -93,6 +94,14 @@ class StallWarnings {
   std::mutex mu_;
   std::vector<std::string> said_;
 };
+
+// A float32 sum allreduce of `count` elements named `name`.
+inline Request AllreduceRequest(const std::string& name, int64_t count) {
+  Request r;
+  r.name = name;
+  r.count = count;
+  return r;
+}
 
 // Runs `body(context, rank)` on `size` ranks; `tune` may adjust each rank's
 // configuration first.
