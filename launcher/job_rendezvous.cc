@@ -1,6 +1,7 @@
 #include "launcher/job_rendezvous.h"
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -37,6 +38,33 @@ class EmbeddedRendezvous final : public JobRendezvous {
   std::vector<rendezvous::Member> Members() override {
     return MembersFrom(
         server_->table().Get(access_.job_id, rendezvous::kMembersKey));
+  }
+  Status Set(const std::string& key, const std::string& value) override {
+    return server_->table().Set(access_.job_id, key, value);
+  }
+  StatusOr<std::string> Get(const std::string& key) override {
+    return server_->table().Get(access_.job_id, key);
+  }
+  StatusOr<std::vector<std::string>> Wait(
+      const std::vector<std::string>& keys,
+      std::chrono::milliseconds timeout) override {
+    // The deadline is kept here: the server's expirer is not told of a
+    // wait made on its table directly.
+    auto got =
+        std::make_shared<std::promise<StatusOr<std::vector<std::string>>>>();
+    std::future<StatusOr<std::vector<std::string>>> answer = got->get_future();
+    const rendezvous::JobTable::WaitId id = server_->table().Wait(
+        access_.job_id, keys, rendezvous::Clock::now() + timeout,
+        [got](StatusOr<std::vector<std::string>> v) {
+          got->set_value(std::move(v));
+        });
+    if (answer.wait_for(timeout) == std::future_status::timeout) {
+      server_->table().CancelWait(id);
+      return Status::DeadlineExceeded(
+          "rendezvous wait", "not every key was set within " +
+                                 std::to_string(timeout.count()) + " ms");
+    }
+    return answer.get();
   }
   void End(const std::string& reason) override { server_->Shutdown(reason); }
   std::vector<std::string> MetricsReports() override {
@@ -83,6 +111,17 @@ class DaemonRendezvous final : public JobRendezvous {
   }
   std::vector<rendezvous::Member> Members() override {
     return MembersFrom(client_->Get(rendezvous::kMembersKey));
+  }
+  Status Set(const std::string& key, const std::string& value) override {
+    return client_->Set(key, value);
+  }
+  StatusOr<std::string> Get(const std::string& key) override {
+    return client_->Get(key);
+  }
+  StatusOr<std::vector<std::string>> Wait(
+      const std::vector<std::string>& keys,
+      std::chrono::milliseconds timeout) override {
+    return client_->Wait(keys, timeout);
   }
   void End(const std::string& reason) override {
     {

@@ -2,6 +2,7 @@
 // process (the default) or a job registered with a running hvd-rendezvousd.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ class JobRendezvous {
                           int exit_status) = 0;
   // The job's members now; empty when they cannot be told.
   virtual std::vector<rendezvous::Member> Members() = 0;
+  // The job's key/value store, as its workers see it.
+  virtual Status Set(const std::string& key, const std::string& value) = 0;
+  virtual StatusOr<std::string> Get(const std::string& key) = 0;
+  // Until every key is set (their values, in order) or `timeout`.
+  virtual StatusOr<std::vector<std::string>> Wait(
+      const std::vector<std::string>& keys,
+      std::chrono::milliseconds timeout) = 0;
   // Ends the job (frees it on a daemon; stops the embedded server).
   virtual void End(const std::string& reason) = 0;
   // The workers' latest metrics reports (rendezvous::kMetricsKeyPrefix);

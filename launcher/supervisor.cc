@@ -142,6 +142,10 @@ void Job::HandleSignals() {
     for (ssize_t i = 0; i < n; ++i) {
       int sig = buf[i];
       if (sig == SIGCHLD) continue;  // reaped below on every wake-up
+      if (sig == SIGUSR1) {
+        if (options_.dump_flight) Say(options_.dump_flight());
+        continue;
+      }
       if (stopping_) {
         // Asked again while stopping: no more grace.
         Say("second signal; killing every worker now");
@@ -452,7 +456,7 @@ void InstallLauncherSignalHandlers() {
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP})
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1})
     sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }

@@ -7,7 +7,8 @@
 //    gets SIGTERM on its whole process group, then SIGKILL after the grace
 //    period. The launcher exits with the first failing worker's status.
 //  - SIGINT/SIGTERM/SIGHUP to the launcher stop every worker the same way
-//    and exit 128+signal; a second one kills at once.
+//    and exit 128+signal; a second one kills at once. SIGUSR1 dumps every
+//    worker's flight recorder and the job goes on.
 //  - Workers still running but not joined after the start timeout are
 //    named, and the job is stopped (exit 1).
 //  - When the job ends, whatever is left in any worker's process group is
@@ -46,6 +47,9 @@ struct SupervisorOptions {
   // a later generation than the one that left (it waits for it in init()).
   // Empty function: not watched.
   std::function<std::vector<rendezvous::Member>()> members;
+  // SIGUSR1: dumps every worker's flight recorder and returns the line to
+  // say (launcher/flight_dump.h). Empty function: the signal is ignored.
+  std::function<std::string()> dump_flight;
   bool verbose = false;
   // --prefix-output-with-timestamp
   bool timestamps = false;

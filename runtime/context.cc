@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/parse.h"
 #include "rendezvous/client.h"
+#include "rendezvous/flight_keys.h"
 #include "rendezvous/members.h"
 #include "runtime/affinity.h"
 #include "runtime/metrics.h"
@@ -130,7 +131,76 @@ class Context::MetricsPublisher {
   std::thread thread_;
 };
 
+// Answers the launcher's requests for this rank's flight recorder
+// (rendezvous/flight_keys.h): a wait on the next request stays armed at
+// the rendezvous (no thread, no polling), and its callback publishes the
+// dump, then arms the wait on the one after. Gone with the context: a
+// callback after that does nothing.
+class Context::FlightResponder {
+ public:
+  FlightResponder(const std::shared_ptr<rendezvous::RendezvousClient>& client,
+                  std::string host, int slot, std::function<std::string()> dump)
+      : state_(std::make_shared<State>()) {
+    state_->client = client;
+    state_->host = std::move(host);
+    state_->slot = slot;
+    state_->dump = std::move(dump);
+    // Requests so far: this context answers the ones to come.
+    uint64_t next = 1;
+    if (auto count = client->Get(rendezvous::kFlightCountKey); count.ok()) {
+      auto n = ParseInt64(*count, rendezvous::kFlightCountKey, 0, INT64_MAX);
+      if (n.ok()) next = static_cast<uint64_t>(*n) + 1;
+    }
+    Arm(state_, next);
+  }
+  ~FlightResponder() {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->alive = false;
+  }
+
+ private:
+  struct State {
+    std::weak_ptr<rendezvous::RendezvousClient> client;
+    std::string host;
+    int slot = 0;
+    std::mutex mu;
+    bool alive = true;  // guarded by mu; `dump` may run only while it holds
+    std::function<std::string()> dump;
+  };
+
+  static void Arm(const std::shared_ptr<State>& state, uint64_t n) {
+    auto client = state->client.lock();
+    if (!client) return;
+    client->WaitAsync(
+        {rendezvous::FlightRequestKey(n)}, std::chrono::hours(24),
+        [state, n](StatusOr<std::vector<std::string>> asked) {
+          // Cancelled or unreachable: the job or this context is ending.
+          if (!asked.ok() &&
+              asked.status().code() != StatusCode::kDeadlineExceeded) {
+            return;
+          }
+          std::string dump;
+          {
+            std::lock_guard<std::mutex> lock(state->mu);
+            if (!state->alive) return;
+            if (asked.ok()) dump = state->dump();
+          }
+          auto client = state->client.lock();
+          if (!client) return;
+          if (asked.ok()) {
+            client->SetAsync(
+                rendezvous::FlightDumpKey(n, state->host, state->slot), dump,
+                [](Status) {});  // best effort: the launcher names the silent
+          }
+          Arm(state, asked.ok() ? n + 1 : n);
+        });
+  }
+
+  std::shared_ptr<State> state_;
+};
+
 Context::~Context() {
+  flight_.reset();
   publisher_.reset();
   if (engine_) engine_->Shutdown();
   engine_.reset();
@@ -155,6 +225,7 @@ Engine& Context::engine() {
     }
     engine_ = std::make_unique<Engine>(engine_options_, backends_.get(),
                                        control_.get());
+    engine_made_.store(engine_.get(), std::memory_order_release);
   });
   return *engine_;
 }
@@ -239,6 +310,14 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
   const rendezvous::Assignment& a = ctx->assignment_;
   HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
   HVD_RETURN_IF_ERROR(ctx->Explained(ctx->Connect(config)));
+  Context* raw = ctx.get();
+  ctx->flight_ = std::make_unique<FlightResponder>(
+      ctx->client_, config.host, config.slot, [raw] {
+        const Engine* made = raw->engine_made_.load(std::memory_order_acquire);
+        // No engine yet: no collective either.
+        return made ? made->flight_recorder().ToJson(raw->assignment_.rank)
+                    : FlightRecorder(0, 0).ToJson(raw->assignment_.rank);
+      });
   if (config.metrics_interval.count() > 0) {
     ctx->publisher_ = std::make_unique<MetricsPublisher>(
         ctx->client_,

@@ -2,6 +2,7 @@
 // and its backend. hvd::init() owns one; tests create several in threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -102,10 +103,14 @@ class Context {
   std::unique_ptr<Timeline> timeline_;  // rank 0, once the engine runs
   std::once_flag engine_once_;
   std::unique_ptr<Engine> engine_;  // destroyed before the backend
+  // engine_ once made, for threads that must not make it (a dump).
+  std::atomic<const Engine*> engine_made_{nullptr};
   // Sends this rank's metrics to the launcher through the rendezvous
   // (HVD_METRICS_INTERVAL_MS); destroyed first, after a last report.
   class MetricsPublisher;
   std::unique_ptr<MetricsPublisher> publisher_;
+  class FlightResponder;
+  std::unique_ptr<FlightResponder> flight_;
 };
 
 }  // namespace hvd::runtime

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "launcher/flight_dump.h"
 #include "launcher/job_watch.h"
 #include "launcher/local_host.h"
 
@@ -40,6 +41,10 @@ SupervisorOptions SupervisorFor(const RunnerContext& context,
     };
     sup.members = [j] { return j->Members(); };
   }
+  JobRendezvous* rendezvous = &job;
+  sup.dump_flight = [rendezvous] {
+    return DumpFlightRecorders(*rendezvous, std::chrono::seconds(10));
+  };
   sup.step = launch.step;
   return sup;
 }

@@ -188,6 +188,41 @@ INSTANTIATE_TEST_SUITE_P(SharedMemoryAndTcp, OutOfStepTest,
                            return info.param ? "shm" : "tcp";
                          });
 
+// SIGUSR1 to horovodrun: every rank's flight recorder lands in a file of
+// its own, with the collectives it ran, and the job goes on to its end.
+TEST(HorovodrunTest, Sigusr1DumpsEveryRanksFlightRecorder) {
+  TempDir dir;
+  const std::string stop = dir.path() + "/stop";
+  Subprocess p({HVD_HOROVODRUN, "-np", "2", HVD_TEST_WORKER, "--steps", "1",
+                "--work", "allreduce", "--until-file", stop, "--say-steps"},
+               {"TMPDIR=" + dir.path()});
+  // Both ranks have run collectives once rank 0 finished a step.
+  ASSERT_FALSE(p.WaitForStdout(R"((\[0\]<stdout>:STEP 2))", kTimeout).empty())
+      << p.StderrSoFar();
+  ASSERT_EQ(kill(p.pid(), SIGUSR1), 0);
+  const std::string where = p.WaitForStderr(
+      R"(horovodrun: flight recorder dump 1: 2 of 2 ranks in (\S+))", kTimeout);
+  ASSERT_FALSE(where.empty()) << p.StderrSoFar();
+  std::ofstream(stop) << "stop\n";
+  Result r = p.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (int rank : {0, 1}) {
+    std::ifstream f(where + "/rank." + std::to_string(rank) + ".json");
+    const std::string dump((std::istreambuf_iterator<char>(f)),
+                           std::istreambuf_iterator<char>());
+    EXPECT_TRUE(std::regex_search(
+        dump, std::regex("\"rank\":" + std::to_string(rank) + "[,}]")))
+        << dump.substr(0, 200);
+    // At least the first step's 20 allreduces, each finished.
+    size_t finished = 0;
+    for (size_t at = dump.find("\"finished_us\":"); at != std::string::npos;
+         at = dump.find("\"finished_us\":", at + 1)) {
+      if (dump.compare(at + 14, 4, "null") != 0) ++finished;
+    }
+    EXPECT_GE(finished, 20u) << dump.substr(0, 400);
+  }
+}
+
 // This job's segments: their names start with hvd- and the job id's first
 // 16 characters (other tests' jobs may be setting up theirs meanwhile).
 std::set<std::string> ShmSegments(const std::string& job) {

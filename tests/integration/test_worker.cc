@@ -25,7 +25,8 @@
 //                        each ends with hvd::mark_step() (the metrics tests);
 //                        --until-file F: then more steps until F exists,
 //                        --min-seconds S: until S seconds have passed (rank
-//                        0 decides; every rank stops after the same step)
+//                        0 decides; every rank stops after the same step);
+//                        --say-steps: rank 0 prints "STEP N" after each
 //   --out-of-step        every rank calls shutdown() after init(); rank 0
 //                        then exits 0, the others init() again (the next
 //                        generation), which must fail naming rank 0
@@ -118,7 +119,8 @@ bool AllMayStop(const StopWhen& when,
 }
 
 // --steps N --work KIND: see the top of the file.
-int Steps(int steps, const std::string& work, const StopWhen& when) {
+int Steps(int steps, const std::string& work, const StopWhen& when,
+          bool say_steps) {
   if (work != "allreduce" && work != "compute") {
     std::fprintf(stderr, "test_worker: --work allreduce or compute\n");
     return 2;
@@ -149,6 +151,10 @@ int Steps(int steps, const std::string& work, const StopWhen& when) {
       }
     }
     hvd::mark_step();
+    if (say_steps && hvd::rank() == 0) {
+      std::printf("STEP %d\n", s + 1);
+      std::fflush(stdout);
+    }
   }
   return hvd::shutdown().ok() ? 0 : 1;
 }
@@ -234,7 +240,7 @@ int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool deny_cross_memory = false;
   bool gradients = false, exact = false, print_cpus = false, elastic = false;
-  bool out_of_step = false;
+  bool out_of_step = false, say_steps = false;
   int stream = 0, elastic_steps = 0, commit_every = 5, step_ms = 50;
   std::string fail_host, work;
   int steps = 0;
@@ -272,6 +278,8 @@ int main(int argc, char** argv) {
       stream = std::stoi(next());
     else if (a == "--elastic")
       elastic = true;
+    else if (a == "--say-steps")
+      say_steps = true;
     else if (a == "--out-of-step")
       out_of_step = true;
     else if (a == "--elastic-job")
@@ -315,7 +323,7 @@ int main(int argc, char** argv) {
                  again.ToString().c_str());
     return again.ok() ? 0 : 1;
   }
-  if (steps > 0) return Steps(steps, work, stop_when);
+  if (steps > 0) return Steps(steps, work, stop_when, say_steps);
   if (elastic_steps > 0)
     return ElasticJob(elastic_steps, commit_every, step_ms, pid_dir, fail_host);
   if (elastic) {
