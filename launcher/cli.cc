@@ -32,6 +32,7 @@ struct Tokens {
   std::vector<std::string> notes;    // flags accepted but meaningless
   std::vector<std::string> command;  // everything after the options
   bool help = false, version = false, check_build = false;
+  std::string analyze;  // --analyze DIR
 };
 
 // The value words of flag `f` given as `word` (its text after '=' when
@@ -73,7 +74,8 @@ Status Record(const FlagSpec& f, const std::string& value,
 }
 
 // Options up to the first word that is not one (or "--"); the rest is the
-// command, as with argparse's REMAINDER. -h, -v and -cb end it at once.
+// command, as with argparse's REMAINDER. -h, -v, -cb and --analyze end it
+// at once.
 StatusOr<Tokens> Tokenize(const std::vector<std::string>& args) {
   Tokens t;
   std::map<std::string, std::string> set_by;  // key -> the flag that set it
@@ -111,7 +113,8 @@ StatusOr<Tokens> Tokenize(const std::vector<std::string>& args) {
     t.help = f->key == key::kHelp.name();
     t.version = f->key == key::kVersion.name();
     t.check_build = f->key == key::kCheckBuild.name();
-    if (t.help || t.version || t.check_build) return t;
+    if (f->key == key::kAnalyze.name()) t.analyze = canonical;
+    if (t.help || t.version || t.check_build || !t.analyze.empty()) return t;
   }
   t.command.assign(args.begin() + i, args.end());
   return t;
@@ -545,11 +548,12 @@ StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& args,
                                          const Env& env,
                                          const ReadFileFn& read_file) {
   HVD_ASSIGN_OR_RETURN(Tokens t, Tokenize(args));
-  if (t.help || t.version || t.check_build) {
+  if (t.help || t.version || t.check_build || !t.analyze.empty()) {
     LaunchOptions o;
     o.show_help = t.help;
     o.show_version = t.version;
     o.check_build = t.check_build;
+    o.analyze = t.analyze;
     return o;
   }
   std::vector<std::string> notes = std::move(t.notes), warnings;

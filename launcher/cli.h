@@ -83,6 +83,8 @@ struct LaunchOptions {
   bool show_help = false;
   bool show_version = false;
   bool check_build = false;
+  // --analyze DIR: report on the flight recorder dumps there, and exit.
+  std::string analyze;
 };
 
 using ReadFileFn = std::function<StatusOr<std::string>(const std::string&)>;

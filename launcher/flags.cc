@@ -59,6 +59,10 @@ std::vector<FlagSpec> Build() {
              "show the version and exit"),
       Switch({"-cb", "--check-build"}, "check_build", kGeneral,
              "list the controllers and tensor operations built in, and exit"),
+      Str({"--analyze"}, "analyze", "DIR", kGeneral,
+          "report what the flight recorder dumps in DIR (rank.N.json, as "
+          "SIGUSR1 to horovodrun writes them) say about a hung job, and "
+          "exit"),
       Str({"--config-file"}, "config_file", "FILE", kGeneral,
           "YAML file of settings (sections params, autotune, timeline, "
           "stall_check, library_options, logging); a flag on the command "

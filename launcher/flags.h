@@ -60,6 +60,7 @@ namespace key {
 inline constexpr FlagKey kHelp{"help"};
 inline constexpr FlagKey kVersion{"version"};
 inline constexpr FlagKey kCheckBuild{"check_build"};
+inline constexpr FlagKey kAnalyze{"analyze"};
 inline constexpr FlagKey kConfigFile{"config_file"};
 inline constexpr FlagKey kNumProc{"num_proc"};
 inline constexpr FlagKey kHosts{"hosts"};
@@ -111,6 +112,7 @@ inline constexpr FlagKey kAllFlagKeys[] = {
     key::kHelp,
     key::kVersion,
     key::kCheckBuild,
+    key::kAnalyze,
     key::kConfigFile,
     key::kNumProc,
     key::kHosts,

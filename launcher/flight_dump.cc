@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/parse.h"
+#include "launcher/flight_analysis.h"
 #include "rendezvous/flight_keys.h"
 
 namespace hvd::launcher {
@@ -43,10 +44,10 @@ std::string FlightDumpDir(const std::string& job_id) {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/hvd-flight-" + job_id;
 }
 
-std::string DumpFlightRecorders(JobRendezvous& job,
-                                std::chrono::milliseconds timeout) {
+std::vector<std::string> DumpFlightRecorders(
+    JobRendezvous& job, std::chrono::milliseconds timeout) {
   auto n = NextRequest(job);
-  if (!n.ok()) return "flight recorder dump failed: " + n.status().ToString();
+  if (!n.ok()) return {"flight recorder dump failed: " + n.status().ToString()};
   std::vector<rendezvous::Member> asked;
   std::vector<std::string> keys;
   for (const rendezvous::Member& m : job.Members()) {
@@ -72,11 +73,12 @@ std::string DumpFlightRecorders(JobRendezvous& job,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return "flight recorder dump " + std::to_string(*n) + ": cannot create " +
-           dir.string() + ": " + ec.message();
+    return {"flight recorder dump " + std::to_string(*n) + ": cannot create " +
+            dir.string() + ": " + ec.message()};
   }
   size_t written = 0;
   std::string silent;
+  std::vector<FlightRank> parsed;
   for (size_t i = 0; i < asked.size(); ++i) {
     const std::string who = "rank " + std::to_string(asked[i].rank) +
                             " (host " + asked[i].host + ")";
@@ -85,14 +87,21 @@ std::string DumpFlightRecorders(JobRendezvous& job,
       continue;
     }
     const auto path = dir / ("rank." + std::to_string(asked[i].rank) + ".json");
-    if (Status s = WriteFile(path, dumps[i]); !s.ok()) return s.ToString();
+    if (Status s = WriteFile(path, dumps[i]); !s.ok()) return {s.ToString()};
     ++written;
+    if (auto r = ParseFlightDump(dumps[i]); r.ok()) {
+      parsed.push_back(std::move(*r));
+    }
   }
   std::string line = "flight recorder dump " + std::to_string(*n) + ": " +
                      std::to_string(written) + " of " +
                      std::to_string(asked.size()) + " ranks in " + dir.string();
   if (!silent.empty()) line += "; no answer from " + silent;
-  return line;
+  std::vector<std::string> lines = {line};
+  if (!parsed.empty()) {
+    for (std::string& l : AnalyzeFlight(parsed)) lines.push_back(std::move(l));
+  }
+  return lines;
 }
 
 }  // namespace hvd::launcher

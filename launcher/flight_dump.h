@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "launcher/job_rendezvous.h"
 
@@ -17,9 +18,10 @@ namespace hvd::launcher {
 std::string FlightDumpDir(const std::string& job_id);
 
 // Asks every running member of `job` for its recorder, waits up to
-// `timeout` for the answers, and writes those that came. Returns the line
-// to say: how many ranks answered, where the files are, who did not.
-std::string DumpFlightRecorders(JobRendezvous& job,
-                                std::chrono::milliseconds timeout);
+// `timeout` for the answers, and writes those that came. Returns the lines
+// to say: how many ranks answered, where the files are, who did not; then
+// the report on them (launcher/flight_analysis.h).
+std::vector<std::string> DumpFlightRecorders(JobRendezvous& job,
+                                             std::chrono::milliseconds timeout);
 
 }  // namespace hvd::launcher

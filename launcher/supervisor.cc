@@ -143,7 +143,9 @@ void Job::HandleSignals() {
       int sig = buf[i];
       if (sig == SIGCHLD) continue;  // reaped below on every wake-up
       if (sig == SIGUSR1) {
-        if (options_.dump_flight) Say(options_.dump_flight());
+        if (options_.dump_flight) {
+          for (const std::string& line : options_.dump_flight()) Say(line);
+        }
         continue;
       }
       if (stopping_) {

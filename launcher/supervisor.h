@@ -47,9 +47,9 @@ struct SupervisorOptions {
   // a later generation than the one that left (it waits for it in init()).
   // Empty function: not watched.
   std::function<std::vector<rendezvous::Member>()> members;
-  // SIGUSR1: dumps every worker's flight recorder and returns the line to
+  // SIGUSR1: dumps every worker's flight recorder and returns the lines to
   // say (launcher/flight_dump.h). Empty function: the signal is ignored.
-  std::function<std::string()> dump_flight;
+  std::function<std::vector<std::string>()> dump_flight;
   bool verbose = false;
   // --prefix-output-with-timestamp
   bool timestamps = false;

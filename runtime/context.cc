@@ -315,8 +315,10 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
       ctx->client_, config.host, config.slot, [raw] {
         const Engine* made = raw->engine_made_.load(std::memory_order_acquire);
         // No engine yet: no collective either.
-        return made ? made->flight_recorder().ToJson(raw->assignment_.rank)
-                    : FlightRecorder(0, 0).ToJson(raw->assignment_.rank);
+        const int rank = raw->assignment_.rank;
+        const std::string& host = raw->config_.host;
+        return made ? made->flight_recorder().ToJson(rank, host)
+                    : FlightRecorder(0, 0).ToJson(rank, host);
       });
   if (config.metrics_interval.count() > 0) {
     ctx->publisher_ = std::make_unique<MetricsPublisher>(

@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "launcher/cli.h"
+#include "launcher/flight_analysis.h"
 #include "launcher/job_watch.h"
 #include "launcher/plan.h"
 #include "launcher/runners/runner.h"
@@ -86,6 +87,12 @@ int Main(int argc, char** argv) {
   }
   if (options->check_build) {
     std::fputs(CheckBuildText().c_str(), stdout);
+    return 0;
+  }
+  if (!options->analyze.empty()) {
+    auto report = AnalyzeFlightDir(options->analyze);
+    if (!report.ok()) return Fail(report.status(), kUsageError);
+    for (const std::string& line : *report) std::puts(line.c_str());
     return 0;
   }
   for (const std::string& w : options->warnings) {

@@ -73,7 +73,7 @@ std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
   return out;
 }
 
-std::string FlightRecorder::ToJson(int rank) const {
+std::string FlightRecorder::ToJson(int rank, const std::string& host) const {
   const std::vector<Entry> entries = Snapshot();
   // Steady-clock stamps as wall-clock time, so that ranks on several hosts
   // can be laid side by side.
@@ -101,7 +101,9 @@ std::string FlightRecorder::ToJson(int rank) const {
                     {"failed", e.failed}});
   }
   nlohmann::json dump = {{"rank", rank},
+                         {"host", host},
                          {"process_set", process_set_},
+                         {"dumped_us", wall_us(steady_now)},
                          {"entries", std::move(list)}};
   // Names come from users: bytes that are not UTF-8 are replaced, not
   // thrown about.

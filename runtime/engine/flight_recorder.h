@@ -64,11 +64,12 @@ class FlightRecorder {
 
   // The entries held, oldest first.
   std::vector<Entry> Snapshot() const;
-  // A dump of them as JSON, for the analyzer: {"rank", "process_set",
-  // "entries": [{"seq", "name", "op", "dtype", "bytes", "device",
-  // "submitted_us", "negotiated_us", "started_us", "finished_us" (wall
-  // clock, microseconds since the epoch; null where not reached), "failed"}]}.
-  std::string ToJson(int rank) const;
+  // A dump of them as JSON, for the analyzer: {"rank", "host",
+  // "process_set", "dumped_us" (when), "entries": [{"seq", "name", "op",
+  // "dtype", "bytes", "device", "submitted_us", "negotiated_us", "started_us",
+  // "finished_us" (wall clock, microseconds since the epoch; null where not
+  // reached), "failed"}]}.
+  std::string ToJson(int rank, const std::string& host) const;
 
   size_t capacity() const { return ring_.size(); }
 

@@ -221,6 +221,18 @@ TEST(HorovodrunTest, Sigusr1DumpsEveryRanksFlightRecorder) {
     }
     EXPECT_GE(finished, 20u) << dump.substr(0, 400);
   }
+  // The saved dumps read again offline: a report of a job that was not
+  // stuck (its ranks ran the same collectives).
+  Result offline = RunCommand({HVD_HOROVODRUN, "--analyze", where}, kTimeout);
+  EXPECT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_TRUE(std::regex_search(
+      offline.out, std::regex("no collective is in flight|every rank waits "
+                              "on the same collectives")))
+      << offline.out;
+  Result none = RunCommand({HVD_HOROVODRUN, "--analyze", stop}, kTimeout);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("horovodrun: " + stop), std::string::npos)
+      << none.err;
 }
 
 // This job's segments: their names start with hvd- and the job id's first

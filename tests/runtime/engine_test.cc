@@ -676,6 +676,11 @@ TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
       3, 1 << 20,
       [&](Context& ctx, int rank) {
         std::vector<float> x(4);
+        // Every rank starts stalling together, however late its context
+        // came up on a loaded machine.
+        ASSERT_TRUE(
+            ctx.engine().AllreduceNow(AllreduceRequest("ready", 4), x.data())
+                .ok());
         Request r;
         r.name = "only-rank-0-and-1";
         r.count = 4;
@@ -695,12 +700,16 @@ TEST(StallInspectorTest, WarnsNamingMissingRanksThenStopsTheJob) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(15000));
   const std::vector<std::string> said = warnings.said();
   ASSERT_FALSE(said.empty());
-  EXPECT_NE(said[0].find("'only-rank-0-and-1' (missing ranks: 2)"),
-            std::string::npos)
-      << said[0];
-  EXPECT_NE(said[0].find("'only-rank-2' (missing ranks: 0, 1)"),
-            std::string::npos)
-      << said[0];
+  // A warning names each stalled tensor with its missing ranks (a tensor
+  // submitted a moment later may first appear in the next warning).
+  auto warned = [&](const std::string& part) {
+    for (const std::string& w : said) {
+      if (w.find(part) != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(warned("'only-rank-0-and-1' (missing ranks: 2)")) << said[0];
+  EXPECT_TRUE(warned("'only-rank-2' (missing ranks: 0, 1)")) << said[0];
 }
 
 }  // namespace

@@ -64,8 +64,11 @@ TEST(FlightRecorderTest, DumpsJsonWithNullForPhasesNotReached) {
           t + std::chrono::microseconds(5));
   rec.Submitted(AllreduceRequest("loss\xff", 1),
                 t);  // not UTF-8: replaced, kept
-  auto dump = nlohmann::json::parse(rec.ToJson(3));
+  auto dump = nlohmann::json::parse(rec.ToJson(3, "b"));
   EXPECT_EQ(dump["rank"], 3);
+  EXPECT_EQ(dump["host"], "b");
+  EXPECT_GE(dump["dumped_us"].get<int64_t>(),
+            dump["entries"][0]["finished_us"].get<int64_t>());
   EXPECT_EQ(dump["process_set"], 2);
   ASSERT_EQ(dump["entries"].size(), 2u);
   const auto& ran = dump["entries"][0];
