@@ -1,6 +1,7 @@
 #include "launcher/flight_analysis.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -91,24 +92,55 @@ std::string Disagreement(const std::vector<FlightRank>& ranks,
   return out;
 }
 
-// The line for a tensor some ranks wait on and others never submitted.
+// A wait shorter than this is a job that moves: the others are on their
+// way (computing the next gradient), not staying away.
+constexpr int64_t kStuckUs = 1'000'000;
+
+// Whether `r`, not waiting on a tensor others submitted at `submitted_us`
+// (the earliest of them) as seq `seq`, says nothing against itself: it
+// finished that round (so the waiters were dumped before it completed),
+// or it was dumped before the others submitted it (it may not have got
+// there yet). Dumps of a job that moves are taken moments apart.
+bool Excused(const FlightRank& r, const std::string& name, uint64_t seq,
+             int64_t submitted_us) {
+  const FlightOp* own = Latest(r, name);
+  if (own != nullptr && own->finished_us &&
+      (own->seq == seq || *own->finished_us >= submitted_us)) {
+    return true;
+  }
+  return r.dumped_us < submitted_us;
+}
+
+// The line for a tensor some ranks wait on and others never submitted;
+// "" when nobody is absent, and when every absent rank is excused or the
+// wait is short (then `*moving` is set).
 std::string Missing(const std::vector<FlightRank>& ranks,
-                    const std::string& name) {
+                    const std::string& name, bool* moving) {
   std::vector<int> waiting;
   std::vector<const FlightRank*> absent;
   int64_t since = 0;
   uint64_t seq = 0;
+  int64_t first_submitted = INT64_MAX;
   for (const FlightRank& r : ranks) {
     const FlightOp* op = Latest(r, name);
     if (Waiting(op)) {
       waiting.push_back(r.rank);
       const int64_t waited = r.dumped_us - *op->submitted_us;
       if (waited > since) since = waited, seq = op->seq;
+      first_submitted = std::min(first_submitted, *op->submitted_us);
     } else {
       absent.push_back(&r);
     }
   }
   if (waiting.empty() || absent.empty()) return "";
+  const bool all_excused =
+      std::all_of(absent.begin(), absent.end(), [&](const FlightRank* r) {
+        return Excused(*r, name, seq, first_submitted);
+      });
+  if (all_excused || since < kStuckUs) {
+    *moving = true;
+    return "";
+  }
   std::string out;
   for (const FlightRank* r : absent) {
     out += (out.empty() ? "" : "; ") + Who(*r) + " never submitted \"" + name +
@@ -178,13 +210,20 @@ std::vector<std::string> AnalyzeFlight(const std::vector<FlightRank>& ranks) {
   std::vector<std::pair<int64_t, std::string>> order;
   for (const auto& [name, w] : waited) order.push_back({-w, name});
   std::sort(order.begin(), order.end());
+  bool moving = false;
   for (const auto& [w, name] : order) {
     if (lines.size() == 5) break;
     std::string line = Disagreement(ranks, name);
-    if (line.empty()) line = Missing(ranks, name);
+    if (line.empty()) line = Missing(ranks, name, &moving);
     if (!line.empty()) lines.push_back(std::move(line));
   }
   if (!lines.empty()) return lines;
+  if (moving) {
+    return {
+        "the job was moving when its ranks were dumped: each wait is on "
+        "a collective the other ranks had finished, or had not reached "
+        "when they were dumped; no rank stayed away"};
+  }
   if (!order.empty()) {
     return {"every rank waits on the same collectives (" +
             std::to_string(order.size()) +

@@ -7,7 +7,10 @@
 // ago; ranks that wait on tensors the others have not submitted, each on
 // its own, submit in different orders; ranks that wait on one name with
 // different sizes or ops disagree on it; with nothing in flight, the rank
-// whose last collective is oldest is named.
+// whose last collective is oldest is named. Dumps are taken moments apart:
+// a rank that finished the round others wait on, one dumped before they
+// submitted it, and a wait under a second are a job that moves, not a
+// rank that stayed away.
 #pragma once
 
 #include <cstdint>

@@ -126,6 +126,41 @@ TEST(FlightAnalysisTest, EveryoneWaitingOnTheSameIsNotARanksFault) {
       << Joined(lines);
 }
 
+// Two ranks dumped apart: rank 1 (dumped 15 s before rank 0) still waits
+// on seq 60, which rank 0 has since finished, and rank 0 waits on seq 61,
+// which rank 1 had not reached when it was dumped. Neither stayed away.
+TEST(FlightAnalysisTest, DumpsTakenApartAreNotDifferentOrders) {
+  FlightRank early = Rank(
+      1, "a",
+      {Op(59, "t.58", 30'000'000, 25'000'000), Op(60, "t.59", 20'000'000)});
+  early.dumped_us = kDumped - 15'000'000;
+  std::vector<FlightRank> ranks = {
+      Rank(0, "a",
+           {Op(59, "t.58", 30'000'000, 25'000'000),
+            Op(60, "t.59", 20'000'000, 10'000'000), Op(61, "t.60", 8'000'000)}),
+      early};
+  const auto lines = AnalyzeFlight(ranks);
+  ASSERT_EQ(lines.size(), 1u) << Joined(lines);
+  EXPECT_TRUE(Has(lines, "the job was moving when its ranks were dumped"))
+      << Joined(lines);
+  // Rank 1 dumped after rank 0 had waited 8 s on seq 61 stayed away.
+  ranks[1].dumped_us = kDumped;
+  EXPECT_TRUE(Has(AnalyzeFlight(ranks),
+                  "rank 1 (host a) never submitted \"t.60\" (seq 61 on the "
+                  "others); rank 0 waits there since 8.0 s"))
+      << Joined(AnalyzeFlight(ranks));
+}
+
+// A wait of milliseconds on a tensor another rank has not submitted yet is
+// a job that moves (that rank computes its next gradient), not a hang.
+TEST(FlightAnalysisTest, AShortWaitIsAJobThatMoves) {
+  std::vector<FlightRank> ranks = {
+      Rank(0, "a", {Op(5, "x", 3'000, 2'000), Op(6, "y", 1'000)}),
+      Rank(1, "a", {Op(5, "x", 3'000, 2'000)})};
+  EXPECT_TRUE(Has(AnalyzeFlight(ranks), "no rank stayed away"))
+      << Joined(AnalyzeFlight(ranks));
+}
+
 TEST(FlightAnalysisTest, ReadsADirectoryOfDumpsAndRefusesBadOnes) {
   TempDir dir;
   std::ofstream(dir.path() + "/rank.0.json")
