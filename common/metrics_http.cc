@@ -35,8 +35,16 @@ std::string Response(int code, const char* reason, const std::string& type,
 StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     int port, std::function<std::string()> exposition,
     const std::string& flag) {
+  std::map<std::string, Page> pages;
+  pages["/metrics"] = {"text/plain; version=0.0.4; charset=utf-8",
+                       std::move(exposition)};
+  return Start(port, std::move(pages), flag);
+}
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    int port, std::map<std::string, Page> pages, const std::string& flag) {
   std::unique_ptr<HttpServer> s(new HttpServer());
-  s->exposition_ = std::move(exposition);
+  s->pages_ = std::move(pages);
   s->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->listen_fd_ < 0) {
     return Status::Internal(flag, std::strerror(errno));
@@ -104,17 +112,21 @@ void HttpServer::Serve(int fd) {
   }
   const std::string line = request.substr(0, request.find("\r\n"));
   const bool get = line.rfind("GET ", 0) == 0;
-  const std::string path =
+  std::string path =
       get ? line.substr(4, line.find(' ', 4) - 4) : std::string();
-  if (path == "/metrics" || path.rfind("/metrics?", 0) == 0) {
-    WriteAll(fd, Response(200, "OK", "text/plain; version=0.0.4; charset=utf-8",
-                          exposition_()));
+  path = path.substr(0, path.find('?'));
+  std::string served;
+  for (const auto& [p, page] : pages_)
+    served += (served.empty() ? "" : ", ") + p;
+  const auto page = pages_.find(path);
+  if (get && page != pages_.end()) {
+    WriteAll(fd, Response(200, "OK", page->second.type, page->second.body()));
   } else if (!get) {
     WriteAll(fd, Response(405, "Method Not Allowed", "text/plain",
-                          "only GET /metrics\n"));
+                          "only GET " + served + "\n"));
   } else {
-    WriteAll(fd,
-             Response(404, "Not Found", "text/plain", "hvd serves /metrics\n"));
+    WriteAll(fd, Response(404, "Not Found", "text/plain",
+                          "hvd serves " + served + "\n"));
   }
 }
 

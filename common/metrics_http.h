@@ -1,8 +1,10 @@
 // GET /metrics over plain HTTP for Prometheus: horovodrun's --metrics-port
-// and hvd-rendezvousd's. One thread, one request per connection.
+// (which also serves /debug/collectives) and hvd-rendezvousd's. One
+// thread, one request per connection.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,9 +18,19 @@ namespace hvd::metrics {
 // setting in errors ("--metrics-port").
 class HttpServer {
  public:
+  // A page: its content type and what makes its body on each GET.
+  struct Page {
+    std::string type;
+    std::function<std::string()> body;
+  };
+
   static StatusOr<std::unique_ptr<HttpServer>> Start(
       int port, std::function<std::string()> exposition,
       const std::string& flag = "--metrics-port");
+  // The same with pages of its own, by path ("/metrics" among them, or
+  // not); a query string after the path is ignored.
+  static StatusOr<std::unique_ptr<HttpServer>> Start(
+      int port, std::map<std::string, Page> pages, const std::string& flag);
   ~HttpServer();
   int port() const { return port_; }
 
@@ -27,7 +39,7 @@ class HttpServer {
   void Loop();
   void Serve(int fd);
 
-  std::function<std::string()> exposition_;
+  std::map<std::string, Page> pages_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
   int port_ = 0;

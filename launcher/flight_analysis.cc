@@ -46,16 +46,25 @@ const FlightOp* Latest(const FlightRank& r, const std::string& name) {
   return nullptr;
 }
 
+// Not finished, or failed (waited on until it failed).
 bool Waiting(const FlightOp* op) {
-  return op != nullptr && !op->finished_us && op->submitted_us;
+  return op != nullptr && op->submitted_us && (!op->finished_us || op->failed);
+}
+
+// How long `r` waited on `op`: until its dump, or until it failed.
+int64_t WaitedUs(const FlightRank& r, const FlightOp& op) {
+  const int64_t end =
+      op.failed && op.finished_us ? *op.finished_us : r.dumped_us;
+  return end - *op.submitted_us;
 }
 
 // What `r` last finished, and how long before its dump.
 std::string LastOp(const FlightRank& r) {
   for (auto it = r.ops.rbegin(); it != r.ops.rend(); ++it) {
-    if (!it->finished_us) continue;
+    if (!it->finished_us || it->failed) continue;
     return it->op + " \"" + it->name + "\" (seq " + std::to_string(it->seq) +
-           ") done " + Seconds(r.dumped_us - *it->finished_us) + " ago";
+           ") done " + Seconds(r.dumped_us - *it->finished_us) + " ago" +
+           (it->site.empty() ? "" : ", submitted at " + it->site);
   }
   return "none yet";
 }
@@ -103,64 +112,175 @@ constexpr int64_t kStuckUs = 1'000'000;
 // there yet). Dumps of a job that moves are taken moments apart.
 bool Excused(const FlightRank& r, const std::string& name, uint64_t seq,
              int64_t submitted_us) {
+  if (r.no_record) return false;
   const FlightOp* own = Latest(r, name);
-  if (own != nullptr && own->finished_us &&
+  if (own != nullptr && own->finished_us && !own->failed &&
       (own->seq == seq || *own->finished_us >= submitted_us)) {
     return true;
   }
   return r.dumped_us < submitted_us;
 }
 
-// The line for a tensor some ranks wait on and others never submitted;
-// "" when nobody is absent, and when every absent rank is excused or the
-// wait is short (then `*moving` is set).
-std::string Missing(const std::vector<FlightRank>& ranks,
-                    const std::string& name, bool* moving) {
+// How often a rank submitted its names since every rank's records reach
+// back (their seqs agree until the ranks part): a rank that skipped a
+// tensor and went on has submitted some name two rounds more than another;
+// ranks that only submit in different orders stay within one.
+struct Rounds {
+  int spread = 0;  // most - least
+  std::string most, least;
+  int most_n = 0, least_n = 0;
+};
+
+std::map<int, Rounds> RoundsOf(const std::vector<FlightRank>& ranks) {
+  uint64_t from = 0;
+  for (const FlightRank& r : ranks) {
+    if (!r.ops.empty()) from = std::max(from, r.ops.front().seq);
+  }
+  std::map<int, std::map<std::string, int>> counts;
+  std::set<std::string> repeated;  // a name submitted once says nothing
+  for (const FlightRank& r : ranks) {
+    std::map<std::string, int>& c = counts[r.rank];
+    for (const FlightOp& op : r.ops) {
+      if (op.seq >= from && ++c[op.name] == 2) repeated.insert(op.name);
+    }
+  }
+  std::map<int, Rounds> out;
+  for (auto& [rank, c] : counts) {
+    Rounds& rounds = out[rank];
+    bool first = true;
+    for (const std::string& name : repeated) {
+      const int n = c[name];
+      if (first || n > rounds.most_n) rounds.most = name, rounds.most_n = n;
+      if (first || n < rounds.least_n) rounds.least = name, rounds.least_n = n;
+      first = false;
+    }
+    rounds.spread = rounds.most_n - rounds.least_n;
+  }
+  return out;
+}
+
+// What a rank that waits elsewhere does instead of the tensor it is
+// missing: it went on without it, or the ranks submit in different orders.
+std::string Instead(const FlightRank& r, const Rounds& rounds) {
+  const std::vector<const FlightOp*> own = WaitsOf(r);
+  if (own.empty()) return "";
+  std::string out = ", and it waits on \"" + own.front()->name + "\" instead";
+  if (rounds.spread < 2) return out + " (the ranks submit in different orders)";
+  return out + ": it went on without it (\"" + rounds.most + "\" submitted " +
+         std::to_string(rounds.most_n) + " times, \"" + rounds.least + "\" " +
+         std::to_string(rounds.least_n) + ")";
+}
+
+// A finding, and how far its absent rank's rounds are apart (the rank that
+// went on is the one to name first).
+struct Finding {
+  int spread = 0;
+  std::string line;
+};
+
+// The finding for a tensor some ranks wait on and others never submitted;
+// empty when nobody is absent, and when every absent rank is excused or
+// the wait is short (then `*moving` is set).
+Finding Missing(const std::vector<FlightRank>& ranks, const std::string& name,
+                const std::map<int, Rounds>& rounds, bool* moving) {
   std::vector<int> waiting;
   std::vector<const FlightRank*> absent;
   int64_t since = 0;
   uint64_t seq = 0;
   int64_t first_submitted = INT64_MAX;
+  bool all_failed = true;
   for (const FlightRank& r : ranks) {
     const FlightOp* op = Latest(r, name);
     if (Waiting(op)) {
       waiting.push_back(r.rank);
-      const int64_t waited = r.dumped_us - *op->submitted_us;
+      const int64_t waited = WaitedUs(r, *op);
       if (waited > since) since = waited, seq = op->seq;
       first_submitted = std::min(first_submitted, *op->submitted_us);
+      all_failed = all_failed && op->failed;
     } else {
       absent.push_back(&r);
     }
   }
-  if (waiting.empty() || absent.empty()) return "";
+  if (waiting.empty() || absent.empty()) return {};
   const bool all_excused =
       std::all_of(absent.begin(), absent.end(), [&](const FlightRank* r) {
         return Excused(*r, name, seq, first_submitted);
       });
-  if (all_excused || since < kStuckUs) {
+  const bool any_unknown =
+      std::any_of(absent.begin(), absent.end(),
+                  [](const FlightRank* r) { return r->no_record.has_value(); });
+  if (all_excused || (since < kStuckUs && !any_unknown)) {
     *moving = true;
-    return "";
+    return {};
   }
-  std::string out;
+  Finding f;
+  std::string& out = f.line;
+  // "rank 0 waits there since 3.1 s" / "ranks 0-2 waited there 0.4 s
+  // until it failed".
+  const std::string waited =
+      all_failed ? " waited there " + Seconds(since) + " until it failed"
+                 : std::string(waiting.size() == 1 ? " waits" : " wait") +
+                       " there since " + Seconds(since);
+  if (std::all_of(absent.begin(), absent.end(), [](const FlightRank* r) {
+        return r->no_record.has_value();
+      })) {
+    out = Ranks(waiting) +
+          (all_failed            ? " waited on \""
+           : waiting.size() == 1 ? " waits on \""
+                                 : " wait on \"") +
+          name + "\" (seq " + std::to_string(seq) + ")" +
+          (all_failed ? " " + Seconds(since) + " until it failed"
+                      : " since " + Seconds(since));
+    for (const FlightRank* r : absent) {
+      out += "; " + Who(*r) + " left no record (" + *r->no_record + ")";
+    }
+    return f;
+  }
   for (const FlightRank* r : absent) {
-    out += (out.empty() ? "" : "; ") + Who(*r) + " never submitted \"" + name +
-           "\"";
+    out += (out.empty() ? "" : "; ") + Who(*r) +
+           (r->no_record ? " left no record (" + *r->no_record + ")"
+                         : " never submitted \"" + name + "\"");
   }
   out += " (seq " + std::to_string(seq) + " on the others); " + Ranks(waiting) +
-         (waiting.size() == 1 ? " waits" : " wait") + " there since " +
-         Seconds(since);
+         waited;
   for (const FlightRank* r : absent) {
-    const std::vector<const FlightOp*> own = WaitsOf(*r);
-    out += "; rank " + std::to_string(r->rank) + "'s last op: " + LastOp(*r);
-    if (!own.empty()) {
-      out += ", and it waits on \"" + own.front()->name +
-             "\" instead (the ranks submit in different orders)";
+    if (r->no_record) continue;
+    const Rounds& own = rounds.at(r->rank);
+    f.spread = std::max(f.spread, own.spread);
+    out += "; rank " + std::to_string(r->rank) + "'s last op: " + LastOp(*r) +
+           Instead(*r, own);
+    const std::string in = InnermostFrame(r->stacks);
+    if (!in.empty()) {
+      out += "; rank " + std::to_string(r->rank) + " is in " + in;
     }
   }
-  return out;
+  return f;
 }
 
 }  // namespace
+
+std::string InnermostFrame(const std::string& stacks) {
+  // Blocks "Thread 0x... (most recent call first):" (or "Current thread
+  // ..."), each followed by lines '  File "PATH", line N in FUNC'.
+  const size_t block = stacks.rfind("hread 0x");
+  if (block == std::string::npos) return "";
+  const size_t file = stacks.find("File \"", block);
+  if (file == std::string::npos) return "";
+  const size_t path_end = stacks.find('"', file + 6);
+  const size_t line_at = stacks.find(", line ", path_end);
+  const size_t in_at = stacks.find(" in ", line_at);
+  const size_t eol = stacks.find('\n', file);
+  if (path_end == std::string::npos || line_at == std::string::npos ||
+      in_at == std::string::npos || in_at > eol) {
+    return "";
+  }
+  std::string path = stacks.substr(file + 6, path_end - file - 6);
+  path = path.substr(path.rfind('/') + 1);
+  return path + ":" + stacks.substr(line_at + 7, in_at - line_at - 7) + " in " +
+         stacks.substr(
+             in_at + 4,
+             (eol == std::string::npos ? stacks.size() : eol) - in_at - 4);
+}
 
 StatusOr<FlightRank> ParseFlightDump(const std::string& json) {
   nlohmann::json d = nlohmann::json::parse(json, nullptr, false);
@@ -175,6 +295,9 @@ StatusOr<FlightRank> ParseFlightDump(const std::string& json) {
     r.rank = d.at("rank").get<int>();
     r.host = d.value("host", std::string("?"));
     r.dumped_us = d.value("dumped_us", int64_t{0});
+    if (d.contains("stacks") && d.at("stacks").is_string()) {
+      r.stacks = d.at("stacks").get<std::string>();
+    }
     auto stamp = [](const nlohmann::json& e, const char* key) {
       return e.contains(key) && !e.at(key).is_null()
                  ? std::optional<int64_t>(e.at(key).get<int64_t>())
@@ -189,6 +312,9 @@ StatusOr<FlightRank> ParseFlightDump(const std::string& json) {
       op.submitted_us = stamp(e, "submitted_us");
       op.finished_us = stamp(e, "finished_us");
       op.failed = e.value("failed", false);
+      if (e.contains("site") && e.at("site").is_string()) {
+        op.site = e.at("site").get<std::string>();
+      }
       r.ops.push_back(std::move(op));
     }
     return r;
@@ -204,18 +330,31 @@ std::vector<std::string> AnalyzeFlight(const std::vector<FlightRank>& ranks) {
   for (const FlightRank& r : ranks) {
     for (const FlightOp* op : WaitsOf(r)) {
       int64_t& w = waited[op->name];
-      w = std::max(w, r.dumped_us - *op->submitted_us);
+      w = std::max(w, WaitedUs(r, *op));
     }
   }
   std::vector<std::pair<int64_t, std::string>> order;
   for (const auto& [name, w] : waited) order.push_back({-w, name});
   std::sort(order.begin(), order.end());
   bool moving = false;
+  const std::map<int, Rounds> rounds = RoundsOf(ranks);
+  std::vector<Finding> found;
+  int most_spread = 0;
   for (const auto& [w, name] : order) {
-    if (lines.size() == 5) break;
-    std::string line = Disagreement(ranks, name);
-    if (line.empty()) line = Missing(ranks, name, &moving);
-    if (!line.empty()) lines.push_back(std::move(line));
+    Finding f{0, Disagreement(ranks, name)};
+    if (f.line.empty()) f = Missing(ranks, name, rounds, &moving);
+    if (f.line.empty()) continue;
+    most_spread = std::max(most_spread, f.spread);
+    found.push_back(std::move(f));
+  }
+  // The rank that went on without a tensor first; what the others "never
+  // submitted" then is only where it went on to.
+  std::stable_sort(
+      found.begin(), found.end(),
+      [](const Finding& a, const Finding& b) { return a.spread > b.spread; });
+  for (Finding& f : found) {
+    if (lines.size() == 5 || f.spread + 2 <= most_spread) break;
+    lines.push_back(std::move(f.line));
   }
   if (!lines.empty()) return lines;
   if (moving) {

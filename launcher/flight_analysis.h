@@ -10,7 +10,10 @@
 // whose last collective is oldest is named. Dumps are taken moments apart:
 // a rank that finished the round others wait on, one dumped before they
 // submitted it, and a wait under a second are a job that moves, not a
-// rank that stayed away.
+// rank that stayed away. A collective that failed counts as waited on
+// until it failed. A rank without a record is named next to what the
+// others wait on. Sites and stacks, where the dumps have them, say where in
+// the program each named rank is.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,7 @@ struct FlightOp {
   int64_t bytes = 0;
   std::optional<int64_t> submitted_us, finished_us;  // wall clock
   bool failed = false;
+  std::string site;  // where it was submitted ("train.py:88 in step"), or ""
 };
 
 struct FlightRank {
@@ -35,7 +39,17 @@ struct FlightRank {
   std::string host;
   int64_t dumped_us = 0;
   std::vector<FlightOp> ops;  // oldest first
+  // Set for a rank the launcher has no record of, saying why ("it exited
+  // with status 3"); then `ops` is empty.
+  std::optional<std::string> no_record;
+  // Every thread's stack at the dump, as Python's faulthandler writes them
+  // ("" when the worker gave none).
+  std::string stacks;
 };
+
+// "train.py:88 in load_batch": the innermost frame of the main thread (the
+// last one listed) in faulthandler's text; "" when there is none.
+std::string InnermostFrame(const std::string& stacks);
 
 // One rank's dump; InvalidArgument naming what is missing or malformed.
 StatusOr<FlightRank> ParseFlightDump(const std::string& json);

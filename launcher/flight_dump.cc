@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "common/parse.h"
@@ -15,6 +17,9 @@ namespace {
 // The next request's number, counted in the rendezvous so that workers
 // that start later know which to wait for.
 StatusOr<uint64_t> NextRequest(JobRendezvous& job) {
+  // SIGUSR1, a worker's ask and /debug/collectives come from two threads.
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
   uint64_t n = 1;
   if (auto count = job.Get(rendezvous::kFlightCountKey); count.ok()) {
     HVD_ASSIGN_OR_RETURN(
@@ -44,63 +49,211 @@ std::string FlightDumpDir(const std::string& job_id) {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/hvd-flight-" + job_id;
 }
 
-std::vector<std::string> DumpFlightRecorders(
-    JobRendezvous& job, std::chrono::milliseconds timeout) {
-  auto n = NextRequest(job);
-  if (!n.ok()) return {"flight recorder dump failed: " + n.status().ToString()};
-  std::vector<rendezvous::Member> asked;
+namespace {
+
+// The answers to request `n` from every running member, and the records
+// that members whose collectives failed left (rendezvous::FlightLastKey):
+// for those that exited, and those that did not answer in time.
+struct Gathered {
+  std::vector<rendezvous::Member> members;        // that joined
+  std::vector<std::optional<std::string>> dumps;  // nullopt: none
+  std::vector<bool> asked;                        // running when asked
+};
+
+Gathered Gather(JobRendezvous& job, uint64_t n,
+                std::chrono::milliseconds timeout) {
+  Gathered g;
   std::vector<std::string> keys;
+  std::vector<size_t> key_of;
   for (const rendezvous::Member& m : job.Members()) {
-    if (m.exit_status || m.generation == 0) continue;  // nobody to answer
-    asked.push_back(m);
-    keys.push_back(rendezvous::FlightDumpKey(*n, m.host, m.slot));
+    if (m.generation == 0) continue;  // never joined: no record
+    g.members.push_back(m);
+    g.asked.push_back(!m.exit_status);
+    if (m.exit_status) continue;
+    keys.push_back(rendezvous::FlightDumpKey(n, m.host, m.slot));
+    key_of.push_back(g.members.size() - 1);
   }
-  std::vector<std::string> dumps(keys.size());
-  std::vector<bool> answered(keys.size(), false);
-  if (auto all = job.Wait(keys, timeout); all.ok()) {
-    dumps = std::move(*all);
-    answered.assign(keys.size(), true);
-  } else {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      auto one = job.Get(keys[i]);
-      if (one.ok()) dumps[i] = std::move(*one);
-      answered[i] = one.ok();
+  g.dumps.resize(g.members.size());
+  if (!keys.empty()) {
+    if (auto all = job.Wait(keys, timeout); all.ok()) {
+      for (size_t k = 0; k < keys.size(); ++k) {
+        g.dumps[key_of[k]] = std::move((*all)[k]);
+      }
+    } else {
+      for (size_t k = 0; k < keys.size(); ++k) {
+        if (auto one = job.Get(keys[k]); one.ok()) {
+          g.dumps[key_of[k]] = std::move(*one);
+        }
+      }
     }
   }
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    if (g.dumps[i]) continue;
+    auto last = job.Get(
+        rendezvous::FlightLastKey(g.members[i].host, g.members[i].slot));
+    if (last.ok()) g.dumps[i] = std::move(*last);
+  }
+  return g;
+}
+
+// A collective not finished, or failed: something to show.
+bool AnyInFlight(const std::vector<FlightRank>& ranks) {
+  for (const FlightRank& r : ranks) {
+    for (const FlightOp& op : r.ops) {
+      if (op.submitted_us && (!op.finished_us || op.failed)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// One request's answers, read as records: every member that joined, with
+// a placeholder (FlightRank::no_record) for those without one.
+struct Collected {
+  uint64_t n = 0;
+  Gathered g;
+  std::vector<FlightRank> ranks;
+  bool any_record = false;
+};
+
+StatusOr<Collected> Collect(JobRendezvous& job,
+                            std::chrono::milliseconds timeout) {
+  Collected c;
+  HVD_ASSIGN_OR_RETURN(c.n, NextRequest(job));
+  c.g = Gather(job, c.n, timeout);
+  for (size_t i = 0; i < c.g.members.size(); ++i) {
+    const rendezvous::Member& m = c.g.members[i];
+    FlightRank r;
+    if (c.g.dumps[i]) {
+      auto parsed = ParseFlightDump(*c.g.dumps[i]);
+      if (parsed.ok()) r = std::move(*parsed), c.any_record = true;
+    }
+    r.rank = m.rank;
+    r.host = m.host;
+    if (!c.g.dumps[i]) {
+      r.no_record = m.exit_status ? "it exited with status " +
+                                        std::to_string(*m.exit_status)
+                                  : std::string("it did not answer");
+    }
+    c.ranks.push_back(std::move(r));
+  }
+  return c;
+}
+
+// "rank 1 (host b), rank 3 (host c)": the running members that did not
+// answer.
+std::string Silent(const Gathered& g) {
+  std::string silent;
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    if (g.dumps[i] || !g.asked[i]) continue;
+    silent += (silent.empty() ? "" : ", ") +
+              ("rank " + std::to_string(g.members[i].rank) + " (host " +
+               g.members[i].host + ")");
+  }
+  return silent;
+}
+
+}  // namespace
+
+std::vector<std::string> DumpFlightRecorders(JobRendezvous& job,
+                                             std::chrono::milliseconds timeout,
+                                             const std::string& why,
+                                             bool only_in_flight) {
+  auto c = Collect(job, timeout);
+  if (!c.ok()) return {"flight recorder dump failed: " + c.status().ToString()};
+  const Gathered& g = c->g;
+  if (!c->any_record || (only_in_flight && !AnyInFlight(c->ranks))) return {};
+  const std::string n = std::to_string(c->n);
   const std::filesystem::path dir =
-      std::filesystem::path(FlightDumpDir(job.access().job_id)) /
-      std::to_string(*n);
+      std::filesystem::path(FlightDumpDir(job.access().job_id)) / n;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return {"flight recorder dump " + std::to_string(*n) + ": cannot create " +
-            dir.string() + ": " + ec.message()};
+    return {"flight recorder dump " + n + ": cannot create " + dir.string() +
+            ": " + ec.message()};
   }
   size_t written = 0;
-  std::string silent;
-  std::vector<FlightRank> parsed;
-  for (size_t i = 0; i < asked.size(); ++i) {
-    const std::string who = "rank " + std::to_string(asked[i].rank) +
-                            " (host " + asked[i].host + ")";
-    if (!answered[i]) {
-      silent += (silent.empty() ? "" : ", ") + who;
-      continue;
-    }
-    const auto path = dir / ("rank." + std::to_string(asked[i].rank) + ".json");
-    if (Status s = WriteFile(path, dumps[i]); !s.ok()) return {s.ToString()};
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    if (!g.dumps[i]) continue;
+    const auto path =
+        dir / ("rank." + std::to_string(g.members[i].rank) + ".json");
+    if (Status s = WriteFile(path, *g.dumps[i]); !s.ok()) return {s.ToString()};
     ++written;
-    if (auto r = ParseFlightDump(dumps[i]); r.ok()) {
-      parsed.push_back(std::move(*r));
-    }
   }
-  std::string line = "flight recorder dump " + std::to_string(*n) + ": " +
-                     std::to_string(written) + " of " +
-                     std::to_string(asked.size()) + " ranks in " + dir.string();
+  std::string line =
+      "flight recorder dump " + n + (why.empty() ? "" : " (" + why + ")") +
+      ": " + std::to_string(written) + " of " +
+      std::to_string(g.members.size()) + " ranks in " + dir.string();
+  const std::string silent = Silent(g);
   if (!silent.empty()) line += "; no answer from " + silent;
   std::vector<std::string> lines = {line};
-  if (!parsed.empty()) {
-    for (std::string& l : AnalyzeFlight(parsed)) lines.push_back(std::move(l));
+  for (std::string& l : AnalyzeFlight(c->ranks)) lines.push_back(std::move(l));
+  return lines;
+}
+
+std::string FlightRecordersJson(JobRendezvous& job,
+                                std::chrono::milliseconds timeout) {
+  nlohmann::json out;
+  out["job"] = job.access().job_id;
+  auto c = Collect(job, timeout);
+  if (!c.ok()) {
+    out["error"] = c.status().ToString();
+    return out.dump(2) + "\n";
   }
+  out["dump"] = c->n;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t i = 0; i < c->g.members.size(); ++i) {
+    const rendezvous::Member& m = c->g.members[i];
+    nlohmann::json r = c->g.dumps[i]
+                           ? nlohmann::json::parse(*c->g.dumps[i], nullptr,
+                                                   /*allow_exceptions=*/false)
+                           : nlohmann::json();
+    if (!r.is_object()) {
+      r = {{"rank", m.rank},
+           {"host", m.host},
+           {"no_record", c->ranks[i].no_record.value_or("unreadable")}};
+    }
+    ranks.push_back(std::move(r));
+  }
+  out["ranks"] = std::move(ranks);
+  out["report"] =
+      c->any_record ? AnalyzeFlight(c->ranks) : std::vector<std::string>();
+  return out.dump(2) + "\n";
+}
+
+std::optional<FlightAsk> ParseFlightAsk(const std::string& value) {
+  const size_t a = value.find(' ');
+  if (a == std::string::npos || a == 0) return std::nullopt;
+  const size_t b = value.find(' ', a + 1);
+  const std::string kind = value.substr(
+      a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+  if (kind != "stall" && kind != "shutdown") return std::nullopt;
+  FlightAsk ask;
+  ask.token = value.substr(0, a);
+  ask.shutdown = kind == "shutdown";
+  if (b != std::string::npos) ask.stalled = value.substr(b + 1);
+  return ask;
+}
+
+std::vector<std::string> AnswerFlightAsk(JobRendezvous& job,
+                                         std::string* last_token,
+                                         std::string* ends_job) {
+  auto value = job.Get(rendezvous::kFlightAskKey);
+  if (!value.ok()) return {};
+  std::optional<FlightAsk> ask = ParseFlightAsk(*value);
+  if (!ask || ask->token == *last_token) return {};
+  *last_token = ask->token;
+  std::vector<std::string> lines = DumpFlightRecorders(
+      job, std::chrono::seconds(10),
+      ask->shutdown ? "the stall inspector ends the job" : "a stall",
+      /*only_in_flight=*/false);
+  // The report's finding follows the dump's own line.
+  if (ask->shutdown && lines.size() > 1) *ends_job = lines[1];
+  // The asker waits for this before it ends the job.
+  (void)job.Set(rendezvous::FlightAskedKey(ask->token), "done");
   return lines;
 }
 

@@ -9,6 +9,7 @@
 #include "common/host_port.h"
 #include "common/random.h"
 #include "rendezvous/client.h"
+#include "rendezvous/flight_keys.h"
 #include "rendezvous/server.h"
 
 namespace hvd::launcher {
@@ -68,12 +69,10 @@ class EmbeddedRendezvous final : public JobRendezvous {
   }
   void End(const std::string& reason) override { server_->Shutdown(reason); }
   std::vector<std::string> MetricsReports() override {
-    std::vector<std::string> out;
-    auto kv = server_->table().GetPrefix(access_.job_id,
-                                         rendezvous::kMetricsKeyPrefix);
-    if (!kv.ok()) return out;
-    for (auto& [key, value] : *kv) out.push_back(std::move(value));
-    return out;
+    return ValuesUnder(rendezvous::kMetricsKeyPrefix);
+  }
+  std::vector<std::string> ArrivalReports() override {
+    return ValuesUnder(rendezvous::kArrivalsKeyPrefix);
   }
   Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
                        int size) override {
@@ -83,6 +82,14 @@ class EmbeddedRendezvous final : public JobRendezvous {
   }
 
  private:
+  std::vector<std::string> ValuesUnder(const std::string& prefix) {
+    std::vector<std::string> out;
+    auto kv = server_->table().GetPrefix(access_.job_id, prefix);
+    if (!kv.ok()) return out;
+    for (auto& [key, value] : *kv) out.push_back(std::move(value));
+    return out;
+  }
+
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   JobAccess access_;
 };
@@ -137,6 +144,7 @@ class DaemonRendezvous final : public JobRendezvous {
     // The command line refuses --metrics-port with --rendezvous-addr.
     return {};
   }
+  std::vector<std::string> ArrivalReports() override { return {}; }
   Status SetMembership(std::vector<rendezvous::HostSlots>, int) override {
     // The command line refuses --rendezvous-addr for elastic jobs.
     return Status::FailedPrecondition("--rendezvous-addr",

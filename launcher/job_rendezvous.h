@@ -39,6 +39,9 @@ class JobRendezvous {
   // The workers' latest metrics reports (rendezvous::kMetricsKeyPrefix);
   // empty when none reported or the rendezvous is a daemon's.
   virtual std::vector<std::string> MetricsReports() = 0;
+  // The workers' latest arrivals reports (rendezvous::kArrivalsKeyPrefix,
+  // launcher/stragglers.h); empty as MetricsReports.
+  virtual std::vector<std::string> ArrivalReports() = 0;
   // An elastic job's next membership (rendezvous::JobTable::SetMembership).
   virtual Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
                                int size) = 0;

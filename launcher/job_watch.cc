@@ -4,6 +4,7 @@
 
 #include "common/metrics_format.h"
 #include "common/worker_env.h"
+#include "launcher/flight_dump.h"
 #include "launcher/health.h"
 
 namespace hvd::launcher {
@@ -39,22 +40,59 @@ StatusOr<std::unique_ptr<JobWatch>> JobWatch::Start(const LaunchOptions& o,
   w->monitor_ = o.monitor;
   w->interval_ = std::chrono::seconds(o.monitor_interval_s);
   w->start_ = std::chrono::steady_clock::now();
+  w->stragglers_ = std::make_unique<Stragglers>(size);
   if (o.metrics_port > 0) {
     const std::string job_id = job->access().job_id;
-    HVD_ASSIGN_OR_RETURN(
-        w->server_,
-        metrics::HttpServer::Start(o.metrics_port, [job, size, job_id] {
+    JobWatch* raw = w.get();
+    std::map<std::string, metrics::HttpServer::Page> pages;
+    pages["/metrics"] = {
+        "text/plain; version=0.0.4; charset=utf-8", [raw, job, size, job_id] {
           static const std::vector<metrics::Family> kLauncher = {
               {"hvd_job_workers", metrics::Type::kGauge,
-               "Workers the launcher runs."}};
+               "Workers the launcher runs."},
+              {"hvd_collective_arrival_spread_seconds",
+               metrics::Type::kHistogram,
+               "Time between the first and the last rank's submission of "
+               "each collective every rank submitted."},
+              {"hvd_rank_last_arrivals_total", metrics::Type::kCounter,
+               "Collectives this rank was the last to submit."}};
           std::vector<std::string> reports = job->MetricsReports();
           reports.push_back(
               metrics::Sample("hvd_job_workers", {{"job", job_id}}, size));
+          raw->CountArrivals();
+          reports.push_back(raw->StragglerSamples());
           return metrics::Exposition(reports, kLauncher);
-        }));
+        }};
+    // Every rank's flight recorder and the report on them, gathered on
+    // each GET (as SIGUSR1's dump, without files).
+    pages["/debug/collectives"] = {
+        "application/json",
+        [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
+    HVD_ASSIGN_OR_RETURN(
+        w->server_, metrics::HttpServer::Start(o.metrics_port, std::move(pages),
+                                               "--metrics-port"));
   }
-  if (o.monitor) w->thread_ = std::thread([raw = w.get()] { raw->Loop(); });
+  if (o.monitor || o.metrics_port > 0) {
+    w->thread_ = std::thread([raw = w.get()] { raw->Loop(); });
+  }
   return w;
+}
+
+void JobWatch::CountArrivals() {
+  std::vector<std::string> reports = job_->ArrivalReports();
+  std::lock_guard<std::mutex> lock(stragglers_mu_);
+  stragglers_->Update(reports);
+}
+
+std::string JobWatch::StragglerSamples() {
+  std::lock_guard<std::mutex> lock(stragglers_mu_);
+  return stragglers_->Samples(job_->access().job_id);
+}
+
+std::string JobWatch::StragglerLine() {
+  std::lock_guard<std::mutex> lock(stragglers_mu_);
+  const std::string line = stragglers_->Line();
+  return line.empty() ? "" : "monitor: stragglers: " + line + "\n";
 }
 
 void JobWatch::Finish() {
@@ -72,8 +110,10 @@ void JobWatch::Finish() {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
           .count();
+  CountArrivals();  // the workers' last reports came as they shut down
   const std::string text =
-      HealthSummary(Health({}, job_->MetricsReports(), seconds, size_));
+      HealthSummary(Health({}, job_->MetricsReports(), seconds, size_)) +
+      StragglerLine();
   std::fprintf(stderr, "%s", Prefixed(text).c_str());
 }
 
@@ -82,20 +122,29 @@ JobWatch::~JobWatch() { Finish(); }
 void JobWatch::Loop() {
   std::vector<std::string> before = job_->MetricsReports();
   auto then = std::chrono::steady_clock::now();
+  // Arrivals every second (a worker's report holds its last 1,000
+  // submissions, published every second); health lines every interval.
+  const auto tick = std::chrono::seconds(1);
+  auto next_lines = then + interval_;
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
+  while (!cv_.wait_for(lock, tick, [this] { return stop_; })) {
     lock.unlock();
-    std::vector<std::string> now = job_->MetricsReports();
+    CountArrivals();
     const auto t = std::chrono::steady_clock::now();
-    std::string lines;
-    for (const HostHealth& h :
-         Health(before, now, std::chrono::duration<double>(t - then).count(),
-                size_)) {
-      lines += "monitor: " + HealthLine(h) + "\n";
+    if (monitor_ && t >= next_lines) {
+      std::vector<std::string> now = job_->MetricsReports();
+      std::string lines;
+      for (const HostHealth& h :
+           Health(before, now, std::chrono::duration<double>(t - then).count(),
+                  size_)) {
+        lines += "monitor: " + HealthLine(h) + "\n";
+      }
+      lines += StragglerLine();
+      std::fprintf(stderr, "%s", Prefixed(lines).c_str());
+      before = std::move(now);
+      then = t;
+      next_lines = t + interval_;
     }
-    std::fprintf(stderr, "%s", Prefixed(lines).c_str());
-    before = std::move(now);
-    then = t;
     lock.lock();
   }
 }

@@ -1,6 +1,7 @@
 // --metrics-port and --monitor for the length of a job: the /metrics
-// endpoint over the workers' reports, the live health lines, and the
-// summary at the end (Finish).
+// endpoint over the workers' reports (and /debug/collectives), the live
+// health lines, who arrives last at the collectives (launcher/stragglers.h,
+// read once a second), and the summary at the end (Finish).
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "common/status.h"
 #include "launcher/cli.h"
 #include "launcher/job_rendezvous.h"
+#include "launcher/stragglers.h"
 
 namespace hvd::launcher {
 
@@ -39,6 +41,11 @@ class JobWatch {
  private:
   JobWatch() = default;
   void Loop();
+  // Reads the workers' arrivals into stragglers_.
+  void CountArrivals();
+  std::string StragglerSamples();
+  // "monitor: stragglers: ..." when a rank stands out, else "".
+  std::string StragglerLine();
 
   JobRendezvous* job_ = nullptr;
   int size_ = 0;
@@ -51,6 +58,8 @@ class JobWatch {
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   std::thread thread_;
+  std::mutex stragglers_mu_;  // the scrape's thread and the loop's
+  std::unique_ptr<Stragglers> stragglers_;
 };
 
 }  // namespace hvd::launcher

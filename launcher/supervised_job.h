@@ -77,6 +77,9 @@ class Job {
   // second while watching, or `now` (a worker just failed).
   void CheckLeftBehind(bool now);
   bool WatchingLeftBehind() const;
+  // Answers a worker's ask for the flight recorders, about once a second.
+  void CheckFlightAsk();
+  bool WatchingFlightAsk() const;
   bool WatchingStart() const;
   // An elastic job: asks the driver what to change and does it. False once
   // the job is over (done, nothing running).
@@ -103,6 +106,9 @@ class Job {
   // look at the members is due at next_members_check_.
   std::set<int> exited_ok_;
   Clock::time_point next_members_check_;
+  Clock::time_point next_flight_check_;
+  // The stall inspector ends the job: the flight report's finding.
+  std::string stall_finding_;
   int exit_code_ = 0;
   // A step: the first task that failed (its marker or the program's
   // report).

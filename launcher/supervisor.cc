@@ -121,6 +121,14 @@ void Job::Reap() {
           std::to_string(code));
     }
     if (code != 0 && !stopping_ && !first_failure_ && !failed_task_) {
+      // After the stall inspector's report the job's end is no news.
+      if (!options_.step && options_.dump_on_failure && AnyRunning() &&
+          stall_finding_.empty()) {
+        for (const std::string& line : options_.dump_on_failure(
+                 "rank " + std::to_string(w.rank) + " (host " + w.host + ")")) {
+          Say(line);
+        }
+      }
       first_failure_ = static_cast<int>(i);
       exit_code_ = code;
       BeginStop(!options_.step
@@ -231,6 +239,18 @@ void Job::CheckLeftBehind(bool now) {
   }
 }
 
+bool Job::WatchingFlightAsk() const {
+  return !stopping_ && options_.flight_asked && AnyRunning();
+}
+
+void Job::CheckFlightAsk() {
+  if (!WatchingFlightAsk() || Clock::now() < next_flight_check_) return;
+  for (const std::string& line : options_.flight_asked(&stall_finding_)) {
+    Say(line);
+  }
+  next_flight_check_ = Clock::now() + std::chrono::seconds(1);
+}
+
 bool Job::AnyRunning() const {
   return std::any_of(workers_.begin(), workers_.end(),
                      [](const auto& w) { return w->running; });
@@ -245,6 +265,7 @@ int Job::PollTimeoutMs() const {
   if (stopping_ && !killed_) consider(kill_at_);
   if (WatchingStart()) consider(start_deadline_);
   if (WatchingLeftBehind()) consider(next_members_check_);
+  if (WatchingFlightAsk()) consider(next_flight_check_);
   if (driver_ != nullptr && !stopping_) {
     // The driver polls discovery once a second.
     consider(now + std::chrono::seconds(1));
@@ -391,6 +412,7 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
     }
     CheckStartTimeout();
     CheckLeftBehind(/*now=*/false);
+    CheckFlightAsk();
     if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
       KillAll(SIGKILL, true);
       killed_ = true;
@@ -434,7 +456,10 @@ int Job::Run(const std::vector<ProcessSpec>& specs,
         "rank " +
         std::to_string(first->first) + " on host " + first->second +
         " (Process name: " + std::to_string(first->first) +
-        ", Exit code: " + std::to_string(exit_code_) + ")");
+        ", Exit code: " + std::to_string(exit_code_) + ")" +
+        (stall_finding_.empty()
+             ? ""
+             : "; the stall inspector ended the job: " + stall_finding_));
   }
   return exit_code_;
 }

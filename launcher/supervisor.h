@@ -8,7 +8,8 @@
 //    period. The launcher exits with the first failing worker's status.
 //  - SIGINT/SIGTERM/SIGHUP to the launcher stop every worker the same way
 //    and exit 128+signal; a second one kills at once. SIGUSR1 dumps every
-//    worker's flight recorder and the job goes on.
+//    worker's flight recorder and the job goes on; so does a worker's ask
+//    (a stall); a failure dumps the others' before they are stopped.
 //  - Workers still running but not joined after the start timeout are
 //    named, and the job is stopped (exit 1).
 //  - When the job ends, whatever is left in any worker's process group is
@@ -50,6 +51,17 @@ struct SupervisorOptions {
   // SIGUSR1: dumps every worker's flight recorder and returns the lines to
   // say (launcher/flight_dump.h). Empty function: the signal is ignored.
   std::function<std::vector<std::string>()> dump_flight;
+  // A fixed job's first failure (`who`: "rank R (host H)"), before the
+  // others are stopped: dumps their flight recorders and returns the lines
+  // to say. Empty function: none.
+  std::function<std::vector<std::string>(const std::string& who)>
+      dump_on_failure;
+  // Looked at about once a second while workers run: answers a worker's
+  // ask for every rank's flight recorder (a stall) and returns the lines
+  // to say; sets `*ends_job` to the report's finding when the stall
+  // inspector ends the job after it (said again in the job's last line).
+  // Empty function: not looked at.
+  std::function<std::vector<std::string>(std::string* ends_job)> flight_asked;
   bool verbose = false;
   // --prefix-output-with-timestamp
   bool timestamps = false;

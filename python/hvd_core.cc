@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -130,9 +131,44 @@ hvd::Tensor MakeTensor(uintptr_t data, hvd::DataType dtype,
                      device};
 }
 
+// Files whose frames are not the user's (hvd's own package, torch's):
+// the submission site is the innermost frame outside them.
+std::vector<std::string> g_library_dirs;
+
+// "train.py:88 in step": the user's frame that submits (the GIL held).
+// Cheap: a walk of a few frames, no Python call.
+std::string UserSite() {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  std::string site;
+  for (int depth = 0; f != nullptr && depth < 64 && site.empty(); ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    bool library = file == nullptr;
+    for (const std::string& dir : g_library_dirs) {
+      library = library || std::string_view(file).rfind(dir, 0) == 0;
+    }
+    if (!library) {
+      const std::string_view path(file);
+      const char* name = PyUnicode_AsUTF8(code->co_name);
+      site = std::string(path.substr(path.rfind('/') + 1)) + ":" +
+             std::to_string(PyFrame_GetLineNumber(f)) + " in " +
+             (name ? name : "?");
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyErr_Clear();  // a name that is not UTF-8 is no error of the call
+  return site;
+}
+
 template <typename Submit>
 std::shared_ptr<Op> Start(bool has_output, Submit&& submit) {
   auto op = std::make_shared<Op>(has_output);
+  hvd::set_submission_site(UserSite());
   {
     py::gil_scoped_release release;
     op->set(submit(op->output()));
@@ -169,6 +205,9 @@ PYBIND11_MODULE(_core, m) {
       .value("Product", hvd::ReduceOp::kProduct)
       .value("Adasum", hvd::ReduceOp::kAdasum);
 
+  m.def("add_library_dir",
+        [](const std::string& dir) { g_library_dirs.push_back(dir); });
+  m.def("set_stack_dump", &hvd::set_stack_dump);
   m.def("set_internal_error", [](py::object cls) {
     // Kept alive by the module that defines it (hvd.common.exceptions).
     g_internal_error = cls.ptr();
@@ -280,6 +319,7 @@ PYBIND11_MODULE(_core, m) {
             tensors.push_back(MakeTensor(data[i], dtype, shapes[i], device));
           }
           std::vector<hvd::Handle> handles;
+          hvd::set_submission_site(UserSite());
           {
             py::gil_scoped_release release;
             handles = hvd::grouped_allreduce_async(name, tensors, op, prescale,

@@ -10,6 +10,7 @@
 #include "runtime/context.h"
 #include "runtime/gradients.h"
 #include "runtime/metrics.h"
+#include "runtime/stack_dump.h"
 #include "runtime/transport/shm/shm_heap.h"
 
 namespace hvd {
@@ -347,6 +348,12 @@ StatusOr<bool> DistributedGradients::end_pass() {
 }
 
 void mark_step() { runtime::Metrics::Process().Step(); }
+
+void set_submission_site(const std::string& site) {
+  runtime::FlightRecorder::SetThreadSite(site);
+}
+
+void set_stack_dump(int fd, int signal) { runtime::SetStackDump(fd, signal); }
 
 StatusOr<void*> alloc_shared(size_t bytes) {
   return runtime::ShmHeap::Process().Allocate(bytes);

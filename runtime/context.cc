@@ -3,8 +3,10 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "rendezvous/members.h"
 #include "runtime/affinity.h"
 #include "runtime/metrics.h"
+#include "runtime/stack_dump.h"
 #include "runtime/store.h"
 #include "runtime/timeline.h"
 #include "runtime/transport/hierarchical/hierarchical_backend.h"
@@ -87,13 +90,18 @@ constexpr size_t kShmEagerTensorBytes = 4u << 10;
 // the latest of each worker, whatever generation it is in).
 class Context::MetricsPublisher {
  public:
+  // `arrivals`: this rank's recent submissions for `arrivals_key` ("" while
+  // there are none).
   MetricsPublisher(std::shared_ptr<rendezvous::RendezvousClient> client,
                    std::string key, metrics::Labels labels,
-                   std::chrono::milliseconds interval)
+                   std::chrono::milliseconds interval, std::string arrivals_key,
+                   std::function<std::string()> arrivals)
       : client_(std::move(client)),
         key_(std::move(key)),
         labels_(std::move(labels)),
-        interval_(interval) {
+        interval_(interval),
+        arrivals_key_(std::move(arrivals_key)),
+        arrivals_(std::move(arrivals)) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~MetricsPublisher() {
@@ -119,12 +127,17 @@ class Context::MetricsPublisher {
   void Publish() {
     // Best effort: a lost report is followed by the next.
     (void)client_->Set(key_, Metrics::Process().Report(labels_));
+    if (std::string a = arrivals_(); !a.empty()) {
+      (void)client_->Set(arrivals_key_, a);
+    }
   }
 
   std::shared_ptr<rendezvous::RendezvousClient> client_;
   std::string key_;
   metrics::Labels labels_;
   std::chrono::milliseconds interval_;
+  std::string arrivals_key_;
+  std::function<std::string()> arrivals_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
@@ -198,6 +211,37 @@ class Context::FlightResponder {
 
   std::shared_ptr<State> state_;
 };
+
+namespace {
+
+// Rank 0's stall inspector asks the launcher for every rank's flight
+// recorder (rendezvous/flight_keys.h). Before a stall shutdown it waits
+// for the launcher's report (the other ranks must still be there to
+// answer), at most a little longer than the launcher waits for dumps, and
+// only when a launcher that answers runs the job.
+std::function<void(const std::string&, bool)> AskForFlightDumps(
+    const std::shared_ptr<rendezvous::RendezvousClient>& client, int generation,
+    int rank) {
+  std::weak_ptr<rendezvous::RendezvousClient> weak = client;
+  auto asks = std::make_shared<std::atomic<int>>(0);
+  return
+      [weak, generation, rank, asks](const std::string& stalled, bool final) {
+        auto c = weak.lock();
+        if (!c) return;
+        const std::string token = "g" + std::to_string(generation) + "r" +
+                                  std::to_string(rank) + "n" +
+                                  std::to_string(++*asks);
+        Status s = c->Set(rendezvous::kFlightAskKey,
+                          token + (final ? " shutdown " : " stall ") + stalled);
+        if (!s.ok() || !final || !c->Get(rendezvous::kFlightAnswererKey).ok()) {
+          return;
+        }
+        (void)c->Wait({rendezvous::FlightAskedKey(token)},
+                      std::chrono::seconds(15));
+      };
+}
+
+}  // namespace
 
 Context::~Context() {
   flight_.reset();
@@ -317,9 +361,23 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
         // No engine yet: no collective either.
         const int rank = raw->assignment_.rank;
         const std::string& host = raw->config_.host;
-        return made ? made->flight_recorder().ToJson(rank, host)
-                    : FlightRecorder(0, 0).ToJson(rank, host);
+        const std::string stacks = DumpStacks();
+        return made ? made->flight_recorder().ToJson(rank, host, stacks)
+                    : FlightRecorder(0, 0).ToJson(rank, host, stacks);
       });
+  ctx->engine_options_.stall.ask_dump =
+      AskForFlightDumps(ctx->client_, a.generation, a.rank);
+  // The engine calls it from its thread while the context (its owner)
+  // lives; the record must be set before the callers learn of the failure
+  // and exit.
+  ctx->engine_options_.on_collectives_failed = [raw] {
+    const Engine* made = raw->engine_made_.load(std::memory_order_acquire);
+    if (made == nullptr) return;
+    (void)raw->client_->Set(
+        rendezvous::FlightLastKey(raw->config_.host, raw->config_.slot),
+        made->flight_recorder().ToJson(raw->assignment_.rank,
+                                       raw->config_.host));
+  };
   if (config.metrics_interval.count() > 0) {
     ctx->publisher_ = std::make_unique<MetricsPublisher>(
         ctx->client_,
@@ -328,7 +386,19 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
         metrics::Labels{{"rank", std::to_string(a.rank)},
                         {"host", config.host},
                         {"job", config.job_id}},
-        config.metrics_interval);
+        config.metrics_interval,
+        std::string(rendezvous::kArrivalsKeyPrefix) + config.host + "/" +
+            std::to_string(config.slot),
+        [raw] {
+          const Engine* made =
+              raw->engine_made_.load(std::memory_order_acquire);
+          // A step's worth for many models, published every interval.
+          constexpr size_t kArrivals = 1000;
+          return made ? std::to_string(raw->assignment_.rank) + " " +
+                            raw->config_.host + "\n" +
+                            made->flight_recorder().Arrivals(kArrivals)
+                      : std::string();
+        });
   }
   return ctx;
 }

@@ -259,8 +259,7 @@ void ReduceScaleBuffers(DataType type, ReduceOp op, void* out, const void* a,
   if (factor == 1.0) return ReduceBuffers(type, op, out, a, b, n);
   switch (type) {
     case DataType::kFloat32:
-      return ApplyOpScaled<float>(op, out, a, b, n,
-                                  static_cast<float>(factor));
+      return ApplyOpScaled<float>(op, out, a, b, n, static_cast<float>(factor));
     case DataType::kFloat64:
       return ApplyOpScaled<double>(op, out, a, b, n, factor);
     default:

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "launcher/flight_dump.h"
 #include "launcher/job_watch.h"
 #include "launcher/local_host.h"
+#include "rendezvous/flight_keys.h"
 
 namespace hvd::launcher {
 namespace {
@@ -43,7 +45,18 @@ SupervisorOptions SupervisorFor(const RunnerContext& context,
   }
   JobRendezvous* rendezvous = &job;
   sup.dump_flight = [rendezvous] {
-    return DumpFlightRecorders(*rendezvous, std::chrono::seconds(10));
+    return DumpFlightRecorders(*rendezvous, std::chrono::seconds(10),
+                               "asked by SIGUSR1", /*only_in_flight=*/false);
+  };
+  // The survivors of a failed rank, when they wait in a collective: 2 s at
+  // most, as they may be failing too.
+  sup.dump_on_failure = [rendezvous](const std::string& who) {
+    return DumpFlightRecorders(*rendezvous, std::chrono::seconds(2),
+                               who + " failed", /*only_in_flight=*/true);
+  };
+  auto last_ask = std::make_shared<std::string>();
+  sup.flight_asked = [rendezvous, last_ask](std::string* ends_job) {
+    return AnswerFlightAsk(*rendezvous, last_ask.get(), ends_job);
   };
   sup.step = launch.step;
   return sup;
@@ -59,6 +72,8 @@ int RunJob(Runner& runner, const RunnerContext& context) {
   auto rendezvous = runner.OpenRendezvous();
   if (!rendezvous.ok()) return Fail(rendezvous.status(), 1);
   JobRendezvous& job = **rendezvous;
+  // Workers wait for this launcher's report before a stall shutdown.
+  (void)job.Set(rendezvous::kFlightAnswererKey, "horovodrun");
   auto launch = runner.Workers(job);
   if (!launch.ok()) return Fail(launch.status(), 1);
   Supervisor supervisor(SupervisorFor(context, job, *launch));

@@ -85,8 +85,8 @@ void CycleDriver::Drive(const std::function<bool()>& finished, bool notified) {
   control_.SetDriving(false);
   // Work left for the engine thread: this rank's, or a peer's exchange
   // whose ring found the flag still set.
-  const bool owed = running && (cycles_.Unfinished() ||
-                                control_.PeerRangWhileDriving());
+  const bool owed =
+      running && (cycles_.Unfinished() || control_.PeerRangWhileDriving());
   cycle.unlock();
   if (owed) control_.Notify();
 }

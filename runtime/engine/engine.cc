@@ -210,7 +210,7 @@ Status Engine::Validate(const Request& request, void* data, Output* out) const {
 
 void Engine::AddLocked(Request request, void* data, Output* out,
                        const std::shared_ptr<Completion>& done, Status& refuse,
-                       Status& gone) {
+                       Status& gone, uint64_t flight) {
   auto who = [&request] { return "tensor '" + request.name + "'"; };
   // A failed or stopped engine is not the caller's mistake: the operation
   // fails as a collective would (not a refusal of its arguments).
@@ -240,7 +240,9 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   p.data = data;
   p.out = out;
   p.done = done;
-  p.flight = flight_.Submitted(p.request, std::chrono::steady_clock::now());
+  p.flight = flight != 0 ? flight
+                         : flight_.Submitted(p.request,
+                                             std::chrono::steady_clock::now());
   fresh_.push_back(&p.request);
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
@@ -359,6 +361,9 @@ void Engine::FailAll(const Status& s) {
   flight_.FinishedEach(
       pending, [](const auto& entry) { return entry.second.flight; },
       std::chrono::steady_clock::now(), false);
+  if (!pending.empty() && options_.on_collectives_failed) {
+    options_.on_collectives_failed();
+  }
   for (auto& [name, p] : pending) p.done->Set(s);
 }
 

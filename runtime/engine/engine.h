@@ -149,10 +149,11 @@ class Engine : private CycleDriver::Cycles {
   Status Validate(const Request& request, void* data, Output* out) const;
   // Queues or refuses under `mu_`.
   // `refuse`: the arguments are refused; `gone`: the engine failed or
-  // stopped, so the operation fails without running.
+  // stopped, so the operation fails without running. `flight`: its flight
+  // recorder entry when it has one already (the fast lane's), else 0.
   void AddLocked(Request request, void* data, Output* out,
                  const std::shared_ptr<Completion>& done, Status& refuse,
-                 Status& gone);
+                 Status& gone, uint64_t flight = 0);
   // A name stays taken until its result is collected (Completion), not
   // only while it is in flight: a program that submits a name again
   // before collecting the first is refused every time, however fast the
@@ -312,7 +313,7 @@ class Engine : private CycleDriver::Cycles {
   std::chrono::steady_clock::time_point exchanged_at_;
   double exchange_seconds_ = -1;  // its time, when the metrics take it
   std::vector<std::string_view> express_views_;
-  std::string fast_msg_;   // the fast lane's message (its buffer reused)
+  std::string fast_msg_;  // the fast lane's message (its buffer reused)
   // ... whose tensor it was built for (its data at fast_data_at_)
   uint32_t fast_msg_id_ = UINT32_MAX;
   size_t fast_msg_bytes_ = 0, fast_data_at_ = 0;

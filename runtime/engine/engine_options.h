@@ -26,6 +26,11 @@ struct StallOptions {
   std::chrono::milliseconds shutdown{0};
   // Where warnings go; default: the log at WARNING (tests catch them).
   std::function<void(const std::string&)> on_warning;
+  // Asks for every rank's flight recorder (the launcher gathers them and
+  // reports): on the first warning of a stall, and (`final`) before a
+  // stall past the shutdown time ends the job, when it returns once the
+  // report is out or after a bounded wait. Empty: not asked.
+  std::function<void(const std::string& stalled, bool final)> ask_dump;
 };
 
 struct EngineOptions {
@@ -71,6 +76,11 @@ struct EngineOptions {
   size_t flight_recorder_entries =
       size_t(settings::Default(settings::key::kFlightRecorderEntries));
   int process_set = 0;
+  // Collectives in flight failed (a lost peer, a stall shutdown): called
+  // once the flight recorder says so and before their callers learn it,
+  // so that the record can be left where the launcher finds it after the
+  // process is gone. Empty: nothing.
+  std::function<void()> on_collectives_failed;
 };
 
 }  // namespace hvd::runtime

@@ -332,8 +332,8 @@ uint64_t Executor::ReduceEager(const Request& r, void* data,
     if (r.prescale != 1.0) {
       ScaleBuffer(r.dtype, eager_next_.data(), r.count, r.prescale);
     }
-    ReduceScaleBuffers(r.dtype, r.reduce, acc, acc, eager_next_.data(),
-                       r.count, q + 1 == from.size() ? post : 1.0);
+    ReduceScaleBuffers(r.dtype, r.reduce, acc, acc, eager_next_.data(), r.count,
+                       q + 1 == from.size() ? post : 1.0);
   }
   return bytes;
 }

@@ -171,6 +171,9 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   Metrics::Process().CacheLookup(true);
   BuildFastMessage(*id, r, data);
   const auto start = std::chrono::steady_clock::now();
+  // Recorded before the exchange, which waits for every rank: a rank stuck
+  // here shows what it waits on in a dump.
+  const uint64_t flight = flight_.Submitted(r, start);
   Status s = control_->Exchange(fast_msg_, &cycle_messages_, true);
   if (s.ok() && SameButData()) {
     const size_t data_bytes = ExpressViews();
@@ -182,7 +185,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     const auto end = std::chrono::steady_clock::now();
     const double took = std::chrono::duration<double>(end - start).count();
     cache_.Touch(*id);
-    flight_.Ran(r, start, end);
+    flight_.Ran(flight, start, end);
     {
       std::lock_guard<std::mutex> lock(mu_);
       fast_name_.clear();
@@ -204,7 +207,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   {
     std::lock_guard<std::mutex> lock(mu_);
     fast_name_.clear();
-    AddLocked(r, data, nullptr, done, refuse, gone);
+    AddLocked(r, data, nullptr, done, refuse, gone, flight);
     // Sent already, by its bit.
     if (refuse.ok() && gone.ok()) fresh_.pop_back();
   }

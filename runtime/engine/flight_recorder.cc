@@ -1,5 +1,6 @@
 #include "runtime/engine/flight_recorder.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "runtime/dtype.h"
@@ -8,6 +9,15 @@ namespace hvd::runtime {
 
 FlightRecorder::FlightRecorder(size_t capacity, int process_set)
     : process_set_(process_set), ring_(capacity) {}
+
+namespace {
+
+// The submitting thread's site (hvd::set_submission_site).
+thread_local std::string t_site;
+
+}  // namespace
+
+void FlightRecorder::SetThreadSite(const std::string& site) { t_site = site; }
 
 FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
                                                   Clock::time_point at) {
@@ -22,6 +32,7 @@ FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
   e.submitted = at;
   e.negotiated = e.started = e.finished = Clock::time_point{};
   e.failed = false;
+  e.site.assign(t_site);  // NextLocked runs on the submitting thread
   return e;
 }
 
@@ -53,15 +64,6 @@ void FlightRecorder::Ran(uint64_t seq, Clock::time_point start,
   }
 }
 
-void FlightRecorder::Ran(const Request& r, Clock::time_point start,
-                         Clock::time_point end) {
-  if (ring_.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = NextLocked(r, start);
-  e.negotiated = e.started = start;
-  e.finished = end;
-}
-
 std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Entry> out;
@@ -73,7 +75,8 @@ std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
   return out;
 }
 
-std::string FlightRecorder::ToJson(int rank, const std::string& host) const {
+std::string FlightRecorder::ToJson(int rank, const std::string& host,
+                                   const std::string& stacks) const {
   const std::vector<Entry> entries = Snapshot();
   // Steady-clock stamps as wall-clock time, so that ranks on several hosts
   // can be laid side by side.
@@ -98,16 +101,38 @@ std::string FlightRecorder::ToJson(int rank, const std::string& host) const {
                     {"negotiated_us", wall_us(e.negotiated)},
                     {"started_us", wall_us(e.started)},
                     {"finished_us", wall_us(e.finished)},
-                    {"failed", e.failed}});
+                    {"failed", e.failed},
+                    {"site", e.site.empty() ? nlohmann::json(nullptr)
+                                            : nlohmann::json(e.site)}});
   }
   nlohmann::json dump = {{"rank", rank},
                          {"host", host},
                          {"process_set", process_set_},
                          {"dumped_us", wall_us(steady_now)},
                          {"entries", std::move(list)}};
+  if (!stacks.empty()) dump["stacks"] = stacks;
   // Names come from users: bytes that are not UTF-8 are replaced, not
   // thrown about.
   return dump.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string FlightRecorder::Arrivals(size_t n) const {
+  std::vector<Entry> entries = Snapshot();
+  if (entries.size() > n) entries.erase(entries.begin(), entries.end() - n);
+  const auto steady_now = Clock::now();
+  const auto wall_now = std::chrono::system_clock::now();
+  std::string out;
+  out.reserve(entries.size() * 48);
+  for (Entry& e : entries) {
+    const auto wall = wall_now - (steady_now - e.submitted);
+    std::replace(e.name.begin(), e.name.end(), '\n', ' ');
+    out += std::to_string(e.seq) + " " +
+           std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                              wall.time_since_epoch())
+                              .count()) +
+           " " + e.name + "\n";
+  }
+  return out;
 }
 
 }  // namespace hvd::runtime

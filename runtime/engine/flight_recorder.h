@@ -36,6 +36,7 @@ class FlightRecorder {
     // Clock::time_point{} where the phase has not been reached.
     Clock::time_point submitted, negotiated, started, finished;
     bool failed = false;
+    std::string site;  // where it was submitted ("" for unknown)
   };
 
   // `capacity` 0: records nothing (every call returns at once).
@@ -43,6 +44,9 @@ class FlightRecorder {
 
   // A collective submitted at `at`: its sequence number (0 when off).
   uint64_t Submitted(const Request& r, Clock::time_point at);
+  // Where this thread's next submissions come from (hvd::
+  // set_submission_site); kept with each entry this thread submits.
+  static void SetThreadSite(const std::string& site);
   // Entry `seq` reached `phase` (a later entry may have taken its place in
   // the ring: then nothing happens).
   void Mark(uint64_t seq, Phase phase, Clock::time_point at);
@@ -55,11 +59,8 @@ class FlightRecorder {
   template <typename Items, typename SeqOf>
   void FinishedEach(const Items& items, SeqOf seq_of, Clock::time_point at,
                     bool ok);
-  // A collective that ran from submission to its end in one call (the
-  // fast lane): negotiated and started when submitted.
-  void Ran(const Request& r, Clock::time_point start, Clock::time_point end);
   // Entry `seq` negotiated and started at `start` and finished at `end`
-  // (an express cycle), under one lock.
+  // (an express cycle, the fast lane), under one lock.
   void Ran(uint64_t seq, Clock::time_point start, Clock::time_point end);
 
   // The entries held, oldest first.
@@ -69,7 +70,13 @@ class FlightRecorder {
   // "dtype", "bytes", "device", "submitted_us", "negotiated_us", "started_us",
   // "finished_us" (wall clock, microseconds since the epoch; null where not
   // reached), "failed"}]}.
-  std::string ToJson(int rank, const std::string& host) const;
+  // With `stacks` (every thread's, runtime/stack_dump.h) when not empty.
+  std::string ToJson(int rank, const std::string& host,
+                     const std::string& stacks = "") const;
+  // The last `n` entries' submissions, one line each, oldest first: "SEQ
+  // SUBMITTED_US NAME" (wall clock; newlines in names as spaces), for the
+  // launcher's count of who arrives last (launcher/stragglers.h).
+  std::string Arrivals(size_t n) const;
 
   size_t capacity() const { return ring_.size(); }
 

@@ -17,6 +17,8 @@ bool StallInspector::Inspect(TimePoint now, const Report& report) {
   last_check_ = now;
   bool past_shutdown = false;
   const std::string stalled = report(now, &past_shutdown);
+  const bool first = !stalled_;
+  stalled_ = !stalled.empty();
   if (stalled.empty()) return false;
   const std::string warning =
       "stalled tensors: some ranks submitted them and others did not for " +
@@ -27,6 +29,9 @@ bool StallInspector::Inspect(TimePoint now, const Report& report) {
     options_.on_warning(warning);
   } else {
     HVD_LOG(Warning) << warning;
+  }
+  if (options_.ask_dump && (first || past_shutdown)) {
+    options_.ask_dump(stalled, past_shutdown);
   }
   return past_shutdown;
 }

@@ -1,9 +1,10 @@
 // The stall inspector (rank 0): on the engine's turns, at most once per
 // warning period (or shutdown time, if shorter), it asks what has stalled
 // (tensors some ranks submitted and others not, with the missing ranks:
-// the negotiator knows) and warns; it says when a stall has lasted past
-// the shutdown time, so that the engine ends the job. Owned by the engine;
-// clock and report handed in, so it is tested alone.
+// the negotiator knows) and warns; it asks for the ranks' flight recorders
+// on a stall's first warning and before its shutdown; it says when a stall
+// has lasted past the shutdown time, so that the engine ends the job. Owned by
+// the engine; clock and report handed in, so it is tested alone.
 #pragma once
 
 #include <chrono>
@@ -36,6 +37,9 @@ class StallInspector {
  private:
   const StallOptions options_;
   TimePoint last_check_;
+  // The last check found a stall: the next warning is no new episode (the
+  // flight recorders were asked for on its first).
+  bool stalled_ = false;
 };
 
 }  // namespace hvd::runtime

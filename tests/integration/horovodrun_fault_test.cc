@@ -201,7 +201,8 @@ TEST(HorovodrunTest, Sigusr1DumpsEveryRanksFlightRecorder) {
       << p.StderrSoFar();
   ASSERT_EQ(kill(p.pid(), SIGUSR1), 0);
   const std::string where = p.WaitForStderr(
-      R"(horovodrun: flight recorder dump 1: 2 of 2 ranks in (\S+))", kTimeout);
+      R"(horovodrun: flight recorder dump 1 \(asked by SIGUSR1\): 2 of 2 ranks in (\S+))",
+      kTimeout);
   ASSERT_FALSE(where.empty()) << p.StderrSoFar();
   std::ofstream(stop) << "stop\n";
   Result r = p.Wait(kTimeout);

@@ -31,7 +31,12 @@ FlightOp Op(uint64_t seq, const std::string& name, int64_t ago_us,
 }
 
 FlightRank Rank(int rank, const std::string& host, std::vector<FlightOp> ops) {
-  return FlightRank{rank, host, kDumped, std::move(ops)};
+  FlightRank r;
+  r.rank = rank;
+  r.host = host;
+  r.dumped_us = kDumped;
+  r.ops = std::move(ops);
+  return r;
 }
 
 bool Has(const std::vector<std::string>& lines, const std::string& part) {
@@ -76,6 +81,38 @@ TEST(FlightAnalysisTest, DifferentOrdersAreSaidSo) {
       << Joined(lines);
   EXPECT_TRUE(Has(lines, "rank 0 (host a) never submitted \"B\""))
       << Joined(lines);
+}
+
+// Rank 1 skipped step 3's "fc2" and went on to step 4's "loss": with two
+// ranks each waits on what the other has not submitted, but rank 1 has
+// submitted "loss" two rounds more than "fc2", so it is the one named.
+TEST(FlightAnalysisTest, ARankThatWentOnWithoutATensorIsNamedAlone) {
+  auto steps = [](int ranks_steps) {
+    std::vector<FlightOp> ops;
+    uint64_t seq = 0;
+    for (int step = 0; step < ranks_steps; ++step) {
+      for (const char* name : {"loss", "fc1", "fc2"}) {
+        ops.push_back(Op(++seq, name, 9'000'000, 8'000'000));
+      }
+    }
+    return ops;
+  };
+  std::vector<FlightOp> zero = steps(2), one = steps(2);
+  zero.push_back(Op(7, "loss", 6'000'000, 5'000'000));
+  zero.push_back(Op(8, "fc1", 6'000'000, 5'000'000));
+  zero.push_back(Op(9, "fc2", 5'000'000));
+  one.push_back(Op(7, "loss", 6'000'000, 5'000'000));
+  one.push_back(Op(8, "fc1", 6'000'000, 5'000'000));
+  one.push_back(Op(9, "loss", 5'000'000));
+  const auto lines = AnalyzeFlight(
+      {Rank(0, "a", std::move(zero)), Rank(1, "b", std::move(one))});
+  ASSERT_EQ(lines.size(), 1u) << Joined(lines);
+  EXPECT_EQ(lines[0],
+            "rank 1 (host b) never submitted \"fc2\" (seq 9 on the others); "
+            "rank 0 waits there since 5.0 s; rank 1's last op: allreduce "
+            "\"fc1\" (seq 8) done 5.0 s ago, and it waits on \"loss\" "
+            "instead: it went on without it (\"loss\" submitted 4 times, "
+            "\"fc2\" 2)");
 }
 
 TEST(FlightAnalysisTest, DifferentShapesOrOpsAreADisagreement) {
@@ -159,6 +196,55 @@ TEST(FlightAnalysisTest, AShortWaitIsAJobThatMoves) {
       Rank(1, "a", {Op(5, "x", 3'000, 2'000)})};
   EXPECT_TRUE(Has(AnalyzeFlight(ranks), "no rank stayed away"))
       << Joined(AnalyzeFlight(ranks));
+}
+
+// A rank that exited without a record while the others waited on a
+// collective until it failed: named next to what they waited on.
+TEST(FlightAnalysisTest, ARankWithoutARecordIsNamedByTheFailedWait) {
+  FlightOp failed = Op(9, "fc2", 3'000'000, 2'500'000);
+  failed.failed = true;
+  FlightRank gone;
+  gone.rank = 1;
+  gone.host = "b";
+  gone.no_record = "it exited with status 3";
+  const auto lines = AnalyzeFlight(
+      {Rank(0, "a", {Op(8, "fc1", 4'000'000, 3'500'000), failed}), gone});
+  ASSERT_EQ(lines.size(), 1u) << Joined(lines);
+  EXPECT_EQ(lines[0],
+            "rank 0 waited on \"fc2\" (seq 9) 0.5 s until it failed; rank 1 "
+            "(host b) left no record (it exited with status 3)");
+}
+
+// Python workers' dumps carry each op's submitting frame and every
+// thread's stack: the named rank's last op says where it was submitted,
+// and where the rank is now (its main thread's innermost frame).
+TEST(FlightAnalysisTest, SitesAndStacksSayWhereTheRankIs) {
+  FlightOp loss = Op(1840, "loss", 31'300'000, 31'200'000);
+  loss.site = "train.py:80 in step";
+  FlightRank r3 = Rank(3, "b", {loss});
+  r3.stacks =
+      "Thread 0x00007f0000000002 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
+      "\n"
+      "Thread 0x00007f0000000001 (most recent call first):\n"
+      "  File \"/home/u/train.py\", line 88 in load_batch\n"
+      "  File \"/home/u/train.py\", line 120 in <module>\n";
+  std::vector<FlightRank> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(Rank(r, "a",
+                         {Op(1840, "loss", 31'300'000, 31'200'000),
+                          Op(1841, "grad/fc2.weight", 31'000'000)}));
+  }
+  ranks.push_back(r3);
+  const auto lines = AnalyzeFlight(ranks);
+  ASSERT_EQ(lines.size(), 1u) << Joined(lines);
+  EXPECT_EQ(lines[0],
+            "rank 3 (host b) never submitted \"grad/fc2.weight\" (seq 1841 on "
+            "the others); ranks 0-2 wait there since 31.0 s; rank 3's last "
+            "op: allreduce \"loss\" (seq 1840) done 31.2 s ago, submitted at "
+            "train.py:80 in step; rank 3 is in train.py:88 in load_batch");
+  EXPECT_EQ(InnermostFrame(""), "");
+  EXPECT_EQ(InnermostFrame("Thread 0x1 (most recent call first):\n"), "");
 }
 
 TEST(FlightAnalysisTest, ReadsADirectoryOfDumpsAndRefusesBadOnes) {

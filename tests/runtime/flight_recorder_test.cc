@@ -20,7 +20,7 @@ using Phase = FlightRecorder::Phase;
 TEST(FlightRecorderTest, OffRecordsNothing) {
   FlightRecorder off(0, 0);
   EXPECT_EQ(off.Submitted(AllreduceRequest("a", 1), Clock::now()), 0u);
-  off.Ran(AllreduceRequest("b", 1), Clock::now(), Clock::now());
+  off.Ran(1, Clock::now(), Clock::now());
   EXPECT_TRUE(off.Snapshot().empty());
 }
 
@@ -60,7 +60,7 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesWithTheirPhases) {
 TEST(FlightRecorderTest, DumpsJsonWithNullForPhasesNotReached) {
   FlightRecorder rec(4, 2);
   const Clock::time_point t = Clock::now();
-  rec.Ran(AllreduceRequest("grad/fc2.weight", 8), t,
+  rec.Ran(rec.Submitted(AllreduceRequest("grad/fc2.weight", 8), t), t,
           t + std::chrono::microseconds(5));
   rec.Submitted(AllreduceRequest("loss\xff", 1),
                 t);  // not UTF-8: replaced, kept

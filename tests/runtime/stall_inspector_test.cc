@@ -82,6 +82,38 @@ TEST(StallInspectorTest, AShorterShutdownTimeChecksSoonerAndEndsTheJob) {
             "(missing rank 2) (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS)");
 }
 
+// The flight recorders are asked for on a stall's first warning (not on
+// every warning while it lasts), again for a new stall after a clear
+// check, and finally before the shutdown.
+TEST(StallInspectorTest, AsksForTheFlightRecordersOnAStallsFirstWarning) {
+  Asked asked;
+  std::vector<std::pair<std::string, bool>> dumps;
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  StallOptions o = Options(&asked, seconds(10), seconds(40));
+  o.ask_dump = [&](const std::string& stalled, bool final) {
+    dumps.push_back({stalled, final});
+  };
+  StallInspector inspector(o, t0);
+  std::string now_stalled = "a (missing rank 1)";
+  auto report = [&](auto now, bool* past) {
+    *past = now - t0 >= seconds(60);
+    return now_stalled;
+  };
+  EXPECT_FALSE(inspector.Inspect(t0 + seconds(10), report));
+  EXPECT_FALSE(inspector.Inspect(t0 + seconds(20), report));
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(dumps[0], std::make_pair(now_stalled, false));
+  now_stalled.clear();
+  EXPECT_FALSE(inspector.Inspect(t0 + seconds(30), report));
+  now_stalled = "b (missing rank 0)";
+  EXPECT_FALSE(inspector.Inspect(t0 + seconds(40), report));
+  EXPECT_FALSE(inspector.Inspect(t0 + seconds(50), report));
+  EXPECT_TRUE(inspector.Inspect(t0 + seconds(60), report));
+  ASSERT_EQ(dumps.size(), 3u);
+  EXPECT_EQ(dumps[1], std::make_pair(now_stalled, false));
+  EXPECT_EQ(dumps[2], std::make_pair(now_stalled, true));
+}
+
 TEST(StallInspectorTest, OffAsksNothing) {
   Asked asked;
   const auto t0 = std::chrono::steady_clock::time_point{};

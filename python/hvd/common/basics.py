@@ -10,6 +10,32 @@ _NOT_INITIALIZED = "Horovod has not been initialized; use hvd.init()."
 # the job joined (a file, or DYNAMIC to start recording later).
 _timeline_set_at_init = False
 
+# A collective's submission site in the flight recorder is the innermost
+# frame outside hvd's own package (and the frameworks', added by theirs).
+_core.add_library_dir(os.path.dirname(os.path.dirname(__file__)) + os.sep)
+
+# Every Python thread's stack goes with each flight recorder dump:
+# faulthandler writes them to a memory file when libhvd raises this
+# real-time signal on its dumping thread (one no library is known to use).
+_STACK_SIGNAL_OFFSET = 6
+_stack_file = None
+
+
+def _arm_stack_dumps() -> None:
+    global _stack_file
+    if _stack_file is not None or not hasattr(os, "memfd_create"):
+        return
+    import faulthandler
+    import signal
+    try:
+        sig = signal.SIGRTMIN + _STACK_SIGNAL_OFFSET
+        stacks = os.fdopen(os.memfd_create("hvd-stacks", os.MFD_CLOEXEC), "w+")
+        faulthandler.register(sig, file=stacks, all_threads=True, chain=False)
+    except (OSError, ValueError, RuntimeError):
+        return  # the dumps go without stacks
+    _stack_file = stacks
+    _core.set_stack_dump(stacks.fileno(), int(sig))
+
 
 def init(comm: Optional[object] = None,
          process_sets: Optional[Sequence[object]] = None) -> None:
@@ -31,6 +57,7 @@ def init(comm: Optional[object] = None,
     if _core.is_initialized():
         return
     _core.init(ranks, dynamic)
+    _arm_stack_dumps()
     global _timeline_set_at_init
     _timeline_set_at_init = bool(os.environ.get("HOROVOD_TIMELINE"))
     _ps._after_init(process_sets)

@@ -11,6 +11,15 @@ from hvd.torch.optimizer import DistributedOptimizer
 from hvd.torch.sync_batch_norm import SyncBatchNorm
 from hvd.torch import elastic  # noqa: E402 (hvd.elastic.run, TorchState...)
 
+import os as _os
+
+import torch as _torch
+
+from hvd import _core as _hvd_core
+
+# Frames of torch (autograd's backward, its hooks) are not the user's.
+_hvd_core.add_library_dir(_os.path.dirname(_torch.__file__) + _os.sep)
+
 __all__ = list(_ops_all) + [
     "HostsUpdatedInterrupt", "allgather_object", "broadcast_object",
     "broadcast_optimizer_state", "broadcast_parameters",

@@ -295,6 +295,18 @@ Status stop_timeline();
 // synchronises otherwise may call it once per step.
 void mark_step();
 
+// Where the collectives this thread submits next come from, kept with
+// each in the flight recorder and named in its reports ("train.py:88 in
+// step"; "" for unknown). Language bindings set it around each submission
+// (the Python package: the user's frame).
+void set_submission_site(const std::string& site);
+
+// Every thread's stack with each flight recorder dump: on a dump, `signal`
+// is raised on the dumping thread, whose handler (Python's faulthandler,
+// registered for it) writes the stacks to `fd` from its start; the text
+// goes with the dump. `fd` < 0: none (the default).
+void set_stack_dump(int fd, int signal);
+
 // Memory that the ranks of a host reduce between directly, in the manner
 // of MPI_Alloc_mem: when every rank of a host allreduces a buffer that
 // lies in such memory, each rank reduces its share of the elements
