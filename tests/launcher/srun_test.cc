@@ -1,7 +1,8 @@
+#include "launcher/runners/srun_step.h"
+
 #include <gtest/gtest.h>
 
 #include "common/worker_env.h"
-#include "launcher/runners/srun_step.h"
 
 namespace hvd::launcher {
 namespace {
