@@ -1,5 +1,6 @@
 #include "launcher/flight_dump.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -53,45 +54,68 @@ namespace {
 
 // The answers to request `n` from every running member, and the records
 // that members whose collectives failed left (rendezvous::FlightLastKey):
-// for those that exited, and those that did not answer in time.
+// for those that exited, and those that do not answer (in time).
 struct Gathered {
   std::vector<rendezvous::Member> members;        // that joined
   std::vector<std::optional<std::string>> dumps;  // nullopt: none
   std::vector<bool> asked;                        // running when asked
 };
 
+// A member's record: its answer to request `n`, else what it left when its
+// collectives failed.
+std::optional<std::string> RecordOf(JobRendezvous& job, uint64_t n,
+                                    const rendezvous::Member& m) {
+  if (auto answer = job.Get(rendezvous::FlightDumpKey(n, m.host, m.slot));
+      answer.ok()) {
+    return std::move(*answer);
+  }
+  if (auto last = job.Get(rendezvous::FlightLastKey(m.host, m.slot));
+      last.ok()) {
+    return std::move(*last);
+  }
+  return std::nullopt;
+}
+
 Gathered Gather(JobRendezvous& job, uint64_t n,
                 std::chrono::milliseconds timeout) {
   Gathered g;
-  std::vector<std::string> keys;
-  std::vector<size_t> key_of;
+  std::vector<size_t> waiting;  // running members that have not answered
   for (const rendezvous::Member& m : job.Members()) {
     if (m.generation == 0) continue;  // never joined: no record
     g.members.push_back(m);
     g.asked.push_back(!m.exit_status);
-    if (m.exit_status) continue;
-    keys.push_back(rendezvous::FlightDumpKey(n, m.host, m.slot));
-    key_of.push_back(g.members.size() - 1);
+    if (!m.exit_status) waiting.push_back(g.members.size() - 1);
   }
   g.dumps.resize(g.members.size());
-  if (!keys.empty()) {
-    if (auto all = job.Wait(keys, timeout); all.ok()) {
-      for (size_t k = 0; k < keys.size(); ++k) {
-        g.dumps[key_of[k]] = std::move((*all)[k]);
-      }
-    } else {
-      for (size_t k = 0; k < keys.size(); ++k) {
-        if (auto one = job.Get(keys[k]); one.ok()) {
-          g.dumps[key_of[k]] = std::move(*one);
-        }
-      }
+  // In slices: a member that is failing too (and left its record on the
+  // way out) is not waited for to the end.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!waiting.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    std::vector<std::string> keys;
+    for (size_t i : waiting) {
+      keys.push_back(
+          rendezvous::FlightDumpKey(n, g.members[i].host, g.members[i].slot));
     }
+    if (auto all =
+            job.Wait(keys, std::min(left, std::chrono::milliseconds(100)));
+        all.ok()) {
+      for (size_t k = 0; k < keys.size(); ++k) {
+        g.dumps[waiting[k]] = std::move((*all)[k]);
+      }
+      break;
+    }
+    std::vector<size_t> still;
+    for (size_t i : waiting) {
+      g.dumps[i] = RecordOf(job, n, g.members[i]);
+      if (!g.dumps[i]) still.push_back(i);
+    }
+    waiting = std::move(still);
   }
   for (size_t i = 0; i < g.members.size(); ++i) {
-    if (g.dumps[i]) continue;
-    auto last = job.Get(
-        rendezvous::FlightLastKey(g.members[i].host, g.members[i].slot));
-    if (last.ok()) g.dumps[i] = std::move(*last);
+    if (!g.dumps[i]) g.dumps[i] = RecordOf(job, n, g.members[i]);
   }
   return g;
 }

@@ -130,9 +130,12 @@ TEST_P(KilledRankTest, MakesTheOthersFailFastNotHang) {
   const bool shm = GetParam();
   // The survivors ignore SIGTERM, so only their own collectives can end
   // them before the SIGKILL at the end of the grace period.
+  TempDir tmp;  // horovodrun dumps the survivors' flight recorders there
   Result r = RunCommand(
       {HVD_HOROVODRUN, "-np", "3", HVD_TEST_WORKER, "--stream", "100000"},
-      kTimeout, {shm ? "HOROVOD_SHM_DISABLE=0" : "HOROVOD_SHM_DISABLE=1"});
+      kTimeout,
+      {shm ? "HOROVOD_SHM_DISABLE=0" : "HOROVOD_SHM_DISABLE=1",
+       "TMPDIR=" + tmp.path()});
   EXPECT_EQ(r.exit_code, 137) << r.err;
   EXPECT_LT(r.took, seconds(4)) << "failed fast, before the grace period";
   EXPECT_NE(r.err.find("rank 1 on host localhost was killed by signal 9"),

@@ -100,9 +100,11 @@ TEST_F(ShmCleanupTest, CreatorKilledBeforeItsPeerMappedLeavesNothing) {
 // Once both have mapped, the names are gone already; a rank killed in the
 // middle of the job changes nothing.
 TEST_F(ShmCleanupTest, RankKilledAfterMappingLeavesNothing) {
+  // TMPDIR: horovodrun dumps the survivor's flight recorder there.
   Subprocess job({HVD_HOROVODRUN, "-np", "2", "/bin/sh", "-c",
                   "echo $HVD_JOB_ID > " + dir_.path() + "/job; exec " +
-                      HVD_TEST_WORKER + " --stream 200"});
+                      HVD_TEST_WORKER + " --stream 200"},
+                 {"TMPDIR=" + dir_.path()});
   Result r = job.Wait(seconds(60));
   EXPECT_NE(r.exit_code, 0) << r.err;
   const std::string id = ReadTrimmed(dir_.path() + "/job");

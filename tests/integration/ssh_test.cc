@@ -271,6 +271,124 @@ TEST_F(TwoSshHostsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
   EXPECT_EQ(cells[9], "0") << choice;
 }
 
+// Trouble across hosts: rank 0 on host a, rank 1 on host b makes it. A
+// stall is warned of after 1 s (rank 0's inspector asks for every rank's
+// flight recorder; host b's comes through the rendezvous) and ends the job
+// after 3 s, whose last line repeats the report's finding.
+class TroubleAcrossHostsTest : public TwoSshHostsTest {
+ protected:
+  Result Run(std::vector<std::string> program,
+             std::vector<std::string> flags = {}) {
+    std::vector<std::string> argv = {
+        HVD_HOROVODRUN,
+        "-i",
+        a_->user_key(),
+        "-np",
+        "2",
+        "-H",
+        net_->address(0) + ":1," + net_->address(1) + ":1"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), program.begin(), program.end());
+    return RunCommand(argv, kTimeout,
+                      {"HOME=" + home_.path(), "TMPDIR=" + tmp_.path(),
+                       "HOROVOD_STALL_CHECK_TIME_SECONDS=1",
+                       "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS=3",
+                       "PYTHONPATH=" HVD_PYTHON_DIR});
+  }
+  std::string B() const { return "rank 1 (host " + net_->address(1) + ")"; }
+  void ExpectFinding(const Result& r, const std::string& finding) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("horovodrun: flight recorder dump 1 (a stall): 2 of "
+                         "2 ranks in "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("horovodrun: " + finding), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("; the stall inspector ended the job: " + finding),
+              std::string::npos)
+        << r.err;
+  }
+  std::vector<std::string> Trouble(const std::string& kind) {
+    return {HVD_TROUBLE_WORKER, "--trouble", kind, "--rank", "1"};
+  }
+
+  TempDir tmp_;
+};
+
+TEST_F(TroubleAcrossHostsTest, ARemoteRankAsleepIsNamed) {
+  ExpectFinding(Run(Trouble("sleep")),
+                B() +
+                    " never submitted \"grad/fc2.weight\" (seq 9 on the "
+                    "others); rank 0 waits there since ");
+}
+
+TEST_F(TroubleAcrossHostsTest, ARemoteRankThatSkipsATensorIsNamed) {
+  const Result r = Run(Trouble("skip"));
+  ExpectFinding(r, B() + " never submitted \"grad/fc2.weight\"");
+  EXPECT_NE(r.err.find("it went on without it"), std::string::npos) << r.err;
+}
+
+TEST_F(TroubleAcrossHostsTest, ARemoteDeadlockIsNamed) {
+  ExpectFinding(Run(Trouble("deadlock")),
+                B() + " never submitted \"grad/fc2.weight\"");
+}
+
+TEST_F(TroubleAcrossHostsTest, DifferentOrdersAcrossHostsAreSaidSo) {
+  const Result r = Run(Trouble("order"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(B() + " never submitted \"grad/fc1.weight\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the ranks submit in different orders"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(TroubleAcrossHostsTest, ARemoteSlowRankIsTheStraggler) {
+  const Result r = Run(
+      {HVD_TROUBLE_WORKER, "--trouble", "slow", "--rank", "1", "--steps", "12"},
+      {"--monitor"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("horovodrun: monitor: stragglers: rank 1 \\(host " +
+                        std::regex_replace(net_->address(1), std::regex("\\."),
+                                           "\\.") +
+                        "\\) arrived last in (7[5-9]|[89][0-9]|100) % of 36 "
+                        "collectives")))
+      << r.err;
+}
+
+// Ranks out of step across hosts: rank 0 (host a) exits 0 after its first
+// generation while rank 1 (host b) waits for it in the next init().
+TEST_F(TroubleAcrossHostsTest, OutOfStepAcrossHostsNamesTheRankThatLeft) {
+  const Result r = RunCommand(
+      {HVD_HOROVODRUN, "-i", a_->user_key(), "-np", "2", "-H",
+       net_->address(0) + ":1," + net_->address(1) + ":1", HVD_TEST_WORKER,
+       "--out-of-step"},
+      kTimeout, {"HOME=" + home_.path(), "HOROVOD_GLOO_TIMEOUT_SECONDS=3"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string a = "rank 0 (host " + net_->address(0) + ")";
+  EXPECT_NE(r.err.find("horovodrun: " + a +
+                       " exited with status 0 after "
+                       "generation 1, but rank 1 (host " +
+                       net_->address(1) + ") joined generation 2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("waited for the job's ranks: " + a), std::string::npos)
+      << r.err;
+}
+
+// Python on the remote host: the report says where in the script it is.
+TEST_F(TroubleAcrossHostsTest, ARemotePythonRankIsNamedWithItsLine) {
+  const Result r = Run({"/usr/bin/python3", HVD_TROUBLE_PY, "sleep", "1"});
+  if (r.err.find("No module named") != std::string::npos) {
+    GTEST_SKIP() << "/usr/bin/python3 lacks torch or hvd's extension";
+  }
+  ExpectFinding(r, B() + " never submitted \"allreduce.loss\"");
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("rank 1 is in trouble_train\\.py:\\d+ in load_batch")))
+      << r.err;
+}
+
 // A namespace host's worker dies before its host's peer maps the segment
 // that peer made: the job ends, and nothing of it stays in /dev/shm (the
 // hosts share this machine's /dev/shm, so the test sees theirs).

@@ -28,7 +28,8 @@ def _line(marker: str) -> int:
 def _run(kind: str, *flags: str, steps: int = 6) -> subprocess.CompletedProcess:
     env: Dict[str, str] = dict(os.environ)
     env.update({"HOROVOD_STALL_CHECK_TIME_SECONDS": "1",
-                "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "3"})
+                "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "3",
+                "HOROVOD_GLOO_TIMEOUT_SECONDS": "3"})
     with tempfile.TemporaryDirectory() as tmp:
         env["TMPDIR"] = tmp  # the dumps
         return subprocess.run(
@@ -93,3 +94,15 @@ def test_a_three_times_slower_rank_is_named_as_the_straggler() -> None:
     assert found, run.stderr
     assert int(found.group(1)) >= 75, run.stderr
     assert int(found.group(2)) >= 36, run.stderr
+
+
+def test_ranks_out_of_step_end_naming_the_rank_that_left() -> None:
+    run = _run("out-of-step")
+    assert run.returncode == 1, run.stderr
+    assert re.search(r"\[1\]<stderr>:.*waited for the job's ranks: rank 0 "
+                     r"\(host localhost\) (exited with status 0 after "
+                     r"generation 1|is still in generation 1)",
+                     run.stderr), run.stderr
+    assert ("horovodrun: rank 0 (host localhost) exited with status 0 after "
+            "generation 1, but rank 1 (host localhost) joined generation 2 "
+            "and waits for it there") in run.stderr, run.stderr

@@ -8,8 +8,11 @@ and "grad/fc2.weight", each after 5 ms of "computing" it. At step 3 rank
 RANK: skip (goes on without "grad/fc2.weight"), sleep (sleeps in its data
 loading, until killed), deadlock (two threads take two locks in opposite
 orders before "grad/fc2.weight"), shape ("grad/fc1.weight" of 1000 floats);
-slow: from step 1 it computes each 3x as long. Every rank prints "DONE"
-at the end. Lines the test looks for carry a "# site:" comment.
+slow: from step 1 it computes each 3x as long. out-of-step: every rank
+shuts down after step 1; rank 0 exits 0 and the others init() again (a
+test suite whose ranks fell out of step), which must fail naming rank 0.
+Every rank prints "DONE" at the end. Lines the test looks for carry a
+"# site:" comment.
 """
 
 import sys
@@ -58,10 +61,21 @@ def train_step(kind: str, here: bool) -> None:
     reduce("grad/fc2.weight", 256, slow)
 
 
+def hvd_rank_was_zero() -> bool:
+    import os
+    return os.environ.get("HOROVOD_RANK") == "0"
+
+
 def main() -> None:
     kind, rank = sys.argv[1], int(sys.argv[2])
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 6
     hvd.init()
+    if kind == "out-of-step":
+        train_step(kind, False)
+        hvd.shutdown()
+        if hvd_rank_was_zero():
+            return
+        hvd.init()  # waits for rank 0's next generation, which never comes
     for step in range(1, steps + 1):
         here = hvd.rank() == rank and step == 3
         load_batch(kind, here)
