@@ -176,7 +176,44 @@ std::string Instead(const FlightRank& r, const Rounds& rounds) {
 struct Finding {
   int spread = 0;
   std::string line;
+  // Its absent ranks wait on other tensors, without having gone on.
+  bool crossed = false;
 };
+
+// One line for ranks that each wait for what another has not submitted:
+// "the ranks submit in different orders: rank 0 (host a) waits on "x"
+// (seq 8); rank 1 (host b) on "y" (seq 8); since 1.9 s".
+std::string Crossed(const std::vector<FlightRank>& ranks) {
+  std::map<std::string, std::pair<std::vector<const FlightRank*>, uint64_t>>
+      by_name;
+  int64_t since = 0;
+  for (const FlightRank& r : ranks) {
+    const std::vector<const FlightOp*> own = WaitsOf(r);
+    if (own.empty()) continue;
+    auto& [who, seq] = by_name[own.front()->name];
+    who.push_back(&r);
+    seq = own.front()->seq;
+    since = std::max(since, WaitedUs(r, *own.front()));
+  }
+  // In the order of each name's first rank.
+  std::vector<std::pair<int, std::string>> names;
+  for (const auto& [name, entry] : by_name) {
+    names.push_back({entry.first.front()->rank, name});
+  }
+  std::sort(names.begin(), names.end());
+  std::string out = "the ranks submit in different orders: ";
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto& [who, seq] = by_name[names[i].second];
+    std::vector<int> numbers;
+    for (const FlightRank* r : who) numbers.push_back(r->rank);
+    out += (i == 0 ? "" : "; ") +
+           (who.size() == 1 ? Who(*who.front()) : Ranks(numbers)) +
+           (i == 0 ? (who.size() == 1 ? " waits on \"" : " wait on \"")
+                   : " on \"") +
+           names[i].second + "\" (seq " + std::to_string(seq) + ")";
+  }
+  return out + "; since " + Seconds(since);
+}
 
 // The finding for a tensor some ranks wait on and others never submitted;
 // empty when nobody is absent, and when every absent rank is excused or
@@ -247,6 +284,7 @@ Finding Missing(const std::vector<FlightRank>& ranks, const std::string& name,
     if (r->no_record) continue;
     const Rounds& own = rounds.at(r->rank);
     f.spread = std::max(f.spread, own.spread);
+    f.crossed = f.crossed || (own.spread < 2 && !WaitsOf(*r).empty());
     out += "; rank " + std::to_string(r->rank) + "'s last op: " + LastOp(*r) +
            Instead(*r, own);
     const std::string in = InnermostFrame(r->stacks);
@@ -352,10 +390,16 @@ std::vector<std::string> AnalyzeFlight(const std::vector<FlightRank>& ranks) {
   std::stable_sort(
       found.begin(), found.end(),
       [](const Finding& a, const Finding& b) { return a.spread > b.spread; });
+  size_t kept = 0, crossed = 0;
   for (Finding& f : found) {
-    if (lines.size() == 5 || f.spread + 2 <= most_spread) break;
-    lines.push_back(std::move(f.line));
+    if (kept == 5 || f.spread + 2 <= most_spread) break;
+    ++kept;
+    crossed += f.crossed;
   }
+  // Ranks that wait for each other's tensors: who "never submitted" what
+  // is only which side one looks from.
+  if (kept >= 2 && crossed == kept) return {Crossed(ranks)};
+  for (size_t i = 0; i < kept; ++i) lines.push_back(std::move(found[i].line));
   if (!lines.empty()) return lines;
   if (moving) {
     return {
