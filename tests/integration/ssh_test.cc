@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/util/job_pids.h"
 #include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
@@ -308,10 +309,18 @@ class TroubleAcrossHostsTest : public TwoSshHostsTest {
         << r.err;
   }
   std::vector<std::string> Trouble(const std::string& kind) {
-    return {HVD_TROUBLE_WORKER, "--trouble", kind, "--rank", "1"};
+    return {HVD_TROUBLE_WORKER, "--trouble", kind,
+            "--rank",           "1",       "--pid-dir",
+            pids_.path()};
+  }
+  // Every worker the job started (they wrote their pids) is gone.
+  void TearDown() override {
+    for (pid_t p : Survivors(ReadPids(pids_.path()))) {
+      ADD_FAILURE() << "pid " << p << " outlived the job";
+    }
   }
 
-  TempDir tmp_;
+  TempDir tmp_, pids_;
 };
 
 TEST_F(TroubleAcrossHostsTest, ARemoteRankAsleepIsNamed) {
@@ -345,9 +354,9 @@ TEST_F(TroubleAcrossHostsTest, DifferentOrdersAcrossHostsAreSaidSo) {
 }
 
 TEST_F(TroubleAcrossHostsTest, ARemoteSlowRankIsTheStraggler) {
-  const Result r = Run(
-      {HVD_TROUBLE_WORKER, "--trouble", "slow", "--rank", "1", "--steps", "12"},
-      {"--monitor"});
+  std::vector<std::string> slow = Trouble("slow");
+  slow.insert(slow.end(), {"--steps", "12"});
+  const Result r = Run(slow, {"--monitor"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_search(
       r.err, std::regex("horovodrun: monitor: stragglers: rank 1 \\(host " +

@@ -8,7 +8,9 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Dict
+import time
+import uuid
+from typing import Dict, List
 
 from hvd.runner import _horovodrun
 
@@ -25,17 +27,42 @@ def _line(marker: str) -> int:
     raise AssertionError(f"no '# site: {marker}' in {SCRIPT}")
 
 
+def _processes_with(tag: str) -> List[int]:
+    """Pids whose command line carries `tag`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if tag.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass  # gone meanwhile
+    return found
+
+
+def _expect_nothing_left(tag: str) -> None:
+    """No worker of the job outlives it (the kernel may take a moment to
+    deliver the last SIGKILLs)."""
+    deadline = time.monotonic() + 10
+    while _processes_with(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_with(tag), "workers outlived the job"
+
+
 def _run(kind: str, *flags: str, steps: int = 6) -> subprocess.CompletedProcess:
     env: Dict[str, str] = dict(os.environ)
     env.update({"HOROVOD_STALL_CHECK_TIME_SECONDS": "1",
                 "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "3",
                 "HOROVOD_GLOO_TIMEOUT_SECONDS": "3"})
+    tag = "tag-" + uuid.uuid4().hex  # on every worker's command line
     with tempfile.TemporaryDirectory() as tmp:
         env["TMPDIR"] = tmp  # the dumps
-        return subprocess.run(
+        run = subprocess.run(
             [_horovodrun(), "-np", "2", *flags, sys.executable, SCRIPT, kind,
-             "1", str(steps)],
+             "1", str(steps), tag],
             env=env, capture_output=True, text=True, timeout=120)
+    _expect_nothing_left(tag)
+    return run
 
 
 def _stall_report(run: subprocess.CompletedProcess) -> str:

@@ -1,7 +1,7 @@
 """A training loop that makes one kind of trouble on one rank, for the
 flight recorder's Python tests (test_trouble.py):
 
-    trouble_train.py KIND RANK
+    trouble_train.py KIND RANK [STEPS [TAG]]
 
 Each step "loads data" (10 ms), then allreduces "loss", "grad/fc1.weight"
 and "grad/fc2.weight", each after 5 ms of "computing" it. At step 3 rank
@@ -11,8 +11,8 @@ orders before "grad/fc2.weight"), shape ("grad/fc1.weight" of 1000 floats);
 slow: from step 1 it computes each 3x as long. out-of-step: every rank
 shuts down after step 1; rank 0 exits 0 and the others init() again (a
 test suite whose ranks fell out of step), which must fail naming rank 0.
-Every rank prints "DONE" at the end. Lines the test looks for carry a
-"# site:" comment.
+Every rank prints "DONE" at the end. TAG is ignored (the test finds the
+workers by it). Lines the test looks for carry a "# site:" comment.
 """
 
 import sys
