@@ -117,7 +117,10 @@ void JobWatch::Finish() {
   std::fprintf(stderr, "%s", Prefixed(text).c_str());
 }
 
-JobWatch::~JobWatch() { Finish(); }
+JobWatch::~JobWatch() {
+  server_.reset();  // its pages use the members below
+  Finish();
+}
 
 void JobWatch::Loop() {
   std::vector<std::string> before = job_->MetricsReports();

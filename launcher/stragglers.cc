@@ -58,6 +58,7 @@ void Stragglers::Update(const std::vector<std::string>& reports) {
       c.at[r.rank] = op.first;
     }
   }
+  if (oldest_seen == UINT64_MAX) return;  // nothing read: nothing learnt
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (static_cast<int>(it->second.at.size()) == size_) {
       Count(it->second);

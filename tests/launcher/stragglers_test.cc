@@ -33,6 +33,12 @@ TEST(StragglersTest, CountsEachCollectiveOnceAndNamesTheLateRank) {
   s.Update({Report(2, "b", 1, 30, 4000), Report(0, "a", 5, 30, 0),
             Report(1, "a", 3, 30, 100)});
   EXPECT_EQ(s.counted(), 30u);
+  // A read that found no reports forgets nothing: the same reports again
+  // count nothing twice.
+  s.Update({});
+  s.Update({Report(2, "b", 1, 30, 4000), Report(0, "a", 5, 30, 0),
+            Report(1, "a", 3, 30, 100)});
+  EXPECT_EQ(s.counted(), 30u);
   EXPECT_EQ(s.Line(),
             "rank 2 (host b) arrived last in 100 % of 30 collectives, 3.9 ms "
             "behind the median");
