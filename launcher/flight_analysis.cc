@@ -9,13 +9,13 @@
 #include <set>
 
 #include "common/files.h"
+#include "rendezvous/members.h"
 
 namespace hvd::launcher {
 namespace {
 
-// "rank 3 (host b)".
 std::string Who(const FlightRank& r) {
-  return "rank " + std::to_string(r.rank) + " (host " + r.host + ")";
+  return rendezvous::RankOnHost(r.rank, r.host);
 }
 
 // "ranks 0-2, 5" / "rank 4".

@@ -43,15 +43,6 @@ Status WriteFile(const std::filesystem::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-}  // namespace
-
-std::string FlightDumpDir(const std::string& job_id) {
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hvd-flight-" + job_id;
-}
-
-namespace {
-
 // The answers to request `n` from every running member, and the records
 // that members whose collectives failed left (rendezvous::FlightLastKey):
 // for those that exited, and those that do not answer (in time).
@@ -130,10 +121,6 @@ bool AnyInFlight(const std::vector<FlightRank>& ranks) {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // One request's answers, read as records: every member that joined, with
 // a placeholder (FlightRank::no_record) for those without one.
 struct Collected {
@@ -174,13 +161,17 @@ std::string Silent(const Gathered& g) {
   for (size_t i = 0; i < g.members.size(); ++i) {
     if (g.dumps[i] || !g.asked[i]) continue;
     silent += (silent.empty() ? "" : ", ") +
-              ("rank " + std::to_string(g.members[i].rank) + " (host " +
-               g.members[i].host + ")");
+              rendezvous::RankOnHost(g.members[i].rank, g.members[i].host);
   }
   return silent;
 }
 
 }  // namespace
+
+std::string FlightDumpDir(const std::string& job_id) {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hvd-flight-" + job_id;
+}
 
 std::vector<std::string> DumpFlightRecorders(JobRendezvous& job,
                                              std::chrono::milliseconds timeout,

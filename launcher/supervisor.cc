@@ -124,8 +124,8 @@ void Job::Reap() {
       // After the stall inspector's report the job's end is no news.
       if (!options_.step && options_.dump_on_failure && AnyRunning() &&
           stall_finding_.empty()) {
-        for (const std::string& line : options_.dump_on_failure(
-                 "rank " + std::to_string(w.rank) + " (host " + w.host + ")")) {
+        for (const std::string& line :
+             options_.dump_on_failure(rendezvous::RankOnHost(w.rank, w.host))) {
           Say(line);
         }
       }
@@ -227,10 +227,10 @@ void Job::CheckLeftBehind(bool now) {
     for (const rendezvous::Member& m : members) {
       // One that also ended well waits for nobody.
       if (m.exit_status == 0 || m.generation <= gone.generation) continue;
-      Say("rank " + std::to_string(gone.rank) + " (host " + gone.host +
-          ") exited with status 0 after generation " +
-          std::to_string(gone.generation) + ", but rank " +
-          std::to_string(m.rank) + " (host " + m.host + ") joined generation " +
+      Say(rendezvous::RankOnHost(gone.rank, gone.host) +
+          " exited with status 0 after generation " +
+          std::to_string(gone.generation) + ", but " +
+          rendezvous::RankOnHost(m.rank, m.host) + " joined generation " +
           std::to_string(m.generation) +
           " and waits for it there (until HOROVOD_GLOO_TIMEOUT_SECONDS)");
       exited_ok_.erase(gone.rank);

@@ -7,8 +7,7 @@ namespace {
 
 // Why `m` may hold up a member in `generation`; empty when it does not.
 std::string Holdup(const Member& m, int generation) {
-  const std::string who =
-      "rank " + std::to_string(m.rank) + " (host " + m.host + ")";
+  const std::string who = RankOnHost(m.rank, m.host);
   if (m.exit_status) {
     return who + " exited with status " + std::to_string(*m.exit_status) +
            (m.generation > 0
@@ -26,6 +25,10 @@ std::string Holdup(const Member& m, int generation) {
 }
 
 }  // namespace
+
+std::string RankOnHost(int rank, const std::string& host) {
+  return "rank " + std::to_string(rank) + " (host " + host + ")";
+}
 
 std::string ExitKey(const std::string& host, int slot) {
   return std::string(kExitKeyPrefix) + host + "/" + std::to_string(slot);

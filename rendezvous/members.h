@@ -23,6 +23,9 @@ inline constexpr const char* kExitKeyPrefix = "hvd/exit/";
 // kExitKeyPrefix + "HOST/SLOT".
 std::string ExitKey(const std::string& host, int slot);
 
+// "rank 3 (host b)": how every message about the job's members names one.
+std::string RankOnHost(int rank, const std::string& host);
+
 struct Member {
   int rank = 0;
   std::string host;

@@ -64,10 +64,10 @@ void FlightRecorder::Ran(uint64_t seq, Clock::time_point start,
   }
 }
 
-std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
+std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot(size_t most) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Entry> out;
-  const uint64_t n = std::min<uint64_t>(last_, ring_.size());
+  const uint64_t n = std::min<uint64_t>({last_, ring_.size(), most});
   out.reserve(n);
   for (uint64_t seq = last_ - n + 1; seq <= last_; ++seq) {
     out.push_back(ring_[seq % ring_.size()]);
@@ -75,19 +75,36 @@ std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
   return out;
 }
 
+namespace {
+
+// Steady-clock stamps as wall-clock microseconds since the epoch, so that
+// ranks on several hosts can be laid side by side: both clocks read once.
+class WallClock {
+ public:
+  WallClock()
+      : steady_now_(FlightRecorder::Clock::now()),
+        wall_now_(std::chrono::system_clock::now()) {}
+  int64_t Us(FlightRecorder::Clock::time_point t) const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               (wall_now_ - (steady_now_ - t)).time_since_epoch())
+        .count();
+  }
+  int64_t NowUs() const { return Us(steady_now_); }
+
+ private:
+  FlightRecorder::Clock::time_point steady_now_;
+  std::chrono::system_clock::time_point wall_now_;
+};
+
+}  // namespace
+
 std::string FlightRecorder::ToJson(int rank, const std::string& host,
                                    const std::string& stacks) const {
   const std::vector<Entry> entries = Snapshot();
-  // Steady-clock stamps as wall-clock time, so that ranks on several hosts
-  // can be laid side by side.
-  const auto steady_now = Clock::now();
-  const auto wall_now = std::chrono::system_clock::now();
+  const WallClock clock;
   auto wall_us = [&](Clock::time_point t) -> nlohmann::json {
     if (t == Clock::time_point{}) return nullptr;
-    const auto wall = wall_now - (steady_now - t);
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               wall.time_since_epoch())
-        .count();
+    return clock.Us(t);
   };
   nlohmann::json list = nlohmann::json::array();
   for (const Entry& e : entries) {
@@ -108,7 +125,7 @@ std::string FlightRecorder::ToJson(int rank, const std::string& host,
   nlohmann::json dump = {{"rank", rank},
                          {"host", host},
                          {"process_set", process_set_},
-                         {"dumped_us", wall_us(steady_now)},
+                         {"dumped_us", clock.NowUs()},
                          {"entries", std::move(list)}};
   if (!stacks.empty()) dump["stacks"] = stacks;
   // Names come from users: bytes that are not UTF-8 are replaced, not
@@ -117,19 +134,13 @@ std::string FlightRecorder::ToJson(int rank, const std::string& host,
 }
 
 std::string FlightRecorder::Arrivals(size_t n) const {
-  std::vector<Entry> entries = Snapshot();
-  if (entries.size() > n) entries.erase(entries.begin(), entries.end() - n);
-  const auto steady_now = Clock::now();
-  const auto wall_now = std::chrono::system_clock::now();
+  std::vector<Entry> entries = Snapshot(n);
+  const WallClock clock;
   std::string out;
   out.reserve(entries.size() * 48);
   for (Entry& e : entries) {
-    const auto wall = wall_now - (steady_now - e.submitted);
     std::replace(e.name.begin(), e.name.end(), '\n', ' ');
-    out += std::to_string(e.seq) + " " +
-           std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
-                              wall.time_since_epoch())
-                              .count()) +
+    out += std::to_string(e.seq) + " " + std::to_string(clock.Us(e.submitted)) +
            " " + e.name + "\n";
   }
   return out;

@@ -63,14 +63,14 @@ class FlightRecorder {
   // (an express cycle, the fast lane), under one lock.
   void Ran(uint64_t seq, Clock::time_point start, Clock::time_point end);
 
-  // The entries held, oldest first.
-  std::vector<Entry> Snapshot() const;
+  // The entries held (the latest `most` of them), oldest first.
+  std::vector<Entry> Snapshot(size_t most = SIZE_MAX) const;
   // A dump of them as JSON, for the analyzer: {"rank", "host",
   // "process_set", "dumped_us" (when), "entries": [{"seq", "name", "op",
   // "dtype", "bytes", "device", "submitted_us", "negotiated_us", "started_us",
   // "finished_us" (wall clock, microseconds since the epoch; null where not
-  // reached), "failed"}]}.
-  // With `stacks` (every thread's, runtime/stack_dump.h) when not empty.
+  // reached), "failed", "site" (null when unknown)}], and "stacks" (every
+  // thread's, runtime/stack_dump.h) when `stacks` is not empty}.
   std::string ToJson(int rank, const std::string& host,
                      const std::string& stacks = "") const;
   // The last `n` entries' submissions, one line each, oldest first: "SEQ
