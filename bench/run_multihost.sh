@@ -22,7 +22,8 @@
 # (bench/train_bench) and examples/pytorch/pytorch_mnist.py, 2 ranks on one
 # host (shared memory) against 2 hosts of one rank over the link, images/s
 # of the job (STEPS, 30). Root only (namespaces, tc, sshd).
-#   BUILD_DIR=build bench/run_multihost.sh      (PLOT=FILE.png also draws it)
+#   BUILD_DIR=build bench/run_multihost.sh      (PLOT=FILE.png also draws it;
+#   RAW=FILE keeps each run's RESULT lines)
 # Lines: BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.busbw.<size> (GB/s),
 # BENCH multihost.train.{cpp,py}.{1x2,2x1}.<rate>g.images_per_s,
 # BENCH multihost.<who>.<hosts>x<ranks>.<rate>g.latency.<size> (us),
@@ -224,6 +225,8 @@ for rate in $rates; do
   done
 done
 
+# RAW=FILE keeps every run's figures (to see how runs spread).
+[[ -n ${RAW:-} ]] && cp "$raw" "$RAW"
 # The median of each (who, size) over the runs.
 awk -f "$(dirname "$0")/medians.awk" "$raw" | sort -k1,1 -k2,2n > "$table"
 awk '

@@ -216,6 +216,44 @@ TEST_P(BackendMatrixTest, ReducescatterUnevenBlocks) {
   });
 }
 
+// Shared memory's reduce-scatter into the input's own block, then its
+// allgather from there: the hierarchical allreduce's local phases, which
+// copy only the blocks the other ranks need. Blocks of uneven sizes that
+// straddle the small slots' chunks.
+class ShmInPlaceTest : public BackendMatrixTest {};
+
+TEST_P(ShmInPlaceTest, ReducescatterAndAllgatherInPlace) {
+  const int size = std::get<0>(GetParam());
+  RunRanksOn(size, [&](Context& ctx, int rank) {
+    std::vector<size_t> counts(size), bytes(size);
+    for (int r = 0; r < size; ++r) {
+      counts[r] = 700 + 300 * r;
+      bytes[r] = counts[r] * sizeof(float);
+    }
+    size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    std::vector<float> data(total);
+    for (size_t i = 0; i < total; ++i)
+      data[i] = static_cast<float>(Value(rank, i));
+    size_t offset = 0;
+    for (int r = 0; r < rank; ++r) offset += counts[r];
+    auto want = [&](size_t i) {
+      double sum = 0;
+      for (int r = 0; r < size; ++r) sum += Value(r, i);
+      return static_cast<float>(sum);
+    };
+    float* mine = data.data() + offset;
+    Status s = ctx.backend().Reducescatter(data.data(), mine, counts,
+                                           DataType::kFloat32, ReduceOp::kSum);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (size_t i = 0; i < counts[rank]; ++i) {
+      ASSERT_EQ(mine[i], want(offset + i)) << i;
+    }
+    s = ctx.backend().Allgatherv(mine, data.data(), bytes);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (size_t i = 0; i < total; ++i) ASSERT_EQ(data[i], want(i)) << i;
+  });
+}
+
 TEST_P(BackendMatrixTest, BroadcastFromEveryRootAnySize) {
   const int size = std::get<0>(GetParam());
   RunRanksOn(size, [&](Context& ctx, int rank) {
@@ -427,6 +465,16 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return "np" + std::to_string(info.param.size) +
              (info.param.small_slots ? "_small_slots" : "");
+    });
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizesAndShm, ShmInPlaceTest,
+    ::testing::Combine(::testing::Values(2, 3, 4),
+                       ::testing::Values("shm", "shm-small")),
+    [](const auto& info) {
+      std::string b = std::get<1>(info.param);
+      std::replace(b.begin(), b.end(), '-', '_');
+      return "np" + std::to_string(std::get<0>(info.param)) + "_" + b;
     });
 
 INSTANTIATE_TEST_SUITE_P(

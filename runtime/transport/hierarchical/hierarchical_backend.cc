@@ -122,16 +122,15 @@ class HierarchicalBackend final : public Backend,
     const size_t esize = DataTypeSize(type);
     const std::vector<size_t> at = PipelinePieces(count, esize, o_.piece_bytes);
     if (at.size() == 2) {
-      const Piece p = Cut(0, count, esize, 0);
-      share_.resize(p.share_bytes);
+      const Piece p = Cut(0, count, esize);
       uint8_t* d = static_cast<uint8_t*>(data);
-      HVD_RETURN_IF_ERROR(
-          local_->Reducescatter(d, share_.data(), p.counts, type, op));
-      if (!share_.empty()) {
-        HVD_RETURN_IF_ERROR(cross_->Allreduce(
-            share_.data(), p.counts[o_.local_rank], type, op));
+      uint8_t* share = d + p.share_at * esize;
+      HVD_RETURN_IF_ERROR(local_->Reducescatter(d, share, p.counts, type, op));
+      if (p.counts[o_.local_rank] > 0) {
+        HVD_RETURN_IF_ERROR(
+            cross_->Allreduce(share, p.counts[o_.local_rank], type, op));
       }
-      return local_->Allgatherv(share_.data(), d, p.bytes);
+      return local_->Allgatherv(share, d, p.bytes);
     }
     return Pipelined(static_cast<uint8_t*>(data), at, type, op);
   }
@@ -181,21 +180,24 @@ class HierarchicalBackend final : public Backend,
   }
 
  private:
-  // Elements [begin, end) of a buffer, split over the local ranks; this
-  // rank's share of it lies at `share_at` bytes in share_.
+  // Elements [begin, end) of a buffer, split over the local ranks. This
+  // rank's share stays where it lies in the buffer (element `share_at`):
+  // the local reduce-scatter leaves it there, the cross allreduce works on
+  // it in place and the local allgather sends it from there, so the local
+  // phases copy only what the other local ranks need.
   struct Piece {
     size_t begin;
     std::vector<size_t> counts, bytes;  // by local rank
-    size_t share_at, share_bytes;
+    size_t share_at;
   };
-  Piece Cut(size_t begin, size_t end, size_t esize, size_t share_at) const {
+  Piece Cut(size_t begin, size_t end, size_t esize) const {
     const size_t n = static_cast<size_t>(o_.local_size), count = end - begin;
-    Piece p{begin, std::vector<size_t>(n), std::vector<size_t>(n), share_at, 0};
+    Piece p{begin, std::vector<size_t>(n), std::vector<size_t>(n), begin};
     for (size_t l = 0; l < n; ++l) {
       p.counts[l] = count / n + (l < count % n ? 1 : 0);
       p.bytes[l] = p.counts[l] * esize;
+      if (l < static_cast<size_t>(o_.local_rank)) p.share_at += p.counts[l];
     }
-    p.share_bytes = p.bytes[o_.local_rank];
     return p;
   }
 
@@ -207,25 +209,22 @@ class HierarchicalBackend final : public Backend,
                    ReduceOp op) {
     const size_t esize = DataTypeSize(type);
     std::vector<Piece> pieces;
-    size_t share_at = 0;
     for (size_t i = 0; i + 1 < at.size(); ++i) {
-      pieces.push_back(Cut(at[i], at[i + 1], esize, share_at));
-      share_at += pieces.back().share_bytes;
+      pieces.push_back(Cut(at[i], at[i + 1], esize));
     }
-    share_.resize(share_at);
     if (!cross_thread_) cross_thread_ = std::make_unique<CrossThread>(*cross_);
     const uint64_t base = cross_thread_->posted();
     auto gather = [&](size_t i) {
       const Piece& p = pieces[i];
       HVD_RETURN_IF_ERROR(cross_thread_->WaitFor(base + i + 1));
-      return local_->Allgatherv(share_.data() + p.share_at,
+      return local_->Allgatherv(data + p.share_at * esize,
                                 data + p.begin * esize, p.bytes);
     };
     Status s;
     size_t posted = 0;
     for (size_t i = 0; i < pieces.size() && s.ok(); ++i) {
       const Piece& p = pieces[i];
-      uint8_t* share = share_.data() + p.share_at;
+      uint8_t* share = data + p.share_at * esize;
       s = local_->Reducescatter(data + p.begin * esize, share, p.counts, type,
                                 op);
       if (!s.ok()) break;
@@ -240,7 +239,7 @@ class HierarchicalBackend final : public Backend,
 
   HierarchicalOptions o_;
   std::unique_ptr<Backend> flat_, local_, cross_;
-  std::vector<uint8_t> share_, block_;
+  std::vector<uint8_t> block_;
   // After cross_: it uses it, so it goes first.
   std::unique_ptr<CrossThread> cross_thread_;
 };

@@ -5,7 +5,8 @@
 // communicator, over Gloo).
 //
 //   allreduce: local reduce-scatter (shared memory) -> cross allreduce of
-//              this rank's share (Gloo) -> local allgather (shared memory);
+//              this rank's share (Gloo) -> local allgather (shared memory),
+//              the share staying where it lies in the buffer throughout;
 //              a large buffer goes in pieces, the cross allreduce of one
 //              on a thread of its own while the local phases of the
 //              neighbouring pieces run (otherwise the link waits for the

@@ -138,6 +138,8 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
     for (int q = 1; q < o_.size; ++q) at[q] = at[q - 1] + bytes[q - 1];
     const uint8_t* mine = static_cast<const uint8_t*>(in);
     uint8_t* dst = static_cast<uint8_t*>(out);
+    // This rank's bytes already where they go: only the others' move.
+    const bool in_place = mine == dst + at[o_.rank];
     for (size_t off = 0; off < most || (most == 0 && off == 0);
          off += o_.slot_bytes) {
       if (most == 0) break;
@@ -148,6 +150,7 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
       }
       HVD_RETURN_IF_ERROR(seg_->Barrier("allgatherv"));
       for (int q = 0; q < o_.size; ++q) {
+        if (q == o_.rank && in_place) continue;
         if (off < bytes[q]) {
           std::memcpy(dst + at[q] + off, In(set, q),
                       std::min(o_.slot_bytes, bytes[q] - off));
@@ -239,10 +242,13 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
     return Status::Ok();
   }
   if (total == 0) return Status::Ok();
-  // A true reduce-scatter: per chunk, every rank copies its input in,
-  // then reduces only the part of its own block that falls in the chunk,
-  // straight into `out` (one barrier per chunk; the alternating sets keep
-  // the next chunk from overwriting what a slow rank still reads).
+  // A true reduce-scatter: per chunk, every rank copies in the parts of
+  // its input the others reduce (its own block stays where it is), then
+  // reduces the part of its own block that falls in the chunk, its own
+  // input first, straight into `out` (one barrier per chunk; the
+  // alternating sets keep the next chunk from overwriting what a slow
+  // rank still reads). `out` may be `in`'s own block: nobody else reads
+  // it, and each element of it is read before it is written.
   return Run("reducescatter", [&]() -> Status {
     const size_t per_chunk = o_.slot_bytes / esize;
     const uint8_t* src = static_cast<const uint8_t*>(in);
@@ -251,15 +257,25 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
     for (size_t off = 0; off < total; off += per_chunk) {
       const size_t c = std::min(per_chunk, total - off);
       const int set = NextSet();
-      std::memcpy(In(set, o_.rank), src + off * esize, c * esize);
-      HVD_RETURN_IF_ERROR(seg_->Barrier("reducescatter"));
       const size_t lo = std::max(lo_mine, off), hi = std::min(hi_mine, off + c);
+      uint8_t* slot = In(set, o_.rank);
+      if (hi > lo) {
+        std::memcpy(slot, src + off * esize, (lo - off) * esize);
+        std::memcpy(slot + (hi - off) * esize, src + hi * esize,
+                    (off + c - hi) * esize);
+      } else {
+        std::memcpy(slot, src + off * esize, c * esize);
+      }
+      HVD_RETURN_IF_ERROR(seg_->Barrier("reducescatter"));
       if (hi > lo) {
         uint8_t* acc = dst + (lo - lo_mine) * esize;
         const size_t at = (lo - off) * esize;
-        std::memcpy(acc, In(set, 0) + at, (hi - lo) * esize);
-        for (int q = 1; q < o_.size; ++q) {
-          ReduceBuffers(type, op, acc, acc, In(set, q) + at, hi - lo);
+        const uint8_t* own = src + lo * esize;
+        for (int q = 0, first = 1; q < o_.size; ++q) {
+          if (q == o_.rank) continue;
+          ReduceBuffers(type, op, acc, first ? own : acc, In(set, q) + at,
+                        hi - lo);
+          first = 0;
         }
       }
     }

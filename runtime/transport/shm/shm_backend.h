@@ -14,8 +14,12 @@
 // rank reduces its share of the chunk over all slots in rank order (the
 // same bits everywhere) into a shared result; after a second barrier every
 // rank copies the result out. Allgather, broadcast and alltoall are one
-// barrier per chunk. Waits spin briefly, then yield; a peer that dies or
-// stalls past the timeout is an error naming its local rank.
+// barrier per chunk. Reduce-scatter and allgather work in place too (a
+// rank's block of `out` at its place in `in`, its input at its place in
+// `out`): then only the blocks the other ranks need are copied, which is
+// what the hierarchical allreduce's local phases rely on. Waits spin
+// briefly, then yield; a peer that dies or stalls past the timeout is an
+// error naming its local rank.
 #pragma once
 
 #include <chrono>
