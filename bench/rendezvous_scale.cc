@@ -7,7 +7,11 @@
 // client library: one Session stream per client, as libhvd uses.
 //
 //   rendezvous_scale --workers 10000 [--addr HOST:PORT --admin-token-file F]
+//   rendezvous_scale --first-answer 1 --addr HOST:PORT --admin-token-file F
 //
+// --first-answer: calls the server (CreateJob) every millisecond until it
+// answers, and prints "FIRST_ANSWER <wall-clock ns>": how soon a restarted
+// daemon answers (bench/run_rendezvous_scale.sh).
 // Without --addr it serves the rendezvous itself, in this process.
 // Prints:
 //   BENCH rendezvous.join.N <s> s        first join sent -> last assignment
@@ -23,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/files.h"
@@ -47,6 +52,7 @@ struct Options {
   int window = 256;
   std::string addr;
   std::string admin_token_file;
+  bool first_answer = false;
 };
 
 int Usage(const std::string& why) {
@@ -278,6 +284,8 @@ int main(int argc, char** argv) {
       o.addr = v;
     else if (a == "--admin-token-file")
       o.admin_token_file = v;
+    else if (a == "--first-answer")
+      o.first_answer = v == "1";
     else
       return Usage("unknown option " + a);
     if (!ok) return Usage("bad value for " + a + ": " + v);
@@ -298,6 +306,24 @@ int main(int argc, char** argv) {
     auto t = hvd::ReadSecretFile(o.admin_token_file, "--admin-token-file");
     if (!t.ok()) return Usage(t.status().ToString());
     admin = *t;
+  }
+
+  if (o.first_answer) {
+    const auto give_up = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < give_up) {
+      auto probe = hvd::rendezvous::RendezvousClient::CreateJob(
+          address, admin, {{"probe", 1, 0}}, 1, std::chrono::milliseconds(200));
+      if (probe.ok()) {
+        std::printf("FIRST_ANSWER %lld\n",
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count()));
+        return 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return Usage("the server did not answer within 60 s");
   }
 
   std::vector<hvd::rendezvous::HostSlots> hosts;

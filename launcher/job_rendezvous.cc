@@ -67,7 +67,9 @@ class EmbeddedRendezvous final : public JobRendezvous {
     }
     return answer.get();
   }
-  void End(const std::string& reason) override { server_->Shutdown(reason); }
+  void End(const std::string& reason) override {
+    server_->Shutdown(Status::Cancelled(reason));
+  }
   std::vector<std::string> MetricsReports() override {
     return ValuesUnder(rendezvous::kMetricsKeyPrefix);
   }

@@ -31,6 +31,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers  # dnnl's CMake config finds OpenCL
   libeigen3-dev
   zlib1g-dev
+  libssl-dev  # SHA-256 of job tokens (the rendezvous keeps no token in clear)
   # The Python extension (hvd._core) for Debian's interpreter.
   python3-dev pybind11-dev
 )

@@ -3,9 +3,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <future>
+#include <optional>
+#include <random>
 #include <thread>
 
+#include "common/logging.h"
 #include "proto/rendezvous.grpc.pb.h"
+#include "rendezvous/backoff.h"
 #include "rendezvous/client_session.h"
 #include "rendezvous/grpc_status.h"
 #include "rendezvous/service_util.h"
@@ -15,9 +19,9 @@ namespace {
 
 namespace pb = ::hvd::rendezvous::v1;
 
-// Unary calls that do not block on the server answer in milliseconds; this
-// only bounds a server that has stopped answering.
-constexpr auto kCallTimeout = std::chrono::seconds(30);
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
 // Extra time past a server-side wait's own timeout, for the answer to travel.
 constexpr auto kWaitSlack = std::chrono::seconds(5);
 
@@ -29,6 +33,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   // rendezvous is never behind it.
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
+  // gRPC's own reconnect backoff would otherwise grow to two minutes while
+  // a daemon restarts; the client's retries (backoff.h) pace the attempts.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::shared_ptr<grpc::ChannelCredentials> creds =
       grpc::InsecureChannelCredentials();
   if (!tls.ca_pem.empty()) {
@@ -44,6 +53,23 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
 void SetDeadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
 }
+
+milliseconds Left(SteadyClock::time_point deadline) {
+  return std::chrono::duration_cast<milliseconds>(deadline -
+                                                  SteadyClock::now());
+}
+
+std::string Seconds(milliseconds t) {
+  const int64_t tenths = (t.count() + 50) / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
+uint64_t BackoffSeed() {
+  static std::atomic<uint64_t> n{0};
+  return std::random_device{}() ^ (++n << 32);
+}
+
+constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);
 
 }  // namespace
 
@@ -62,6 +88,9 @@ RendezvousClient::RendezvousClient(std::string address, std::string job_id,
       stub_(std::make_unique<Stub>(address_, tls)) {}
 
 RendezvousClient::~RendezvousClient() {
+  // Retries not yet due get their last error; any that an answer arriving
+  // now starts get it at once.
+  timer_.Stop();
   // The session's stream uses the stub; end it first.
   std::lock_guard<std::mutex> lock(session_mu_);
   session_.reset();
@@ -99,42 +128,154 @@ StatusOr<CreatedJob> RendezvousClient::CreateJob(
   return CreatedJob{resp.job_id(), resp.job_token(), resp.ttl_seconds()};
 }
 
+Status RendezvousClient::Unary(
+    const std::string& what,
+    const std::function<Status(std::chrono::milliseconds)>& call) {
+  const auto start = SteadyClock::now();
+  const auto deadline = start + call_timeout();
+  std::optional<Backoff> backoff;
+  for (;;) {
+    Status s = call(std::max(Left(deadline), milliseconds(1)));
+    if (s.code() != StatusCode::kUnavailable) {
+      if (backoff) Reached();
+      return s;
+    }
+    if (!backoff) backoff.emplace(BackoffSeed());
+    const milliseconds wait = backoff->Next();
+    if (SteadyClock::now() + wait >= deadline) {
+      return Status::Unavailable(
+          s.message(), "still unreachable after " +
+                           Seconds(std::chrono::duration_cast<milliseconds>(
+                               SteadyClock::now() - start)));
+    }
+    Unreachable(s.message(), what, Left(deadline));
+    std::this_thread::sleep_for(wait);
+  }
+}
+
 Status RendezvousClient::KeepAlive() {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, kCallTimeout);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::KeepAliveRequest req;
-  req.set_job_id(job_id_);
-  pb::KeepAliveResponse resp;
-  return FromGrpcStatus(stub_->stub->KeepAlive(&ctx, req, &resp),
-                        "rendezvous " + address_ + " keep-alive");
+  return Unary("keep-alive", [&](milliseconds timeout) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, timeout);
+    ctx.AddMetadata(kJobTokenMetadata, job_token_);
+    pb::KeepAliveRequest req;
+    req.set_job_id(job_id_);
+    pb::KeepAliveResponse resp;
+    return FromGrpcStatus(stub_->stub->KeepAlive(&ctx, req, &resp),
+                          "rendezvous " + address_ + " keep-alive");
+  });
 }
 
 Status RendezvousClient::EndJob(const std::string& reason) {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, kCallTimeout);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::EndJobRequest req;
-  req.set_job_id(job_id_);
-  req.set_reason(reason);
-  pb::EndJobResponse resp;
-  return FromGrpcStatus(stub_->stub->EndJob(&ctx, req, &resp),
-                        "rendezvous " + address_ + " end job");
+  int tries = 0;
+  Status s = Unary("end job", [&](milliseconds timeout) {
+    ++tries;
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, timeout);
+    ctx.AddMetadata(kJobTokenMetadata, job_token_);
+    pb::EndJobRequest req;
+    req.set_job_id(job_id_);
+    req.set_reason(reason);
+    pb::EndJobResponse resp;
+    return FromGrpcStatus(stub_->stub->EndJob(&ctx, req, &resp),
+                          "rendezvous " + address_ + " end job");
+  });
+  // A retry after a lost answer finds the job already ended.
+  if (tries > 1 && s.code() == StatusCode::kNotFound) return Status::Ok();
+  return s;
 }
 
 StatusOr<JobInfo> RendezvousClient::GetJob() {
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, kCallTimeout);
-  ctx.AddMetadata(kJobTokenMetadata, job_token_);
-  pb::GetJobRequest req;
-  req.set_job_id(job_id_);
   pb::GetJobResponse resp;
-  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub_->stub->GetJob(&ctx, req, &resp),
-                                     "rendezvous " + address_));
+  HVD_RETURN_IF_ERROR(Unary("get job", [&](milliseconds timeout) {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx, timeout);
+    ctx.AddMetadata(kJobTokenMetadata, job_token_);
+    pb::GetJobRequest req;
+    req.set_job_id(job_id_);
+    return FromGrpcStatus(stub_->stub->GetJob(&ctx, req, &resp),
+                          "rendezvous " + address_);
+  }));
   JobInfo info;
   info.size = resp.size();
   info.joined.assign(resp.joined_ranks().begin(), resp.joined_ranks().end());
   return info;
+}
+
+void RendezvousClient::Unreachable(const std::string& why,
+                                   const std::string& what,
+                                   std::chrono::milliseconds left) {
+  std::lock_guard<std::mutex> lock(outage_mu_);
+  if (outage_) return;
+  outage_ = true;
+  outage_since_ = SteadyClock::now();
+  HVD_LOG(Warning) << why << "; retrying until it answers (" << what
+                   << ": for up to " << Seconds(left) << " more)";
+}
+
+void RendezvousClient::Reached() {
+  std::lock_guard<std::mutex> lock(outage_mu_);
+  if (!outage_) return;
+  outage_ = false;
+  HVD_LOG(Info) << "rendezvous " << address_ << " answers again, after "
+                << Seconds(std::chrono::duration_cast<milliseconds>(
+                       SteadyClock::now() - outage_since_));
+}
+
+// One op on its way, resent while the server cannot be reached.
+struct RendezvousClient::Attempt {
+  pb::Op op;
+  SteadyClock::time_point start, deadline;
+  std::string what;
+  std::optional<Backoff> backoff;  // from the first failure on
+  std::function<void(const pb::OpResult&)> done;
+};
+
+void RendezvousClient::Submit(pb::Op op, std::chrono::milliseconds retry_for,
+                              std::string what,
+                              std::function<void(const pb::OpResult&)> done) {
+  auto a = std::make_shared<Attempt>();
+  a->op = std::move(op);
+  a->start = SteadyClock::now();
+  a->deadline = a->start + retry_for;
+  a->what = std::move(what);
+  a->done = std::move(done);
+  Send(a);
+}
+
+void RendezvousClient::Send(const std::shared_ptr<Attempt>& a) {
+  // A wait that is sent again waits only for what is left of its timeout.
+  if (a->backoff) {
+    const int64_t left = std::max<int64_t>(1, Left(a->deadline).count());
+    if (a->op.has_wait()) a->op.mutable_wait()->set_timeout_ms(left);
+    if (a->op.has_barrier()) a->op.mutable_barrier()->set_timeout_ms(left);
+    if (a->op.has_join() && a->op.join().timeout_ms() > 0) {
+      a->op.mutable_join()->set_timeout_ms(left);
+    }
+  }
+  Session()->Submit(a->op,
+                    [this, a](const pb::OpResult& r) { Answered(a, r); });
+}
+
+void RendezvousClient::Answered(const std::shared_ptr<Attempt>& a,
+                                const pb::OpResult& r) {
+  if (r.code() != kUnavailable) {
+    if (a->backoff) Reached();
+    return a->done(r);
+  }
+  if (!a->backoff) a->backoff.emplace(BackoffSeed());
+  const milliseconds wait = a->backoff->Next();
+  pb::OpResult last = r;
+  last.set_message(r.message() + " (still unreachable after " +
+                   Seconds(std::chrono::duration_cast<milliseconds>(
+                       SteadyClock::now() - a->start)) +
+                   ")");
+  if (SteadyClock::now() + wait >= a->deadline) return a->done(last);
+  Unreachable(r.message(), a->what, Left(a->deadline));
+  timer_.After(wait, [this, a, last](bool run) {
+    if (run) return Send(a);
+    a->done(last);
+  });
 }
 
 std::shared_ptr<ClientSession> RendezvousClient::Session() {
@@ -156,12 +297,12 @@ void RendezvousClient::JoinAsync(const std::string& host, int slot,
   op.mutable_join()->set_previous_generation(previous_generation);
   op.mutable_join()->set_timeout_ms(wait.count());
   std::string where = "rendezvous " + address_ + " join";
-  Session()->Submit(std::move(op),
-                    [done = std::move(done), where](const pb::OpResult& r) {
-                      Status s = ResultStatus(r, where);
-                      if (!s.ok()) return done(s);
-                      done(AssignmentFromProto(r.assignment()));
-                    });
+  Submit(std::move(op), wait.count() > 0 ? wait : call_timeout(), "join",
+         [done = std::move(done), where](const pb::OpResult& r) {
+           Status s = ResultStatus(r, where);
+           if (!s.ok()) return done(s);
+           done(AssignmentFromProto(r.assignment()));
+         });
 }
 
 void RendezvousClient::SetAsync(const std::string& key,
@@ -171,10 +312,10 @@ void RendezvousClient::SetAsync(const std::string& key,
   op.mutable_set()->set_key(key);
   op.mutable_set()->set_value(value);
   std::string where = "rendezvous " + address_ + " set '" + key + "'";
-  Session()->Submit(std::move(op),
-                    [done = std::move(done), where](const pb::OpResult& r) {
-                      done(ResultStatus(r, where));
-                    });
+  Submit(std::move(op), call_timeout(), "set '" + key + "'",
+         [done = std::move(done), where](const pb::OpResult& r) {
+           done(ResultStatus(r, where));
+         });
 }
 
 void RendezvousClient::GetAsync(
@@ -182,12 +323,12 @@ void RendezvousClient::GetAsync(
   pb::Op op;
   op.mutable_get()->set_key(key);
   std::string where = "rendezvous " + address_ + " get";
-  Session()->Submit(std::move(op),
-                    [done = std::move(done), where](const pb::OpResult& r) {
-                      Status s = ResultStatus(r, where);
-                      if (!s.ok()) return done(s);
-                      done(r.value());
-                    });
+  Submit(std::move(op), call_timeout(), "get '" + key + "'",
+         [done = std::move(done), where](const pb::OpResult& r) {
+           Status s = ResultStatus(r, where);
+           if (!s.ok()) return done(s);
+           done(r.value());
+         });
 }
 
 void RendezvousClient::WaitAsync(
@@ -195,15 +336,20 @@ void RendezvousClient::WaitAsync(
     std::function<void(StatusOr<std::vector<std::string>>)> done) {
   pb::Op op;
   for (const std::string& k : keys) op.mutable_wait()->add_keys(k);
-  op.mutable_wait()->set_timeout_ms(std::max<int64_t>(1, timeout.count()));
+  timeout = std::max(timeout, milliseconds(1));
+  op.mutable_wait()->set_timeout_ms(timeout.count());
   std::string where = "rendezvous " + address_;
-  Session()->Submit(std::move(op),
-                    [done = std::move(done), where](const pb::OpResult& r) {
-                      Status s = ResultStatus(r, where);
-                      if (!s.ok()) return done(s);
-                      done(std::vector<std::string>(r.wait().values().begin(),
-                                                    r.wait().values().end()));
-                    });
+  Submit(std::move(op), timeout,
+         "wait for '" + (keys.empty() ? std::string() : keys[0]) + "'" +
+             (keys.size() > 1
+                  ? " and " + std::to_string(keys.size() - 1) + " more keys"
+                  : ""),
+         [done = std::move(done), where](const pb::OpResult& r) {
+           Status s = ResultStatus(r, where);
+           if (!s.ok()) return done(s);
+           done(std::vector<std::string>(r.wait().values().begin(),
+                                         r.wait().values().end()));
+         });
 }
 
 void RendezvousClient::BarrierAsync(const std::string& name, int rank,
@@ -212,12 +358,13 @@ void RendezvousClient::BarrierAsync(const std::string& name, int rank,
   pb::Op op;
   op.mutable_barrier()->set_name(name);
   op.mutable_barrier()->set_rank(rank);
-  op.mutable_barrier()->set_timeout_ms(std::max<int64_t>(1, timeout.count()));
+  timeout = std::max(timeout, milliseconds(1));
+  op.mutable_barrier()->set_timeout_ms(timeout.count());
   std::string where = "rendezvous " + address_;
-  Session()->Submit(std::move(op),
-                    [done = std::move(done), where](const pb::OpResult& r) {
-                      done(ResultStatus(r, where));
-                    });
+  Submit(std::move(op), timeout, "barrier '" + name + "'",
+         [done = std::move(done), where](const pb::OpResult& r) {
+           done(ResultStatus(r, where));
+         });
 }
 
 namespace {
@@ -243,43 +390,34 @@ T Await(Start&& start, std::chrono::milliseconds timeout,
 StatusOr<Assignment> RendezvousClient::Join(const std::string& host, int slot,
                                             std::chrono::milliseconds timeout,
                                             int previous_generation) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto backoff = std::chrono::milliseconds(20);
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    auto r = Await<StatusOr<Assignment>>(
-        [&](auto done) {
-          // An elastic job's member waits at the server for the next
-          // membership, as long as this join may take.
-          JoinAsync(host, slot, previous_generation, std::move(done),
-                    std::max(left, std::chrono::milliseconds(1)));
-        },
-        std::max(left, std::chrono::milliseconds(1)) + kWaitSlack,
-        "rendezvous " + address_ + " join");
-    // Retry only while the server cannot be reached (not started yet, or
-    // restarting); every other answer is final.
-    if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
-    if (std::chrono::steady_clock::now() + backoff >= deadline) {
-      return Status::DeadlineExceeded(
-          r.status().message(),
-          "still unreachable after " + std::to_string(timeout.count() / 1000) +
-              " s (raise --start-timeout if the server starts slowly)");
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  // The join retries while the server cannot be reached (not started yet,
+  // or restarting), and an elastic job's member waits at the server for
+  // the next membership, both for as long as this join may take.
+  timeout = std::max(timeout, milliseconds(1));
+  auto r = Await<StatusOr<Assignment>>(
+      [&](auto done) {
+        JoinAsync(host, slot, previous_generation, std::move(done), timeout);
+      },
+      timeout + kWaitSlack, "rendezvous " + address_ + " join");
+  if (r.status().code() == StatusCode::kUnavailable) {
+    return Status::Unavailable(
+        r.status().message(),
+        "raise --start-timeout if the server starts slowly");
   }
+  return r;
 }
 
 Status RendezvousClient::Set(const std::string& key, const std::string& value) {
   return Await<Status>(
-      [&](auto done) { SetAsync(key, value, std::move(done)); }, kCallTimeout,
+      [&](auto done) { SetAsync(key, value, std::move(done)); },
+      call_timeout() + kWaitSlack,
       "rendezvous " + address_ + " set '" + key + "'");
 }
 
 StatusOr<std::string> RendezvousClient::Get(const std::string& key) {
   return Await<StatusOr<std::string>>(
-      [&](auto done) { GetAsync(key, std::move(done)); }, kCallTimeout,
+      [&](auto done) { GetAsync(key, std::move(done)); },
+      call_timeout() + kWaitSlack,
       "rendezvous " + address_ + " get '" + key + "'");
 }
 

@@ -2,9 +2,18 @@
 // launcher to create jobs. Every call has a deadline; errors name the
 // server and say what to check.
 //
+// A server that cannot be reached (not started yet, restarting, a network
+// blip) is retried with backoff and jitter until the call's own deadline:
+// a wait, barrier or join resumes against the server that comes back,
+// waiting only for what is left of its timeout; the other calls retry for
+// call_timeout(). The client says once per outage, on stderr, what it is
+// waiting for, and a call that never reaches the server ends with one
+// error saying so. CreateJob alone fails at once: its creator decides.
+//
 // Thread-safety: a RendezvousClient may be used from several threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -15,6 +24,7 @@
 #include "common/status.h"
 #include "rendezvous/assignment.h"
 #include "rendezvous/job_table.h"
+#include "rendezvous/retry_timer.h"
 
 namespace hvd::rendezvous {
 
@@ -28,6 +38,10 @@ struct ClientTls {
 };
 
 class ClientSession;
+namespace v1 {
+class Op;
+class OpResult;
+}  // namespace v1
 
 class RendezvousClient {
  public:
@@ -91,9 +105,36 @@ class RendezvousClient {
   const std::string& address() const { return address_; }
   const std::string& job_id() const { return job_id_; }
 
+  // How long calls without a timeout of their own (Set, Get, KeepAlive,
+  // GetJob, EndJob) wait for an unreachable server.
+  static constexpr std::chrono::milliseconds kDefaultCallTimeout{30000};
+  std::chrono::milliseconds call_timeout() const {
+    return std::chrono::milliseconds(call_timeout_ms_.load());
+  }
+  void set_call_timeout(std::chrono::milliseconds t) {
+    call_timeout_ms_.store(t.count());
+  }
+
   class Stub;
 
  private:
+  struct Attempt;
+  // Sends `op` on the session, and again after a backoff while the server
+  // cannot be reached, until `retry_for` has passed; `what` names the call
+  // in the outage line.
+  void Submit(v1::Op op, std::chrono::milliseconds retry_for, std::string what,
+              std::function<void(const v1::OpResult&)> done);
+  void Send(const std::shared_ptr<Attempt>& a);
+  void Answered(const std::shared_ptr<Attempt>& a, const v1::OpResult& r);
+  // Runs `call` (a unary RPC) until it reaches the server or `retry_for`
+  // passes.
+  Status Unary(const std::string& what,
+               const std::function<Status(std::chrono::milliseconds)>& call);
+  // The outage line, once per outage; and its end.
+  void Unreachable(const std::string& why, const std::string& what,
+                   std::chrono::milliseconds left);
+  void Reached();
+
   // The open session, or a new one when there is none or it ended.
   std::shared_ptr<ClientSession> Session();
   RendezvousClient(std::string address, std::string job_id,
@@ -102,9 +143,15 @@ class RendezvousClient {
   std::string address_;
   std::string job_id_;
   std::string job_token_;
+  std::atomic<int64_t> call_timeout_ms_{kDefaultCallTimeout.count()};
   std::unique_ptr<Stub> stub_;
+  std::mutex outage_mu_;
+  bool outage_ = false;                                 // guarded by outage_mu_
+  std::chrono::steady_clock::time_point outage_since_;  // guarded by outage_mu_
   std::mutex session_mu_;
   std::shared_ptr<ClientSession> session_;  // guarded by session_mu_
+  // Last: its tasks use the rest; stopped first in the destructor.
+  RetryTimer timer_;
 };
 
 }  // namespace hvd::rendezvous

@@ -98,9 +98,14 @@ class ClientSession::Reactor final
   void OnDone(const grpc::Status& s) override {
     std::unordered_map<uint64_t, Callback> pending;
     Status end = FromGrpcStatus(s, where_);
-    if (end.ok()) end = Status::Unavailable(where_, "the session ended");
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // A stream the server ended (shutting down for a restart) is like
+      // one that broke: its ops are worth sending again. Only a stream
+      // this client cancels is over for good.
+      if (end.ok() || (end.code() == StatusCode::kCancelled && !cancelling_)) {
+        end = Status::Unavailable(where_, "the server ended the session");
+      }
       ended_ = true;
       end_status_ = end;
       pending.swap(callbacks_);
@@ -125,6 +130,10 @@ class ClientSession::Reactor final
   }
 
   void CancelAndWait() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelling_ = true;
+    }
     ctx_.TryCancel();
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, [this] { return done_; });
@@ -159,6 +168,7 @@ class ClientSession::Reactor final
   bool ended_ = false;                                // guarded by mu_
   Status end_status_;                                 // guarded by mu_
   bool done_ = false;                                 // guarded by mu_
+  bool cancelling_ = false;                           // guarded by mu_
 };
 
 ClientSession::ClientSession(pb::Rendezvous::Stub* stub,

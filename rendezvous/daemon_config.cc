@@ -23,9 +23,13 @@ const std::set<std::string>& Keys() {
       "tls-key",       "tls-client-ca",    "log-level",
       "max-jobs",      "max-keys-per-job", "max-value-bytes",
       "max-job-bytes", "job-ttl-seconds",  "shutdown-grace-seconds",
-      "metrics-port"};
+      "metrics-port",  "state-dir",        "discard-damaged-state"};
   return keys;
 }
+
+// Settings that are switches: on the command line they take no value
+// (--name, or --name=true|false); in the file, true or false.
+bool IsSwitch(const std::string& key) { return key == "discard-damaged-state"; }
 
 std::string Normalize(std::string key) {
   for (char& c : key) {
@@ -73,6 +77,15 @@ Status Apply(DaemonConfig& c, const std::string& key, const std::string& value,
   } else if (key == "metrics-port") {
     HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 1, 65535));
     c.metrics_port = static_cast<int>(n);
+  } else if (key == "state-dir") {
+    if (value.empty()) return Status::InvalidArgument(what, "is empty");
+    c.state_dir = value;
+  } else if (key == "discard-damaged-state") {
+    if (value != "true" && value != "false") {
+      return Status::InvalidArgument(
+          what, "must be true or false, not '" + value + "'");
+    }
+    c.discard_damaged_state = value == "true";
   } else {
     return Status::InvalidArgument(what, "unknown setting");
   }
@@ -142,6 +155,7 @@ StatusOr<DaemonConfig> ParseDaemonConfig(
     if (key != "config" && !Keys().count(key)) {
       return Status::InvalidArgument("--" + key, "unknown option (see --help)");
     }
+    if (!value && IsSwitch(key)) value = "true";
     if (!value) {
       if (i + 1 >= args.size()) {
         return Status::InvalidArgument("--" + key, "needs a value");
@@ -200,6 +214,12 @@ secret; creating a job needs the admin token.
   --shutdown-grace-seconds S  on SIGTERM, time for in-flight calls (5)
   --metrics-port P            serve its own metrics at :P/metrics (jobs,
                               workers, calls, latencies, refusals by reason)
+  --state-dir DIR             keep the jobs in DIR across restarts (made
+                              mode 700 if missing; default: systemd's
+                              $STATE_DIRECTORY); without one they live in
+                              memory only
+  --discard-damaged-state     start empty when DIR's state is damaged (it is
+                              moved to DIR/damaged-TIME/) instead of refusing
   --help, --version
 )";
 }

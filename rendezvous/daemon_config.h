@@ -24,6 +24,11 @@ struct DaemonConfig {
   TableLimits limits;  // job_ttl_seconds defaults to 30 here
   int shutdown_grace_seconds = 5;
   int metrics_port = 0;  // 0: no metrics endpoint
+  // Where the job table is kept across restarts; empty: in memory only.
+  std::string state_dir;
+  // Damaged state in state_dir is moved aside and the daemon starts empty,
+  // instead of refusing to start.
+  bool discard_damaged_state = false;
   bool show_help = false;
   bool show_version = false;
 };

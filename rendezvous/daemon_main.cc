@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "rendezvous/daemon_config.h"
 #include "rendezvous/sd_notify.h"
 #include "rendezvous/server.h"
+#include "rendezvous/store/disk_journal.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -25,6 +27,37 @@ int Fail(const Status& s) {
 StatusOr<std::string> ReadOptional(const std::string& path) {
   if (path.empty()) return std::string();
   return ReadWholeFile(path);
+}
+
+// Restores the table from --state-dir and journals its changes there.
+StatusOr<std::unique_ptr<store::DiskJournal>> OpenState(
+    const DaemonConfig& config, JobTable& table) {
+  store::DiskJournalOptions o;
+  o.dir = config.state_dir;
+  o.discard_damaged = config.discard_damaged_state;
+  store::Recovered recovered;
+  HVD_ASSIGN_OR_RETURN(std::unique_ptr<store::DiskJournal> journal,
+                       store::DiskJournal::Open(o, &recovered));
+  for (const std::string& note : recovered.notes) {
+    HVD_LOG(Warning) << note;
+  }
+  for (const TableRecord& r : recovered.records) {
+    Status s = table.Restore(r);
+    if (!s.ok()) {
+      return Status::DataLoss(
+          config.state_dir,
+          s.message() +
+              "; the state does not hold together: start with "
+              "--discard-damaged-state to keep it aside and "
+              "begin empty");
+    }
+  }
+  if (!recovered.records.empty()) {
+    HVD_LOG(Info) << "restored " << table.JobCount() << " job(s) from "
+                  << config.state_dir;
+  }
+  table.SetJournal(journal.get());
+  return journal;
 }
 
 int Main(int argc, char** argv) {
@@ -66,6 +99,25 @@ int Main(int argc, char** argv) {
   }
   options.tls = ServerTls{*cert, *key, *ca};
 
+  // The table, rebuilt from the state directory before the first call.
+  // Under systemd, StateDirectory= names it when no flag does.
+  if (config->state_dir.empty()) {
+    if (const char* dirs = std::getenv("STATE_DIRECTORY"); dirs && *dirs) {
+      config->state_dir =
+          std::string(dirs).substr(0, std::string(dirs).find(':'));
+    }
+  }
+  options.table = std::make_shared<JobTable>(config->limits);
+  std::unique_ptr<store::DiskJournal> journal;
+  if (config->state_dir.empty()) {
+    HVD_LOG(Info) << "no --state-dir: jobs live in memory only, and a "
+                     "restart ends them";
+  } else {
+    auto opened = OpenState(*config, *options.table);
+    if (!opened.ok()) return Fail(opened.status());
+    journal = std::move(*opened);
+  }
+
   auto server = RendezvousServer::Start(options);
   if (!server.ok()) return Fail(server.status());
   std::fprintf(
@@ -100,9 +152,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "hvd-rendezvousd: SIG%s: shutting down\n",
                  name ? name : "?");
     (void)SdNotify("STOPPING=1");
+    // Unavailable: the clients wait for the daemon that comes back.
     (*server)->Shutdown(
-        std::string("the rendezvous daemon is shutting down (SIG") +
-            (name ? name : "?") + ")",
+        Status::Unavailable(
+            std::string("the rendezvous daemon is shutting down (SIG") +
+            (name ? name : "?") + ")"),
         std::chrono::seconds(config->shutdown_grace_seconds));
     return 0;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/random.h"
+#include "rendezvous/token_hash.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -42,7 +43,7 @@ StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
   HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
   Job job;
   LayOut(job, std::move(hosts));
-  job.token = token;
+  job.token_hash = HashToken(token);
   job.elastic = elastic;
   if (no_members_yet) job.epoch = 0;
 
@@ -57,6 +58,8 @@ StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
   do {
     HVD_ASSIGN_OR_RETURN(id, RandomHex(8));
   } while (jobs_.count(id));
+  HVD_RETURN_IF_ERROR(JournalLocked(
+      JobRecord(id, job.token_hash, job.elastic, job.hosts, job.epoch)));
   if (limits_.job_ttl_seconds > 0) {
     job.expires = now_() + std::chrono::seconds(limits_.job_ttl_seconds);
     expiries_.insert({job.expires, id});
@@ -113,7 +116,7 @@ Status JobTable::Authenticate(const std::string& job_id,
     return Status::Unauthenticated("job '" + job_id + "'",
                                    "no job token was sent");
   }
-  if (!ConstantTimeEquals(token, job->token)) {
+  if (!ConstantTimeEquals(HashToken(token), job->token_hash)) {
     return Status::Unauthenticated("job '" + job_id + "'",
                                    "the job token is wrong");
   }
@@ -148,7 +151,8 @@ StatusOr<Assignment> JobTable::SlotLocked(const Job& job,
 }
 
 std::optional<StatusOr<Assignment>> JobTable::JoinLocked(
-    Job& job, const std::string& host, int slot, int previous) {
+    Job& job, const std::string& job_id, const std::string& host, int slot,
+    int previous) {
   if (job.elastic) {
     // The generation is the membership's epoch, alike for every member.
     if (previous < 0 || previous > job.epoch) {
@@ -160,13 +164,17 @@ std::optional<StatusOr<Assignment>> JobTable::JoinLocked(
     if (previous == job.epoch) return std::nullopt;  // wait for the next
     StatusOr<Assignment> a = SlotLocked(job, host, slot);
     if (!a.ok()) return a;
+    if (!job.joined.count(a->rank)) {
+      Status s = JournalLocked(JoinedRecord(job_id, a->rank, job.epoch));
+      if (!s.ok()) return StatusOr<Assignment>(s);
+    }
     job.joined.insert(a->rank);
     a->generation = job.epoch;
     return a;
   }
   StatusOr<Assignment> found = SlotLocked(job, host, slot);
   if (!found.ok()) return found;
-  return JoinFixedLocked(job, found->rank, previous);
+  return JoinFixedLocked(job, job_id, found->rank, previous);
 }
 
 StatusOr<Assignment> JobTable::Join(const std::string& job_id,
@@ -174,7 +182,7 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
                                     int previous_generation) {
   std::lock_guard<std::mutex> lock(mu_);
   HVD_ASSIGN_OR_RETURN(Job * job, FindLocked(job_id));
-  auto answer = JoinLocked(*job, host, slot, previous_generation);
+  auto answer = JoinLocked(*job, job_id, host, slot, previous_generation);
   if (!answer) {
     return Status::FailedPrecondition(
         "generation", std::to_string(previous_generation) +
@@ -184,7 +192,9 @@ StatusOr<Assignment> JobTable::Join(const std::string& job_id,
   return *answer;
 }
 
-StatusOr<Assignment> JobTable::JoinFixedLocked(Job& job, int rank,
+StatusOr<Assignment> JobTable::JoinFixedLocked(Job& job,
+                                               const std::string& job_id,
+                                               int rank,
                                                int previous_generation) {
   int& current = job.generations[rank];
   if (previous_generation < 0 || previous_generation > current) {
@@ -195,7 +205,11 @@ StatusOr<Assignment> JobTable::JoinFixedLocked(Job& job, int rank,
                           std::to_string(current) +
                           " (was the rendezvous restarted?)");
   }
-  if (previous_generation == current) ++current;
+  const int next = previous_generation == current ? current + 1 : current;
+  if (next != current || !job.joined.count(rank)) {
+    HVD_RETURN_IF_ERROR(JournalLocked(JoinedRecord(job_id, rank, next)));
+  }
+  current = next;
   job.joined.insert(rank);
   Assignment a = job.assignments[rank];
   a.generation = current;
@@ -215,7 +229,8 @@ JobTable::WaitId JobTable::JoinWait(const std::string& job_id,
     auto job = FindLocked(job_id);
     if (!job.ok()) {
       answer = job.status();
-    } else if (auto now = JoinLocked(**job, host, slot, previous_generation)) {
+    } else if (auto now =
+                   JoinLocked(**job, job_id, host, slot, previous_generation)) {
       answer = *now;
     } else {
       Waiter w;
@@ -274,6 +289,8 @@ StatusOr<int> JobTable::NewEpochLocked(Job& job, const std::string& job_id,
   // waits on it complete; first, so a refusal changes nothing.
   HVD_RETURN_IF_ERROR(SetLocked(job, job_id, kMembershipEpochKey,
                                 std::to_string(job.epoch + 1), completions));
+  HVD_RETURN_IF_ERROR(
+      JournalLocked(MembershipRecord(job_id, hosts, job.epoch + 1)));
   LayOut(job, std::move(hosts));
   const int epoch = ++job.epoch;
   job.joined.clear();
@@ -293,7 +310,8 @@ StatusOr<int> JobTable::NewEpochLocked(Job& job, const std::string& job_id,
   for (WaitId id : joiners) {
     auto it = waiters_.find(id);
     if (it == waiters_.end()) continue;
-    auto a = JoinLocked(job, it->second.host, it->second.slot, epoch - 1);
+    auto a =
+        JoinLocked(job, job_id, it->second.host, it->second.slot, epoch - 1);
     completions.push_back(FinishJoinLocked(id, *a));
   }
   return epoch;
@@ -408,6 +426,9 @@ void JobTable::EndJobLocked(const std::string& job_id, const Status& why,
                             std::vector<Completion>& completions) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
+  // The job ends here whatever the journal says: at worst a restart
+  // brings it back, and its TTL or its launcher ends it again.
+  (void)JournalLocked(EndRecord(job_id));
   std::vector<WaitId> ids(it->second.waiters.begin(), it->second.waiters.end());
   for (WaitId id : ids) completions.push_back(FinishLocked(id, why));
   expiries_.erase({it->second.expires, job_id});
@@ -426,14 +447,14 @@ Status JobTable::EndJob(const std::string& job_id, const std::string& reason) {
   return Status::Ok();
 }
 
-void JobTable::CancelAll(const std::string& reason) {
+void JobTable::CancelAll(const Status& why) {
   std::vector<Completion> completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<WaitId> ids;
     for (const auto& [id, w] : waiters_) ids.push_back(id);
     for (WaitId id : ids) {
-      completions.push_back(FinishLocked(id, Status::Cancelled(reason)));
+      completions.push_back(FinishLocked(id, why));
     }
   }
   RunAll(completions);

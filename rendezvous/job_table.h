@@ -10,6 +10,10 @@
 // completes them (Set, Barrier, Expire, CancelWait, EndJob, or the Wait or
 // Barrier call itself when it can answer at once) and never under the
 // table's lock, so a callback may call back into the table.
+//
+// Durability: with a journal (SetJournal), every change to the state a
+// restart must keep is written as a TableRecord before it is made, and
+// Restore rebuilds that state from the records (table_record.h).
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,7 @@
 
 #include "common/status.h"
 #include "rendezvous/assignment.h"
+#include "rendezvous/table_record.h"
 
 namespace hvd::rendezvous {
 
@@ -158,8 +163,18 @@ class JobTable {
   // Removes the job; its pending waits complete with Aborted(reason).
   Status EndJob(const std::string& job_id, const std::string& reason);
 
-  // Completes every pending wait of every job with Cancelled(reason).
-  void CancelAll(const std::string& reason);
+  // Completes every pending wait of every job with `why` (not OK).
+  void CancelAll(const Status& why);
+
+  // Where changes are written before they are made (not owned; set
+  // before the table is shared, or null for none).
+  void SetJournal(TableJournal* journal);
+  // Applies a record of a snapshot or journal, in order, to a table that
+  // is not serving yet. A restored job's keep-alive deadline counts from
+  // now. DataLoss for a record that contradicts the ones before it.
+  Status Restore(const TableRecord& record);
+  // The records that rebuild the table as it is now (a snapshot).
+  std::vector<TableRecord> SnapshotRecords() const;
 
   size_t JobCount() const;
   // Ranks joined over every job.
@@ -191,7 +206,7 @@ class JobTable {
     std::vector<Assignment> assignments;              // by rank
     std::vector<int> generations;  // by rank: the last one joined (0: none)
     std::set<int> joined;
-    std::string token;
+    std::string token_hash;  // HashToken of the token
     bool elastic = false;
     int epoch = 1;                // elastic: the membership's number
     std::vector<WaitId> joiners;  // elastic: joins waiting for epoch + 1
@@ -217,6 +232,7 @@ class JobTable {
   // Joins at once, or says (nullopt) that the join must wait for the next
   // epoch; `mu_` held.
   std::optional<StatusOr<Assignment>> JoinLocked(Job& job,
+                                                 const std::string& job_id,
                                                  const std::string& host,
                                                  int slot, int previous);
   // Set, with `mu_` held: completions of the waits it satisfies are added
@@ -224,12 +240,17 @@ class JobTable {
   Status SetLocked(Job& job, const std::string& job_id, const std::string& key,
                    std::string value, std::vector<Completion>& completions);
   // A fixed job's join of `rank`: the slot's next generation; `mu_` held.
-  StatusOr<Assignment> JoinFixedLocked(Job& job, int rank,
-                                       int previous_generation);
+  StatusOr<Assignment> JoinFixedLocked(Job& job, const std::string& job_id,
+                                       int rank, int previous_generation);
   // The job's members as kMembersKey gives them; `mu_` held.
   static std::string MembersLocked(const Job& job);
   // Lays out `hosts` as the job's ranks; `mu_` held or the job not shared.
   static void LayOut(Job& job, std::vector<HostSlots> hosts);
+
+  // Writes `record` to the journal, if any, and snapshots the table when
+  // the journal asks for it; `mu_` held.
+  Status JournalLocked(const TableRecord& record);
+  std::vector<TableRecord> SnapshotRecordsLocked() const;
 
   // Looks up a job; `mu_` must be held.
   StatusOr<Job*> FindLocked(const std::string& job_id);
@@ -259,6 +280,7 @@ class JobTable {
   std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_
   WaitId next_id_ = 1;                                        // guarded by mu_
+  TableJournal* journal_ = nullptr;                           // guarded by mu_
 };
 
 }  // namespace hvd::rendezvous

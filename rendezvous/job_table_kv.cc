@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/parse.h"
-
 #include "rendezvous/job_table.h"
 #include "rendezvous/members.h"
 
@@ -53,6 +52,9 @@ Status JobTable::SetLocked(Job& job, const std::string& job_id,
         "would hold " + std::to_string(new_bytes) + " bytes, over the " +
             std::to_string(limits_.max_job_bytes) +
             "-byte limit per job (raise --max-job-bytes)");
+  }
+  if (!IsEphemeralKey(key)) {
+    HVD_RETURN_IF_ERROR(JournalLocked(KeyRecord(job_id, key, value)));
   }
   job.bytes = new_bytes;
   if (existing != job.kv.end()) {

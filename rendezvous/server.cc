@@ -157,8 +157,10 @@ thread_local Service::Call* Service::Call::current = nullptr;
 
 class RendezvousServer::Impl {
  public:
-  explicit Impl(const TableLimits& limits) : table(limits) {}
-  JobTable table;
+  explicit Impl(std::shared_ptr<JobTable> t)
+      : owned(std::move(t)), table(*owned) {}
+  std::shared_ptr<JobTable> owned;
+  JobTable& table;
   ServerStats stats;
   std::unique_ptr<Expirer> expirer;
   std::unique_ptr<Service> service;
@@ -191,7 +193,9 @@ StatusOr<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
         "a client CA (mutual TLS) needs the server's certificate and key");
   }
   TuneGrpcRuntimeOnce();
-  auto impl = std::make_unique<Impl>(options.limits);
+  auto impl = std::make_unique<Impl>(
+      options.table ? options.table
+                    : std::make_shared<JobTable>(options.limits));
   impl->expirer = std::make_unique<Expirer>(&impl->table);
   impl->service = std::make_unique<Service>(&impl->table, options.admin_token,
                                             impl->expirer.get(), &impl->stats);
@@ -238,13 +242,13 @@ std::string RendezvousServer::MetricsExposition() const {
   return impl_->stats.Exposition(impl_->table);
 }
 
-void RendezvousServer::Shutdown(const std::string& reason,
+void RendezvousServer::Shutdown(const Status& why,
                                 std::chrono::milliseconds grace) {
   if (impl_->shut_down) return;
   impl_->shut_down = true;
   impl_->server->GetHealthCheckService()->SetServingStatus(false);
   // Pending waits would otherwise hold Shutdown until their deadlines.
-  impl_->table.CancelAll(reason);
+  impl_->table.CancelAll(why);
   impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->server->Wait();
   impl_->expirer.reset();

@@ -26,6 +26,9 @@ struct ServerOptions {
   TableLimits limits;
   // TLS when cert_pem is set; plaintext otherwise.
   ServerTls tls;
+  // The table to serve, when it outlives a server (a restart within one
+  // process); otherwise the server makes one with `limits`.
+  std::shared_ptr<JobTable> table;
 };
 
 class RendezvousServer {
@@ -39,17 +42,18 @@ class RendezvousServer {
   // "HOST:PORT" with the bound port; HOST as given in `listen`.
   std::string address() const;
   // The table behind the service, for an embedding process (the launcher
-  // reads which ranks have joined). Owned by the server.
+  // reads which ranks have joined).
   JobTable& table();
   // Its own metrics in Prometheus' text format (server_stats.h).
   std::string MetricsExposition() const;
 
-  // Stops accepting calls, reports NOT_SERVING to health checks, cancels
-  // pending waits with `reason`, and waits up to `grace` for in-flight
-  // calls before cancelling them.
-  void Shutdown(
-      const std::string& reason = "the rendezvous server is shutting down",
-      std::chrono::milliseconds grace = std::chrono::seconds(2));
+  // Stops accepting calls, reports NOT_SERVING to health checks, answers
+  // pending waits with `why`, and waits up to `grace` for in-flight calls
+  // before cancelling them. Unavailable tells clients to retry (a daemon
+  // that restarts); Cancelled that the job is over (the launcher's own).
+  void Shutdown(const Status& why =
+                    Status::Cancelled("the rendezvous server is shutting down"),
+                std::chrono::milliseconds grace = std::chrono::seconds(2));
 
   class Impl;
 

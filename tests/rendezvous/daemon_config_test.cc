@@ -38,6 +38,28 @@ TEST(DaemonConfigTest, FlagsAndDefaults) {
   EXPECT_EQ(c->shutdown_grace_seconds, 5);
 }
 
+TEST(DaemonConfigTest, StateDirectoryAndTheSwitchToDiscardDamage) {
+  auto none = Parse({"--admin-token-file", "/t"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->state_dir.empty());
+  EXPECT_FALSE(none->discard_damaged_state);
+  // The switch takes no value on the command line.
+  auto c = Parse({"--state-dir", "/var/lib/x", "--discard-damaged-state",
+                  "--admin-token-file", "/t"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->state_dir, "/var/lib/x");
+  EXPECT_TRUE(c->discard_damaged_state);
+  auto file = Parse({"--config", "/c", "--admin-token-file", "/t"},
+                    {{"/c", "state_dir: /s\ndiscard-damaged-state: false\n"}});
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->state_dir, "/s");
+  EXPECT_FALSE(file->discard_damaged_state);
+  auto bad = Parse({"--config", "/c", "--admin-token-file", "/t"},
+                   {{"/c", "discard-damaged-state: sometimes\n"}});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("true or false"), std::string::npos);
+}
+
 TEST(DaemonConfigTest, YamlWithSameKeysAndFlagsWin) {
   std::string yaml =
       "listen: 127.0.0.1:7000\n"

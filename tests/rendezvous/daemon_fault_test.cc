@@ -1,5 +1,5 @@
-// hvd-rendezvousd going away under its clients: they get a clear error,
-// never a hang.
+// hvd-rendezvousd going away under its clients: they wait for it to come
+// back, and get a clear error, never a hang.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -33,38 +33,47 @@ bool WaitForBlocked(int metrics_port, int n) {
   return false;
 }
 
-TEST(DaemonFaultTest, SigtermCancelsBlockedWaitsAndExitsZero) {
+// SIGTERM (systemctl stop or restart): the daemon exits 0 within its
+// grace, and its blocked clients wait for it to come back rather than
+// fail; one that comes back without the job (no state directory) ends
+// them with an error saying so.
+TEST(DaemonFaultTest, SigtermExitsZeroAndBlockedClientsWaitForItsReturn) {
   TempDir dir;
   const int metrics = FreePort("127.0.0.1");
-  Daemon d(dir, {"--shutdown-grace-seconds", "2", "--metrics-port",
-                 std::to_string(metrics)});
-  auto job = RendezvousClient::CreateJob(d.address(), Daemon::kAdminToken,
+  auto d = std::make_unique<Daemon>(
+      dir, std::vector<std::string>{"--shutdown-grace-seconds", "2",
+                                    "--metrics-port", std::to_string(metrics)});
+  const std::string address = d->address();
+  auto job = RendezvousClient::CreateJob(address, Daemon::kAdminToken,
                                          {{"localhost", 3}}, 3, seconds(10));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   std::vector<std::future<Status>> waits;
   for (int i = 0; i < 4; ++i) {
     waits.push_back(std::async(std::launch::async, [&, i] {
-      auto c = RendezvousClient::Create(d.address(), job->job_id, job->token);
-      if (i == 3) return c->Barrier("b", 0, seconds(60));
-      return c->Wait({"never" + std::to_string(i)}, seconds(60)).status();
+      auto c = RendezvousClient::Create(address, job->job_id, job->token);
+      if (i == 3) return c->Barrier("b", 0, seconds(120));
+      return c->Wait({"never" + std::to_string(i)}, seconds(120)).status();
     }));
   }
   // SIGTERM only once all four block in the daemon.
-  ASSERT_TRUE(WaitForBlocked(metrics, 4)) << d.process().StderrSoFar();
+  ASSERT_TRUE(WaitForBlocked(metrics, 4)) << d->process().StderrSoFar();
   auto start = std::chrono::steady_clock::now();
-  Result r = d.Stop(SIGTERM);
+  Result r = d->Stop(SIGTERM);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_LT(r.took, seconds(30));
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
   for (auto& w : waits) {
+    EXPECT_EQ(w.wait_for(milliseconds(0)), std::future_status::timeout);
+  }
+  d = std::make_unique<Daemon>(dir, std::vector<std::string>{}, address);
+  ASSERT_EQ(d->address(), address) << d->process().StderrSoFar();
+  for (auto& w : waits) {
     Status s = w.get();
-    EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
-    EXPECT_NE(s.message().find("shutting down (SIGTERM)"), std::string::npos)
-        << s.message();
+    EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+    EXPECT_NE(s.message().find("restarted"), std::string::npos) << s.message();
   }
 }
 
-TEST(DaemonFaultTest, RestartDuringAJobGivesClearErrorsNotHangs) {
+TEST(DaemonFaultTest, KilledDaemonsClientsWaitAndLearnTheJobIsGone) {
   TempDir dir;
   const int metrics = FreePort("127.0.0.1");
   auto d = std::make_unique<Daemon>(
@@ -78,20 +87,122 @@ TEST(DaemonFaultTest, RestartDuringAJobGivesClearErrorsNotHangs) {
   auto blocked = std::async(
       std::launch::async, [&] { return worker->Wait({"peer"}, seconds(120)); });
   ASSERT_TRUE(WaitForBlocked(metrics, 1)) << d->process().StderrSoFar();
-  auto start = std::chrono::steady_clock::now();
   d->Stop(SIGKILL);
-  auto r = blocked.get();
-  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable)
-      << r.status().ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
+  EXPECT_EQ(blocked.wait_for(milliseconds(0)), std::future_status::timeout);
 
-  // The daemon comes back on the same port, without the job.
+  // The daemon comes back on the same port, without the job (it keeps no
+  // state): the wait, sent again, says so.
   d = std::make_unique<Daemon>(dir, std::vector<std::string>{}, address);
   ASSERT_EQ(d->address(), address) << d->process().StderrSoFar();
-  auto again = worker->Wait({"peer"}, seconds(10));
-  EXPECT_EQ(again.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(again.status().message().find("restarted"), std::string::npos)
-      << again.status().message();
+  auto r = blocked.get();
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("restarted"), std::string::npos)
+      << r.status().message();
+}
+
+// Waits until the daemon's metrics show `line` (60 s at most).
+bool WaitForMetric(int metrics_port, const std::string& line) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HttpGet(metrics_port, "/metrics").body.find(line + "\n") !=
+        std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+// hvd-rendezvousd with a state directory, killed (-9) and started again on
+// the same address half a second later, as an operator or an OOM kill
+// would, at one point of a two-rank horovodrun job; the job must finish
+// with every round's sum right (hvd_hello checks them).
+class StateDirTest : public ::testing::Test {
+ protected:
+  void StartDaemon() {
+    metrics_ = FreePort("127.0.0.1");
+    daemon_ = std::make_unique<Daemon>(
+        dir_,
+        std::vector<std::string>{"--state-dir", dir_.path() + "/state",
+                                 "--metrics-port", std::to_string(metrics_)},
+        address_.empty() ? "127.0.0.1:0" : address_);
+    if (address_.empty()) address_ = daemon_->address();
+    ASSERT_EQ(daemon_->address(), address_) << daemon_->process().StderrSoFar();
+  }
+  // The job: `worker` runs in sh -c on each rank; GATE names a file.
+  void StartJob(const std::string& worker) {
+    gate_ = dir_.path() + "/gate";
+    std::string cmd = worker;
+    for (size_t at; (at = cmd.find("GATE")) != std::string::npos;) {
+      cmd.replace(at, 4, gate_);
+    }
+    job_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", address_,
+        "--rendezvous-token-file", daemon_->token_file(), "/bin/sh", "-c",
+        cmd});
+  }
+  void KillAndRestart() {
+    daemon_->Stop(SIGKILL);
+    std::this_thread::sleep_for(milliseconds(500));
+    StartDaemon();
+  }
+  void OpenGate() { dir_.Write("gate", ""); }
+  void ExpectEveryRound(int rounds) {
+    Result r = job_->Wait(seconds(120));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string line = "[" + std::to_string(rank) + "]<stdout>:rank " +
+                               std::to_string(rank) + "/2: round " +
+                               std::to_string(rounds) + " sum=";
+      EXPECT_NE(r.out.find(line), std::string::npos) << r.out << r.err;
+    }
+  }
+
+  TempDir dir_;
+  std::string address_;
+  int metrics_ = 0;
+  std::unique_ptr<Daemon> daemon_;
+  std::string gate_;
+  std::unique_ptr<Subprocess> job_;
+};
+
+constexpr char kGated[] =
+    "while [ ! -e GATE ]; do sleep 0.05; done; exec " HVD_HELLO " --rounds 3";
+
+TEST_F(StateDirTest, KilledBeforeTheWorkersJoin) {
+  StartDaemon();
+  StartJob(kGated);
+  ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_jobs 1"))
+      << job_->StderrSoFar();
+  daemon_->Stop(SIGKILL);
+  // The workers start and join while no daemon runs.
+  OpenGate();
+  std::this_thread::sleep_for(milliseconds(500));
+  StartDaemon();
+  ExpectEveryRound(3);
+}
+
+TEST_F(StateDirTest, KilledWhileAWorkerWaitsForItsPeer) {
+  StartDaemon();
+  StartJob(std::string("if [ \"$HOROVOD_RANK\" = 1 ]; then ") + kGated +
+           "; fi; exec " HVD_HELLO " --rounds 3");
+  // Rank 0 has joined; its init waits in the daemon for rank 1.
+  ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_workers 1"))
+      << job_->StderrSoFar();
+  KillAndRestart();
+  OpenGate();
+  ExpectEveryRound(3);
+}
+
+TEST_F(StateDirTest, KilledWhileTheJobStepsThroughGenerations) {
+  StartDaemon();
+  // Each of 40 rounds is a new generation of the job, and rank 1 starts
+  // each after 300 ms: once round 2 is out, 11 s of rounds remain.
+  StartJob("exec " HVD_HELLO " --rounds 40 --late-rank 1 --late-ms 300");
+  ASSERT_FALSE(job_->WaitForStdout("(round 2 sum)", seconds(60)).empty())
+      << job_->StderrSoFar();
+  KillAndRestart();
+  ExpectEveryRound(40);
 }
 
 TEST(DaemonFaultTest, LauncherDeathEndsItsJobByTtl) {

@@ -392,7 +392,8 @@ TEST(SystemdUnitTest, VerifiesCleanAndIsHardened) {
        {"Type=notify", "DynamicUser=yes", "NoNewPrivileges=yes",
         "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
         "LoadCredential=admin-token:/etc/hvd/admin-token",
-        "--config /etc/hvd/rendezvousd.yaml"}) {
+        "--config /etc/hvd/rendezvousd.yaml", "StateDirectory=hvd-rendezvousd",
+        "--state-dir /var/lib/hvd-rendezvousd"}) {
     EXPECT_NE(unit.find(line), std::string::npos) << line;
   }
   TempDir dir;

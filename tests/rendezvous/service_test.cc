@@ -156,6 +156,7 @@ TEST_F(ServiceTest, UnreachableServerIsUnavailableAndSaysSo) {
   std::string address = server_->address();
   server_->Shutdown();
   auto c = RendezvousClient::Create(address, job_.job_id, job_.token);
+  c->set_call_timeout(milliseconds(300));
   Status s = c->Set("k", "v");
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("cannot reach the rendezvous server"),
