@@ -75,13 +75,14 @@ void JobTable::SetJournal(TableJournal* journal) {
 
 Status JobTable::JournalLocked(const TableRecord& record) {
   if (!journal_) return Status::Ok();
-  HVD_RETURN_IF_ERROR(journal_->Append(record));
+  // Before the record: the table holds every change journaled so far (each
+  // is made right after its record), and not yet this one, which goes to
+  // the journal after the snapshot. A snapshot that fails leaves the
+  // journal as it was, only longer.
   if (journal_->WantsSnapshot()) {
-    // The record is in the journal already; a snapshot that fails leaves
-    // the journal as it was, only longer.
     (void)journal_->Compact(SnapshotRecordsLocked());
   }
-  return Status::Ok();
+  return journal_->Append(record);
 }
 
 Status JobTable::Restore(const TableRecord& r) {

@@ -56,7 +56,8 @@ class TableJournal {
   virtual ~TableJournal() = default;
   virtual Status Append(const TableRecord& record) = 0;
   // Whether the journal has grown enough to be replaced by a snapshot of
-  // the table (Compact, with the table's SnapshotRecords).
+  // the table (Compact, with the table's SnapshotRecords). The table asks
+  // before it appends a record, when every record so far is applied.
   virtual bool WantsSnapshot() const { return false; }
   virtual Status Compact(const std::vector<TableRecord>& snapshot) {
     (void)snapshot;
