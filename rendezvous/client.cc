@@ -64,6 +64,15 @@ std::string Seconds(milliseconds t) {
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
 }
 
+// The last error of a call that gave up on an unreachable server.
+std::string StillUnreachable(const std::string& message,
+                             SteadyClock::time_point since) {
+  return message + " (still unreachable after " +
+         Seconds(std::chrono::duration_cast<milliseconds>(SteadyClock::now() -
+                                                          since)) +
+         ")";
+}
+
 uint64_t BackoffSeed() {
   static std::atomic<uint64_t> n{0};
   return std::random_device{}() ^ (++n << 32);
@@ -143,10 +152,7 @@ Status RendezvousClient::Unary(
     if (!backoff) backoff.emplace(BackoffSeed());
     const milliseconds wait = backoff->Next();
     if (SteadyClock::now() + wait >= deadline) {
-      return Status::Unavailable(
-          s.message(), "still unreachable after " +
-                           Seconds(std::chrono::duration_cast<milliseconds>(
-                               SteadyClock::now() - start)));
+      return Status::Unavailable(StillUnreachable(s.message(), start));
     }
     Unreachable(s.message(), what, Left(deadline));
     std::this_thread::sleep_for(wait);
@@ -266,10 +272,7 @@ void RendezvousClient::Answered(const std::shared_ptr<Attempt>& a,
   if (!a->backoff) a->backoff.emplace(BackoffSeed());
   const milliseconds wait = a->backoff->Next();
   pb::OpResult last = r;
-  last.set_message(r.message() + " (still unreachable after " +
-                   Seconds(std::chrono::duration_cast<milliseconds>(
-                       SteadyClock::now() - a->start)) +
-                   ")");
+  last.set_message(StillUnreachable(r.message(), a->start));
   if (SteadyClock::now() + wait >= a->deadline) return a->done(last);
   Unreachable(r.message(), a->what, Left(a->deadline));
   timer_.After(wait, [this, a, last](bool run) {
