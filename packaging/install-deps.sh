@@ -50,6 +50,7 @@ if [[ $tests -eq 1 ]]; then
     slurmctld slurmd slurm-client munge
     openmpi-bin  # horovodrun --mpi starts workers with mpirun
     prometheus  # the metrics tests: promtool, and a server scraping a job
+    etcd-server etcd-client  # hvd-rendezvousd --store etcd:// (its tests start their own)
     lintian  # the package tests check the .debs
     systemd
     hyperfine time

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -36,5 +37,12 @@ class Backoff {
   const Ms most_;
   std::mt19937_64 rng_;
 };
+
+// A seed that differs between the calls of one process and between
+// processes, so that retrying clients spread out.
+inline uint64_t BackoffSeed() {
+  static std::atomic<uint64_t> n{0};
+  return std::random_device{}() ^ (++n << 32);
+}
 
 }  // namespace hvd::rendezvous

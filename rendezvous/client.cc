@@ -27,27 +27,7 @@ constexpr auto kWaitSlack = std::chrono::seconds(5);
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ClientTls& tls) {
-  TuneGrpcRuntimeOnce();
-  grpc::ChannelArguments args;
-  // A worker's environment often has http_proxy set for downloads; the
-  // rendezvous is never behind it.
-  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-  // gRPC's own reconnect backoff would otherwise grow to two minutes while
-  // a daemon restarts; the client's retries (backoff.h) pace the attempts.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      grpc::InsecureChannelCredentials();
-  if (!tls.ca_pem.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = tls.ca_pem;
-    ssl.pem_cert_chain = tls.cert_pem;
-    ssl.pem_private_key = tls.key_pem;
-    creds = grpc::SslCredentials(ssl);
-  }
-  return grpc::CreateCustomChannel(address, creds, args);
+  return NewClientChannel(address, tls.ca_pem, tls.cert_pem, tls.key_pem);
 }
 
 void SetDeadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
@@ -71,11 +51,6 @@ std::string StillUnreachable(const std::string& message,
          Seconds(std::chrono::duration_cast<milliseconds>(SteadyClock::now() -
                                                           since)) +
          ")";
-}
-
-uint64_t BackoffSeed() {
-  static std::atomic<uint64_t> n{0};
-  return std::random_device{}() ^ (++n << 32);
 }
 
 constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);

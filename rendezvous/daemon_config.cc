@@ -18,12 +18,29 @@ namespace {
 
 // Every setting, by its flag name without the dashes.
 const std::set<std::string>& Keys() {
-  static const std::set<std::string> keys = {
-      "listen",        "admin-token-file", "tls-cert",
-      "tls-key",       "tls-client-ca",    "log-level",
-      "max-jobs",      "max-keys-per-job", "max-value-bytes",
-      "max-job-bytes", "job-ttl-seconds",  "shutdown-grace-seconds",
-      "metrics-port",  "state-dir",        "discard-damaged-state"};
+  static const std::set<std::string> keys = {"listen",
+                                             "admin-token-file",
+                                             "tls-cert",
+                                             "tls-key",
+                                             "tls-client-ca",
+                                             "log-level",
+                                             "max-jobs",
+                                             "max-keys-per-job",
+                                             "max-value-bytes",
+                                             "max-job-bytes",
+                                             "job-ttl-seconds",
+                                             "shutdown-grace-seconds",
+                                             "metrics-port",
+                                             "state-dir",
+                                             "discard-damaged-state",
+                                             "store",
+                                             "etcd-prefix",
+                                             "etcd-ca",
+                                             "etcd-cert",
+                                             "etcd-key",
+                                             "etcd-user",
+                                             "etcd-password-file",
+                                             "etcd-lease-seconds"};
   return keys;
 }
 
@@ -86,6 +103,30 @@ Status Apply(DaemonConfig& c, const std::string& key, const std::string& value,
           what, "must be true or false, not '" + value + "'");
     }
     c.discard_damaged_state = value == "true";
+  } else if (key == "store") {
+    if (value.rfind("etcd://", 0) != 0) {
+      return Status::InvalidArgument(
+          what, "'" + value + "' is not a store; use etcd://HOST:PORT[,...]");
+    }
+    c.store = value;
+  } else if (key == "etcd-prefix") {
+    if (value.empty() || value.back() != '/') {
+      return Status::InvalidArgument(what, "must end with '/'");
+    }
+    c.etcd_prefix = value;
+  } else if (key == "etcd-ca") {
+    c.etcd_ca = value;
+  } else if (key == "etcd-cert") {
+    c.etcd_cert = value;
+  } else if (key == "etcd-key") {
+    c.etcd_key = value;
+  } else if (key == "etcd-user") {
+    c.etcd_user = value;
+  } else if (key == "etcd-password-file") {
+    c.etcd_password_file = value;
+  } else if (key == "etcd-lease-seconds") {
+    HVD_ASSIGN_OR_RETURN(int64_t n, ParseInt64(value, what, 1, 600));
+    c.etcd_lease_seconds = static_cast<int>(n);
   } else {
     return Status::InvalidArgument(what, "unknown setting");
   }
@@ -190,6 +231,28 @@ StatusOr<DaemonConfig> ParseDaemonConfig(
     return Status::InvalidArgument(
         "--tls-client-ca", "mutual TLS needs --tls-cert and --tls-key too");
   }
+  if (!c.store.empty() && !c.state_dir.empty()) {
+    return Status::InvalidArgument(
+        "--store/--state-dir", "the jobs live in one store: give one of them");
+  }
+  if (c.store.empty() &&
+      !(c.etcd_ca + c.etcd_cert + c.etcd_key + c.etcd_user).empty()) {
+    return Status::InvalidArgument("--etcd-*",
+                                   "only mean something with --store etcd://");
+  }
+  if (c.etcd_cert.empty() != c.etcd_key.empty()) {
+    return Status::InvalidArgument("--etcd-cert/--etcd-key",
+                                   "give both or neither");
+  }
+  if (!c.etcd_cert.empty() && c.etcd_ca.empty()) {
+    return Status::InvalidArgument(
+        "--etcd-cert",
+        "TLS to etcd needs --etcd-ca, the CA that signed etcd's");
+  }
+  if (c.etcd_user.empty() != c.etcd_password_file.empty()) {
+    return Status::InvalidArgument("--etcd-user/--etcd-password-file",
+                                   "give both or neither");
+  }
   return c;
 }
 
@@ -220,6 +283,17 @@ secret; creating a job needs the admin token.
                               memory only
   --discard-damaged-state     start empty when DIR's state is damaged (it is
                               moved to DIR/damaged-TIME/) instead of refusing
+  --store etcd://HOST:PORT[,HOST:PORT...]
+                              keep the jobs in an etcd v3 cluster instead;
+                              daemons on one --etcd-prefix serve its jobs one
+                              at a time, the others standing by to take over
+  --etcd-prefix P             etcd keys under P (default /hvd-rendezvous/)
+  --etcd-ca F                 TLS to etcd, trusting the CA in F
+  --etcd-cert F --etcd-key F  with this client certificate
+  --etcd-user U --etcd-password-file F
+                              etcd's auth as user U
+  --etcd-lease-seconds S      how long a dead daemon keeps its standbys
+                              waiting (3)
   --help, --version
 )";
 }

@@ -29,6 +29,14 @@ struct DaemonConfig {
   // Damaged state in state_dir is moved aside and the daemon starts empty,
   // instead of refusing to start.
   bool discard_damaged_state = false;
+  // --store etcd://HOST:PORT[,...]: the jobs in etcd instead (empty: the
+  // state directory, or memory), under etcd_prefix; TLS to etcd when
+  // etcd_ca is set, etcd's auth when etcd_user is.
+  std::string store;
+  std::string etcd_prefix = "/hvd-rendezvous/";
+  std::string etcd_ca, etcd_cert, etcd_key;
+  std::string etcd_user, etcd_password_file;
+  int etcd_lease_seconds = 3;
   bool show_help = false;
   bool show_version = false;
 };

@@ -2,7 +2,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,6 +18,7 @@
 #include "rendezvous/sd_notify.h"
 #include "rendezvous/server.h"
 #include "rendezvous/store/disk_journal.h"
+#include "rendezvous/store/etcd_journal.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -60,6 +64,81 @@ StatusOr<std::unique_ptr<store::DiskJournal>> OpenState(
   return journal;
 }
 
+// Whether the daemon an etcd owner key names ("host=H pid=P ...") ran on
+// this host and its process is gone: a daemon killed and started again
+// takes its jobs back at once, not when the dead one's lease runs out.
+bool OwnerGoneHere(const std::string& owner, const std::string& me) {
+  char host[256] = {};
+  long pid = 0;
+  if (std::sscanf(owner.c_str(), "host=%255s pid=%ld", host, &pid) != 2 ||
+      pid <= 0) {
+    return false;
+  }
+  return me == host && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// Restores the table from etcd (standing by while another daemon serves
+// the prefix) and journals its changes there.
+StatusOr<std::unique_ptr<store::EtcdJournal>> OpenEtcd(
+    const DaemonConfig& config, const sigset_t& stop, JobTable& table,
+    std::function<void(const Status&)> lost) {
+  store::EtcdOptions e;
+  HVD_ASSIGN_OR_RETURN(e.endpoints, store::ParseEtcdUrl(config.store));
+  HVD_ASSIGN_OR_RETURN(e.ca_pem, ReadOptional(config.etcd_ca));
+  HVD_ASSIGN_OR_RETURN(e.cert_pem, ReadOptional(config.etcd_cert));
+  if (!config.etcd_key.empty()) {
+    HVD_ASSIGN_OR_RETURN(e.key_pem,
+                         ReadSecretFile(config.etcd_key, "--etcd-key"));
+  }
+  e.user = config.etcd_user;
+  if (!config.etcd_password_file.empty()) {
+    HVD_ASSIGN_OR_RETURN(e.password, ReadSecretFile(config.etcd_password_file,
+                                                    "--etcd-password-file"));
+  }
+  HVD_ASSIGN_OR_RETURN(std::unique_ptr<store::EtcdClient> client,
+                       store::EtcdClient::Connect(e));
+  store::EtcdJournalOptions o;
+  o.prefix = config.etcd_prefix;
+  o.lease_seconds = config.etcd_lease_seconds;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  o.name = "host=" + std::string(host) + " pid=" + std::to_string(getpid()) +
+           " listen=" + config.listen;
+  store::EtcdJournalHooks hooks;
+  hooks.waiting = [](const std::string& what) { HVD_LOG(Warning) << what; };
+  hooks.stop_waiting = [stop] {
+    sigset_t pending;
+    sigpending(&pending);
+    for (int sig : {SIGTERM, SIGINT}) {
+      if (sigismember(&pending, sig) && sigismember(&stop, sig)) return true;
+    }
+    return false;
+  };
+  hooks.owner_gone = [me = std::string(host)](const std::string& owner) {
+    return OwnerGoneHere(owner, me);
+  };
+  hooks.lost = std::move(lost);
+  store::Recovered recovered;
+  HVD_ASSIGN_OR_RETURN(std::unique_ptr<store::EtcdJournal> journal,
+                       store::EtcdJournal::Open(std::move(client), o,
+                                                std::move(hooks), &recovered));
+  for (const TableRecord& r : recovered.records) {
+    Status s = table.Restore(r);
+    if (!s.ok()) {
+      return Status::DataLoss(
+          config.store + " " + config.etcd_prefix,
+          s.message() + "; the jobs in etcd do not hold together");
+    }
+  }
+  HVD_LOG(Info) << "serving " << table.JobCount() << " job(s) from "
+                << config.store << " under " << config.etcd_prefix;
+  table.SetJournal(journal.get());
+  return journal;
+}
+
+// Set once the etcd store gives the jobs up; the daemon then exits 1.
+std::atomic<bool> store_lost{false};
+
 int Main(int argc, char** argv) {
   // Block the stop signals before any thread exists, so every gRPC thread
   // inherits the mask and only sigwait below sees them.
@@ -101,7 +180,7 @@ int Main(int argc, char** argv) {
 
   // The table, rebuilt from the state directory before the first call.
   // Under systemd, StateDirectory= names it when no flag does.
-  if (config->state_dir.empty()) {
+  if (config->state_dir.empty() && config->store.empty()) {
     if (const char* dirs = std::getenv("STATE_DIRECTORY"); dirs && *dirs) {
       config->state_dir =
           std::string(dirs).substr(0, std::string(dirs).find(':'));
@@ -109,7 +188,19 @@ int Main(int argc, char** argv) {
   }
   options.table = std::make_shared<JobTable>(config->limits);
   std::unique_ptr<store::DiskJournal> journal;
-  if (config->state_dir.empty()) {
+  std::unique_ptr<store::EtcdJournal> etcd;
+  if (!config->store.empty()) {
+    auto opened = OpenEtcd(*config, stop, *options.table, [](const Status& s) {
+      HVD_LOG(Error) << s.message() << "; stopping";
+      store_lost = true;
+      kill(getpid(), SIGTERM);
+    });
+    if (!opened.ok() && opened.status().code() == StatusCode::kCancelled) {
+      return 0;  // stopped while standing by
+    }
+    if (!opened.ok()) return Fail(opened.status());
+    etcd = std::move(*opened);
+  } else if (config->state_dir.empty()) {
     HVD_LOG(Info) << "no --state-dir: jobs live in memory only, and a "
                      "restart ends them";
   } else {
@@ -158,7 +249,7 @@ int Main(int argc, char** argv) {
             std::string("the rendezvous daemon is shutting down (SIG") +
             (name ? name : "?") + ")"),
         std::chrono::seconds(config->shutdown_grace_seconds));
-    return 0;
+    return store_lost ? 1 : 0;
   }
 }
 

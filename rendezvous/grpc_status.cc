@@ -30,4 +30,27 @@ Status FromGrpcStatus(const grpc::Status& status, const std::string& where) {
                 where + ": " + message);
 }
 
+std::shared_ptr<grpc::Channel> NewClientChannel(const std::string& address,
+                                                const std::string& ca_pem,
+                                                const std::string& cert_pem,
+                                                const std::string& key_pem) {
+  TuneGrpcRuntimeOnce();
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      grpc::InsecureChannelCredentials();
+  if (!ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ca_pem;
+    ssl.pem_cert_chain = cert_pem;
+    ssl.pem_private_key = key_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  return grpc::CreateCustomChannel(address, creds, args);
+}
+
 }  // namespace hvd::rendezvous

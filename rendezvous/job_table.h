@@ -16,6 +16,7 @@
 // Restore rebuilds that state from the records (table_record.h).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -169,6 +170,9 @@ class JobTable {
   // Where changes are written before they are made (not owned; set
   // before the table is shared, or null for none).
   void SetJournal(TableJournal* journal);
+  // Calls `then` once every change made so far is durable in the journal
+  // (at once without one); the server answers from it.
+  void WhenDurable(std::function<void(const Status&)> then) const;
   // Applies a record of a snapshot or journal, in order, to a table that
   // is not serving yet. A restored job's keep-alive deadline counts from
   // now. DataLoss for a record that contradicts the ones before it.
@@ -280,7 +284,9 @@ class JobTable {
   std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_
   WaitId next_id_ = 1;                                        // guarded by mu_
-  TableJournal* journal_ = nullptr;                           // guarded by mu_
+  // Written under mu_ before the table is shared; read without it by
+  // WhenDurable, on every answer.
+  std::atomic<TableJournal*> journal_{nullptr};
 };
 
 }  // namespace hvd::rendezvous

@@ -70,19 +70,26 @@ bool IsEphemeralKey(const std::string& key) {
 
 void JobTable::SetJournal(TableJournal* journal) {
   std::lock_guard<std::mutex> lock(mu_);
-  journal_ = journal;
+  journal_.store(journal, std::memory_order_release);
+}
+
+void JobTable::WhenDurable(std::function<void(const Status&)> then) const {
+  TableJournal* journal = journal_.load(std::memory_order_acquire);
+  if (journal == nullptr) return then(Status::Ok());
+  journal->WhenDurable(std::move(then));
 }
 
 Status JobTable::JournalLocked(const TableRecord& record) {
-  if (!journal_) return Status::Ok();
+  TableJournal* journal = journal_.load(std::memory_order_relaxed);
+  if (!journal) return Status::Ok();
   // Before the record: the table holds every change journaled so far (each
   // is made right after its record), and not yet this one, which goes to
   // the journal after the snapshot. A snapshot that fails leaves the
   // journal as it was, only longer.
-  if (journal_->WantsSnapshot()) {
-    (void)journal_->Compact(SnapshotRecordsLocked());
+  if (journal->WantsSnapshot()) {
+    (void)journal->Compact(SnapshotRecordsLocked());
   }
-  return journal_->Append(record);
+  return journal->Append(record);
 }
 
 Status JobTable::Restore(const TableRecord& r) {

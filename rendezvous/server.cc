@@ -116,15 +116,19 @@ class Service final : public pb::Rendezvous::CallbackService {
     static thread_local Call* current;
   };
 
-  static grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx,
-                                          const Status& s) {
+  // Answers once the table's changes so far are durable: a change the
+  // caller was told of must outlive the daemon.
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx,
+                                   const Status& s) {
     if (Call* c = Call::current) {
       c->stats->Record(
           c->method, s,
           std::chrono::duration<double>(Clock::now() - c->start).count());
     }
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    r->Finish(ToGrpcStatus(s));
+    table_->WhenDurable([r, s](const Status& durable) {
+      r->Finish(ToGrpcStatus(durable.ok() ? s : durable));
+    });
     return r;
   }
 

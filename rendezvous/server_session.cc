@@ -62,7 +62,7 @@ class SessionReactor final
     std::vector<pb::OpResult> ready;
     ready.reserve(request_.ops_size());
     for (const pb::Op& op : request_.ops()) Dispatch(op, ready);
-    if (!ready.empty()) Deliver(state_, std::move(ready));
+    if (!ready.empty()) DeliverDurably(table_, state_, std::move(ready));
     request_.Clear();
     StartRead(&request_);
   }
@@ -134,6 +134,28 @@ class SessionReactor final
     for (pb::OpResult& r : state_->outbox) response_.add_results()->Swap(&r);
     state_->outbox.clear();
     state_->writing = true;
+  }
+
+  // Delivers once the table's changes so far are durable (table_record.h),
+  // or with the store's error in every result when they cannot be.
+  static void DeliverDurably(const JobTable* table,
+                             const std::shared_ptr<State>& state,
+                             std::vector<pb::OpResult> results) {
+    auto held = std::make_shared<std::vector<pb::OpResult>>(std::move(results));
+    table->WhenDurable([state, held](const Status& durable) {
+      if (!durable.ok()) {
+        for (pb::OpResult& r : *held) SetResultStatus(&r, durable);
+      }
+      Deliver(state, std::move(*held));
+    });
+  }
+
+  static void DeliverDurably(const JobTable* table,
+                             const std::shared_ptr<State>& state,
+                             pb::OpResult result) {
+    std::vector<pb::OpResult> one;
+    one.push_back(std::move(result));
+    DeliverDurably(table, state, std::move(one));
   }
 
   // Queues a result; starts a write when none is in flight. Safe from any
@@ -225,7 +247,7 @@ class SessionReactor final
             return table_->JoinWait(
                 job_id_, req.host(), req.slot(), req.previous_generation(),
                 deadline,
-                [state = state_, op_id, stats = stats_,
+                [table = table_, state = state_, op_id, stats = stats_,
                  start](StatusOr<Assignment> a) {
                   Answered(stats, "join", a.status(), start);
                   pb::OpResult result;
@@ -233,7 +255,7 @@ class SessionReactor final
                   if (a.ok())
                     AssignmentToProto(*a, result.mutable_assignment());
                   SetResultStatus(&result, a.status());
-                  Deliver(state, std::move(result));
+                  DeliverDurably(table, state, std::move(result));
                 });
           });
   }
@@ -269,7 +291,7 @@ class SessionReactor final
           [&](Clock::time_point deadline) {
             return table_->Wait(
                 job_id_, std::move(keys), deadline,
-                [state = state_, op_id, stats = stats_,
+                [table = table_, state = state_, op_id, stats = stats_,
                  start](StatusOr<std::vector<std::string>> values) {
                   Answered(stats, "wait", values.status(), start);
                   pb::OpResult result;
@@ -280,7 +302,7 @@ class SessionReactor final
                     }
                   }
                   SetResultStatus(&result, values.status());
-                  Deliver(state, std::move(result));
+                  DeliverDurably(table, state, std::move(result));
                 });
           });
   }
@@ -289,15 +311,16 @@ class SessionReactor final
                        Clock::time_point start) {
     Block(op_id, DeadlineFrom(req.timeout_ms()),
           [&](Clock::time_point deadline) {
-            return table_->Barrier(
-                job_id_, req.name(), req.rank(), deadline,
-                [state = state_, op_id, stats = stats_, start](Status s) {
-                  Answered(stats, "barrier", s, start);
-                  pb::OpResult result;
-                  result.set_id(op_id);
-                  SetResultStatus(&result, s);
-                  Deliver(state, std::move(result));
-                });
+            return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
+                                   [table = table_, state = state_, op_id,
+                                    stats = stats_, start](Status s) {
+                                     Answered(stats, "barrier", s, start);
+                                     pb::OpResult result;
+                                     result.set_id(op_id);
+                                     SetResultStatus(&result, s);
+                                     DeliverDurably(table, state,
+                                                    std::move(result));
+                                   });
           });
   }
 

@@ -8,6 +8,7 @@
 // (RendezvousClient), and a restored job's TTL counts from the restart.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,19 @@ TableRecord KeyRecord(const std::string& job_id, const std::string& key,
 TableRecord EndRecord(const std::string& job_id);
 
 // Where the table writes its records. Append is called under the table's
-// lock, in the order of the changes, and returns only once the record is
-// as durable as the store promises; an error refuses the change.
+// lock, in the order of the changes; an error refuses the change. A record
+// is as durable as the store promises either when Append returns or, for
+// a store that writes records in batches, when WhenDurable says so: every
+// answer the server gives waits for that.
 class TableJournal {
  public:
   virtual ~TableJournal() = default;
   virtual Status Append(const TableRecord& record) = 0;
+  // Calls `then` once every record appended so far is durable (at once,
+  // here), or with the store's error when it cannot be.
+  virtual void WhenDurable(std::function<void(const Status&)> then) {
+    then(Status::Ok());
+  }
   // Whether the journal has grown enough to be replaced by a snapshot of
   // the table (Compact, with the table's SnapshotRecords). The table asks
   // before it appends a record, when every record so far is applied.

@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "rendezvous/sd_notify.h"
+#include "rendezvous/store/etcd_client.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -58,6 +59,28 @@ TEST(DaemonConfigTest, StateDirectoryAndTheSwitchToDiscardDamage) {
                    {{"/c", "discard-damaged-state: sometimes\n"}});
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("true or false"), std::string::npos);
+}
+
+TEST(DaemonConfigTest, EtcdStoreWithItsTlsAndAuth) {
+  auto c = Parse({"--admin-token-file", "/t", "--store",
+                  "etcd://10.0.0.1:2379,[::1]:2379", "--etcd-prefix", "/jobs/",
+                  "--etcd-ca", "/ca", "--etcd-cert", "/c", "--etcd-key", "/k",
+                  "--etcd-user", "hvd", "--etcd-password-file", "/p",
+                  "--etcd-lease-seconds", "5"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->store, "etcd://10.0.0.1:2379,[::1]:2379");
+  EXPECT_EQ(c->etcd_prefix, "/jobs/");
+  EXPECT_EQ(c->etcd_ca, "/ca");
+  EXPECT_EQ(c->etcd_user, "hvd");
+  EXPECT_EQ(c->etcd_lease_seconds, 5);
+  auto endpoints = store::ParseEtcdUrl(c->store);
+  ASSERT_TRUE(endpoints.ok()) << endpoints.status().ToString();
+  EXPECT_EQ(*endpoints,
+            (std::vector<std::string>{"10.0.0.1:2379", "[::1]:2379"}));
+  auto none = Parse({"--admin-token-file", "/t"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->store.empty());
+  EXPECT_EQ(none->etcd_prefix, "/hvd-rendezvous/");
 }
 
 TEST(DaemonConfigTest, YamlWithSameKeysAndFlagsWin) {
@@ -113,11 +136,42 @@ TEST(DaemonConfigTest, ErrorsNameTheSetting) {
        "/c.yaml: max-jobs"},
       {{"--config", "/missing.yaml"}, {}, "/missing.yaml"},
       {{"--admin-token-file"}, {}, "needs a value"},
+      {{"--admin-token-file", "/t", "--store", "redis://h:1"},
+       {},
+       "--store: 'redis://h:1' is not a store; use etcd://"},
+      {{"--admin-token-file", "/t", "--store", "etcd://h:1", "--state-dir",
+        "/s"},
+       {},
+       "give one of them"},
+      {{"--admin-token-file", "/t", "--etcd-ca", "/ca"},
+       {},
+       "only mean something with --store etcd://"},
+      {{"--admin-token-file", "/t", "--store", "etcd://h:1", "--etcd-cert",
+        "/c", "--etcd-key", "/k"},
+       {},
+       "needs --etcd-ca"},
+      {{"--admin-token-file", "/t", "--store", "etcd://h:1", "--etcd-user",
+        "u"},
+       {},
+       "--etcd-user/--etcd-password-file: give both"},
+      {{"--admin-token-file", "/t", "--etcd-prefix", "/x"},
+       {},
+       "--etcd-prefix: must end with '/'"},
   };
   for (const Case& c : cases) {
     auto r = Parse(c.args, c.files);
     ASSERT_FALSE(r.ok()) << c.says;
     EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(DaemonConfigTest, EtcdUrlErrorsSayWhatToWrite) {
+  for (const char* url : {"etcd://", "etcd://h", "etcd://h:1,", "etc://h:1"}) {
+    auto r = store::ParseEtcdUrl(url);
+    ASSERT_FALSE(r.ok()) << url;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_NE(r.status().message().find("--store"), std::string::npos)
         << r.status().message();
   }
 }

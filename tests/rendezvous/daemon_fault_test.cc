@@ -20,17 +20,8 @@ using std::chrono::seconds;
 
 // Waits until the daemon's metrics say `n` calls block in it (60 s at most).
 bool WaitForBlocked(int metrics_port, int n) {
-  const std::string line =
-      "hvd_rendezvous_blocked_waits " + std::to_string(n) + "\n";
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (HttpGet(metrics_port, "/metrics").body.find(line) !=
-        std::string::npos) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
+  return WaitForMetric(metrics_port,
+                       "hvd_rendezvous_blocked_waits " + std::to_string(n));
 }
 
 // SIGTERM (systemctl stop or restart): the daemon exits 0 within its
@@ -101,79 +92,24 @@ TEST(DaemonFaultTest, KilledDaemonsClientsWaitAndLearnTheJobIsGone) {
 }
 
 // Waits until the daemon's metrics show `line` (60 s at most).
-bool WaitForMetric(int metrics_port, const std::string& line) {
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (HttpGet(metrics_port, "/metrics").body.find(line + "\n") !=
-        std::string::npos) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
 // hvd-rendezvousd with a state directory, killed (-9) and started again on
 // the same address half a second later, as an operator or an OOM kill
 // would, at one point of a two-rank horovodrun job; the job must finish
 // with every round's sum right (hvd_hello checks them).
-class StateDirTest : public ::testing::Test {
+class StateDirTest : public RestartedDaemonTest {
  protected:
-  void StartDaemon() {
-    metrics_ = FreePort("127.0.0.1");
-    daemon_ = std::make_unique<Daemon>(
-        dir_,
-        std::vector<std::string>{"--state-dir", dir_.path() + "/state",
-                                 "--metrics-port", std::to_string(metrics_)},
-        address_.empty() ? "127.0.0.1:0" : address_);
-    if (address_.empty()) address_ = daemon_->address();
-    ASSERT_EQ(daemon_->address(), address_) << daemon_->process().StderrSoFar();
+  std::vector<std::string> StoreArgs() override {
+    return {"--state-dir", dir_.path() + "/state"};
   }
-  // The job: `worker` runs in sh -c on each rank; GATE names a file.
-  void StartJob(const std::string& worker) {
-    gate_ = dir_.path() + "/gate";
-    std::string cmd = worker;
-    for (size_t at; (at = cmd.find("GATE")) != std::string::npos;) {
-      cmd.replace(at, 4, gate_);
-    }
-    job_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", address_,
-        "--rendezvous-token-file", daemon_->token_file(), "/bin/sh", "-c",
-        cmd});
-  }
-  void KillAndRestart() {
-    daemon_->Stop(SIGKILL);
-    std::this_thread::sleep_for(milliseconds(500));
-    StartDaemon();
-  }
-  void OpenGate() { dir_.Write("gate", ""); }
-  void ExpectEveryRound(int rounds) {
-    Result r = job_->Wait(seconds(120));
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    for (int rank = 0; rank < 2; ++rank) {
-      const std::string line = "[" + std::to_string(rank) + "]<stdout>:rank " +
-                               std::to_string(rank) + "/2: round " +
-                               std::to_string(rounds) + " sum=";
-      EXPECT_NE(r.out.find(line), std::string::npos) << r.out << r.err;
-    }
-  }
-
-  TempDir dir_;
-  std::string address_;
-  int metrics_ = 0;
-  std::unique_ptr<Daemon> daemon_;
-  std::string gate_;
-  std::unique_ptr<Subprocess> job_;
+  void OpenGate() { job_->OpenGate(); }
+  void ExpectEveryRound(int rounds) { job_->ExpectEveryRound(rounds); }
 };
-
-constexpr char kGated[] =
-    "while [ ! -e GATE ]; do sleep 0.05; done; exec " HVD_HELLO " --rounds 3";
 
 TEST_F(StateDirTest, KilledBeforeTheWorkersJoin) {
   StartDaemon();
-  StartJob(kGated);
+  StartJob(HelloJob::kGated);
   ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_jobs 1"))
-      << job_->StderrSoFar();
+      << job_->process().StderrSoFar();
   daemon_->Stop(SIGKILL);
   // The workers start and join while no daemon runs.
   OpenGate();
@@ -184,11 +120,10 @@ TEST_F(StateDirTest, KilledBeforeTheWorkersJoin) {
 
 TEST_F(StateDirTest, KilledWhileAWorkerWaitsForItsPeer) {
   StartDaemon();
-  StartJob(std::string("if [ \"$HOROVOD_RANK\" = 1 ]; then ") + kGated +
-           "; fi; exec " HVD_HELLO " --rounds 3");
+  StartJob(HelloJob::kRank1Gated);
   // Rank 0 has joined; its init waits in the daemon for rank 1.
   ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_workers 1"))
-      << job_->StderrSoFar();
+      << job_->process().StderrSoFar();
   KillAndRestart();
   OpenGate();
   ExpectEveryRound(3);
@@ -196,11 +131,10 @@ TEST_F(StateDirTest, KilledWhileAWorkerWaitsForItsPeer) {
 
 TEST_F(StateDirTest, KilledWhileTheJobStepsThroughGenerations) {
   StartDaemon();
-  // Each of 40 rounds is a new generation of the job, and rank 1 starts
-  // each after 300 ms: once round 2 is out, 11 s of rounds remain.
-  StartJob("exec " HVD_HELLO " --rounds 40 --late-rank 1 --late-ms 300");
-  ASSERT_FALSE(job_->WaitForStdout("(round 2 sum)", seconds(60)).empty())
-      << job_->StderrSoFar();
+  StartJob(HelloJob::kGenerations);
+  ASSERT_FALSE(
+      job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
+      << job_->process().StderrSoFar();
   KillAndRestart();
   ExpectEveryRound(40);
 }

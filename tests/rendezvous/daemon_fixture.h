@@ -2,6 +2,7 @@
 // chosen by the daemon and read back from its "listening on" line.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +12,11 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tests/util/http_get.h"
+#include "tests/util/ssh_host.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -53,6 +57,103 @@ class Daemon {
   std::string address_;
   bool stopped_ = false;
 };
+
+// Waits until the daemon's metrics show `line` (60 s at most).
+inline bool WaitForMetric(int metrics_port, const std::string& line) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HttpGet(metrics_port, "/metrics").body.find(line + "\n") !=
+        std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+#ifdef HVD_HELLO
+// A two-rank horovodrun job against a daemon: `worker` runs in sh -c on
+// each rank, and GATE in it names a file that OpenGate creates.
+class HelloJob {
+ public:
+  HelloJob(const TempDir& dir, const std::string& address,
+           const std::string& token_file, std::string worker)
+      : dir_(dir), gate_(dir.path() + "/gate") {
+    for (size_t at; (at = worker.find("GATE")) != std::string::npos;) {
+      worker.replace(at, 4, gate_);
+    }
+    process_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", address,
+        "--rendezvous-token-file", token_file, "/bin/sh", "-c", worker});
+  }
+  Subprocess& process() { return *process_; }
+  void OpenGate() { dir_.Write("gate", ""); }
+  // The job ends well, each rank having printed round `rounds`'s sum
+  // (hvd_hello checks every sum).
+  void ExpectEveryRound(int rounds) {
+    Result r = process_->Wait(std::chrono::seconds(120));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string line = "[" + std::to_string(rank) + "]<stdout>:rank " +
+                               std::to_string(rank) + "/2: round " +
+                               std::to_string(rounds) + " sum=";
+      EXPECT_NE(r.out.find(line), std::string::npos) << r.out << r.err;
+    }
+  }
+
+  // Both ranks wait at the gate, then run 3 rounds.
+  static constexpr char kGated[] =
+      "while [ ! -e GATE ]; do sleep 0.05; done; exec " HVD_HELLO " --rounds 3";
+  // Rank 1 waits at the gate; rank 0 joins and waits for it.
+  static constexpr char kRank1Gated[] =
+      "if [ \"$HOROVOD_RANK\" = 1 ]; then while [ ! -e GATE ]; do sleep "
+      "0.05; done; fi; exec " HVD_HELLO " --rounds 3";
+  // 40 rounds, each a new generation of the job, rank 1 starting each
+  // 300 ms late: once round 2 is out, 11 s of rounds remain.
+  static constexpr char kGenerations[] =
+      "exec " HVD_HELLO " --rounds 40 --late-rank 1 --late-ms 300";
+
+ private:
+  const TempDir& dir_;
+  std::string gate_;
+  std::unique_ptr<Subprocess> process_;
+};
+
+// hvd-rendezvousd killed (-9) and started again on the same address under
+// a running HelloJob; a subclass says where the daemon keeps its jobs.
+class RestartedDaemonTest : public ::testing::Test {
+ protected:
+  virtual std::vector<std::string> StoreArgs() = 0;
+
+  // A daemon that serves on the test's address (a free one the first time).
+  void StartDaemon() {
+    metrics_ = FreePort("127.0.0.1");
+    std::vector<std::string> args = StoreArgs();
+    args.push_back("--metrics-port");
+    args.push_back(std::to_string(metrics_));
+    daemon_ = std::make_unique<Daemon>(
+        dir_, args, address_.empty() ? "127.0.0.1:0" : address_);
+    if (address_.empty()) address_ = daemon_->address();
+    ASSERT_EQ(daemon_->address(), address_) << daemon_->process().StderrSoFar();
+  }
+  void StartJob(const std::string& worker) {
+    job_ = std::make_unique<HelloJob>(dir_, address_, daemon_->token_file(),
+                                      worker);
+  }
+  void KillAndRestart() {
+    daemon_->Stop(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    StartDaemon();
+  }
+
+  TempDir dir_;
+  std::string address_;
+  int metrics_ = 0;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<HelloJob> job_;
+};
+#endif
 
 // Certificates made with openssl for the TLS tests: a CA, a server
 // certificate for 127.0.0.1, and a client certificate.

@@ -1,0 +1,170 @@
+// hvd-rendezvousd on etcd (--store etcd://): a job outlives its daemon
+// killed (-9) at any point, a standby daemon takes over from a killed one,
+// a dead etcd member loses nothing, and damaged records are refused.
+// Against real etcd members the test starts on 127.0.0.1.
+#include <gtest/gtest.h>
+
+#include "rendezvous/client.h"
+#include "tests/rendezvous/daemon_fixture.h"
+#include "tests/rendezvous/etcd_fixture.h"
+#include "tests/util/http_get.h"
+
+namespace hvd::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class EtcdStoreTest : public RestartedDaemonTest {
+ protected:
+  void SetUp() override {
+    if (!HaveEtcd()) {
+      GTEST_SKIP() << "no etcd: packaging/install-deps.sh installs "
+                      "etcd-server and etcd-client";
+    }
+  }
+  void StartEtcd(int members) {
+    etcd_ = std::make_unique<EtcdCluster>(dir_, members);
+    for (int i = 0; i < members; ++i) {
+      ASSERT_TRUE(etcd_->serving(i)) << etcd_->member(i).process->StderrSoFar();
+    }
+  }
+  std::vector<std::string> StoreArgs() override {
+    return {"--store", etcd_->url(), "--etcd-lease-seconds", "2"};
+  }
+
+  std::unique_ptr<EtcdCluster> etcd_;
+};
+
+TEST_F(EtcdStoreTest, KilledBeforeTheWorkersJoin) {
+  StartEtcd(1);
+  StartDaemon();
+  StartJob(HelloJob::kGated);
+  ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_jobs 1"))
+      << job_->process().StderrSoFar();
+  daemon_->Stop(SIGKILL);
+  job_->OpenGate();  // the workers start while no daemon runs
+  std::this_thread::sleep_for(milliseconds(500));
+  StartDaemon();
+  job_->ExpectEveryRound(3);
+}
+
+TEST_F(EtcdStoreTest, KilledWhileAWorkerWaitsForItsPeer) {
+  StartEtcd(1);
+  StartDaemon();
+  StartJob(HelloJob::kRank1Gated);
+  ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_workers 1"))
+      << job_->process().StderrSoFar();
+  KillAndRestart();
+  job_->OpenGate();
+  job_->ExpectEveryRound(3);
+}
+
+TEST_F(EtcdStoreTest, KilledWhileTheJobStepsThroughGenerations) {
+  StartEtcd(1);
+  StartDaemon();
+  StartJob(HelloJob::kGenerations);
+  ASSERT_FALSE(
+      job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
+      << job_->process().StderrSoFar();
+  KillAndRestart();
+  job_->ExpectEveryRound(40);
+}
+
+// Two daemons on one address and one prefix: the second stands by (it
+// holds no port) and serves once the first is killed, with its jobs.
+TEST_F(EtcdStoreTest, AStandbyDaemonTakesOverFromAKilledOne) {
+  StartEtcd(1);
+  StartDaemon();
+  Subprocess standby(
+      [&] {
+        std::vector<std::string> argv = {HVD_RENDEZVOUSD, "--listen", address_,
+                                         "--admin-token-file",
+                                         daemon_->token_file()};
+        for (const std::string& a : StoreArgs()) argv.push_back(a);
+        return argv;
+      }(),
+      {});
+  ASSERT_FALSE(standby.WaitForStderr("(standing by)", seconds(30)).empty())
+      << standby.StderrSoFar();
+  StartJob(HelloJob::kGenerations);
+  ASSERT_FALSE(
+      job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
+      << job_->process().StderrSoFar();
+  daemon_->Stop(SIGKILL);
+  EXPECT_EQ(standby.WaitForStderr("listening on (\\S+)", seconds(30)), address_)
+      << standby.StderrSoFar();
+  job_->ExpectEveryRound(40);
+  kill(standby.pid(), SIGTERM);
+  EXPECT_EQ(standby.Wait(seconds(30)).exit_code, 0);
+}
+
+// A three-member etcd cluster loses the member the daemon speaks to
+// (the first listed) while the job runs: the daemon moves to another.
+TEST_F(EtcdStoreTest, AnEtcdMemberKilledLosesNothing) {
+  StartEtcd(3);
+  StartDaemon();
+  StartJob(HelloJob::kGenerations);
+  ASSERT_FALSE(
+      job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
+      << job_->process().StderrSoFar();
+  etcd_->Kill(0);
+  job_->ExpectEveryRound(40);
+}
+
+// etcd with its auth on: the daemon signs in with --etcd-user and
+// --etcd-password-file and serves; without them etcd refuses it, and it
+// says so in one line and exits 1.
+TEST_F(EtcdStoreTest, EtcdAuthWithUserAndPassword) {
+  StartEtcd(1);
+  ASSERT_EQ(etcd_
+                ->Ctl({"user", "add", "root", "--new-user-password",
+                       "secret-pw", "--interactive=false"})
+                .exit_code,
+            0);
+  ASSERT_EQ(etcd_->Ctl({"auth", "enable"}).exit_code, 0);
+  const std::string token = dir_.Write("admin-token", "admin-token\n", 0600);
+  Subprocess refused({HVD_RENDEZVOUSD, "--listen", "127.0.0.1:0",
+                      "--admin-token-file", token, "--store", etcd_->url()});
+  Result r = refused.Wait(seconds(60));
+  EXPECT_GT(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("etcd 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+  const std::string pw = dir_.Write("etcd-password", "secret-pw\n", 0600);
+  daemon_ = std::make_unique<Daemon>(
+      dir_, std::vector<std::string>{"--store", etcd_->url(), "--etcd-user",
+                                     "root", "--etcd-password-file", pw});
+  ASSERT_FALSE(daemon_->address().empty()) << daemon_->process().StderrSoFar();
+  address_ = daemon_->address();
+  StartJob(HelloJob::kGated);
+  job_->OpenGate();
+  job_->ExpectEveryRound(3);
+}
+
+// A log key that is not a batch of records: the daemon refuses to serve
+// and names the key.
+TEST_F(EtcdStoreTest, ADamagedRecordIsRefusedWithItsKey) {
+  StartEtcd(1);
+  StartDaemon();
+  auto job = rendezvous::RendezvousClient::CreateJob(
+      address_, Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  Result stopped = daemon_->Stop(SIGTERM);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  Result listed =
+      etcd_->Ctl({"get", "--prefix", "--keys-only", "/hvd-rendezvous/log/"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const std::string key = listed.out.substr(0, listed.out.find('\n'));
+  ASSERT_NE(key.find("/hvd-rendezvous/log/"), std::string::npos) << listed.out;
+  ASSERT_EQ(etcd_->Ctl({"put", key, "not a record"}).exit_code, 0);
+  Subprocess refused({HVD_RENDEZVOUSD, "--listen", "127.0.0.1:0",
+                      "--admin-token-file", daemon_->token_file(), "--store",
+                      etcd_->url()});
+  Result r = refused.Wait(seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace hvd::testing
