@@ -281,8 +281,9 @@ secret; creating a job needs the admin token.
                               mode 700 if missing; default: systemd's
                               $STATE_DIRECTORY); without one they live in
                               memory only
-  --discard-damaged-state     start empty when DIR's state is damaged (it is
-                              moved to DIR/damaged-TIME/) instead of refusing
+  --discard-damaged-state     start empty when the state is damaged (it is
+                              moved to DIR/damaged-TIME/, or in etcd under
+                              PREFIX/damaged-TIME/) instead of refusing
   --store etcd://HOST:PORT[,HOST:PORT...]
                               keep the jobs in an etcd v3 cluster instead;
                               daemons on one --etcd-prefix serve its jobs one

@@ -100,6 +100,7 @@ StatusOr<std::unique_ptr<store::EtcdJournal>> OpenEtcd(
   store::EtcdJournalOptions o;
   o.prefix = config.etcd_prefix;
   o.lease_seconds = config.etcd_lease_seconds;
+  o.discard_damaged = config.discard_damaged_state;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   o.name = "host=" + std::string(host) + " pid=" + std::to_string(getpid()) +
@@ -122,6 +123,7 @@ StatusOr<std::unique_ptr<store::EtcdJournal>> OpenEtcd(
   HVD_ASSIGN_OR_RETURN(std::unique_ptr<store::EtcdJournal> journal,
                        store::EtcdJournal::Open(std::move(client), o,
                                                 std::move(hooks), &recovered));
+  for (const std::string& note : recovered.notes) HVD_LOG(Warning) << note;
   for (const TableRecord& r : recovered.records) {
     Status s = table.Restore(r);
     if (!s.ok()) {

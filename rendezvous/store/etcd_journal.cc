@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "common/logging.h"
 #include "rendezvous/backoff.h"
@@ -88,7 +89,24 @@ StatusOr<std::unique_ptr<EtcdJournal>> EtcdJournal::Open(
       new EtcdJournal(std::move(client), options, std::move(hooks)));
   HVD_RETURN_IF_ERROR(j->Acquire());
   j->keeper_ = std::thread([raw = j.get()] { raw->KeepAliveLoop(); });
-  HVD_RETURN_IF_ERROR(j->Load(recovered));
+  Status s = j->Load(recovered);
+  if (s.code() == StatusCode::kDataLoss && options.discard_damaged) {
+    const std::string aside =
+        options.prefix + "damaged-" + std::to_string(std::time(nullptr)) + "/";
+    HVD_RETURN_IF_ERROR(j->SetAside(aside));
+    *recovered = Recovered{};
+    recovered->notes.push_back(s.message() + "; moved under " + aside +
+                               " and starting empty (--discard-damaged-state)");
+    s = j->Load(recovered);
+  }
+  if (s.code() == StatusCode::kDataLoss) {
+    return Status::DataLoss(
+        s.message(),
+        "the daemon will not start on it: restore etcd from a backup, or "
+        "start with --discard-damaged-state to keep the records aside and "
+        "begin empty");
+  }
+  HVD_RETURN_IF_ERROR(s);
   j->committer_ = std::thread([raw = j.get()] { raw->CommitLoop(); });
   return j;
 }
@@ -179,6 +197,36 @@ Status EtcdJournal::Load(Recovered* recovered) {
     log_bytes_ += kv.value.size();
     ++next_seq_;
   }
+  return Status::Ok();
+}
+
+Status EtcdJournal::SetAside(const std::string& to) {
+  std::vector<EtcdKv> all;
+  for (const char* part : {"snapshot", "snap/", "log/"}) {
+    HVD_ASSIGN_OR_RETURN(std::vector<EtcdKv> kvs, client_->List(Key(part)));
+    for (EtcdKv& kv : kvs) all.push_back(std::move(kv));
+  }
+  // Moved in transactions under etcd's limits (128 operations, 1.5 MiB).
+  std::vector<EtcdOp> ops;
+  size_t bytes = 0;
+  for (size_t i = 0; i <= all.size(); ++i) {
+    const bool last = i == all.size();
+    if (!ops.empty() && (last || ops.size() >= 100 ||
+                         bytes + all[i].value.size() > kValueBytes)) {
+      HVD_RETURN_IF_ERROR(Fenced(ops, "set damaged records aside"));
+      ops.clear();
+      bytes = 0;
+    }
+    if (last) break;
+    const EtcdKv& kv = all[i];
+    ops.push_back(Put(to + kv.key.substr(o_.prefix.size()), kv.value));
+    ops.push_back(DeleteRange(kv.key, ""));
+    bytes += kv.value.size();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  next_seq_ = 1;
+  snapshot_gen_ = 0;
+  snapshot_bytes_ = log_bytes_ = 0;
   return Status::Ok();
 }
 

@@ -51,6 +51,9 @@ struct EtcdJournalOptions {
   // A log of this many bytes, and twice the last snapshot's, is replaced
   // by a snapshot.
   size_t compact_bytes = size_t{8} << 20;
+  // Damaged records: moved under PREFIX/damaged-TIME/ and the daemon starts
+  // empty, instead of refusing to start.
+  bool discard_damaged = false;
 };
 
 // What the daemon hears from its etcd store.
@@ -93,6 +96,7 @@ class EtcdJournal final : public TableJournal {
               EtcdJournalHooks hooks);
   Status Acquire();
   Status Load(Recovered* recovered);
+  Status SetAside(const std::string& to);
   Status CommitBatch(uint64_t seq, const std::string& value);
   Status Fenced(const std::vector<EtcdOp>& ops, const std::string& what);
   void CommitLoop();

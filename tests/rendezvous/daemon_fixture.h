@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/util/http_get.h"
+#include "tests/util/job_pids.h"
 #include "tests/util/ssh_host.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
@@ -89,6 +90,11 @@ class HelloJob {
   }
   Subprocess& process() { return *process_; }
   void OpenGate() { dir_.Write("gate", ""); }
+  // Both ranks of kGated run, so horovodrun has its job.
+  bool WaitForBothAtGate() {
+    return WaitForFile(gate_ + ".0", std::chrono::seconds(60)) &&
+           WaitForFile(gate_ + ".1", std::chrono::seconds(60));
+  }
   // The job ends well, each rank having printed round `rounds`'s sum
   // (hvd_hello checks every sum).
   void ExpectEveryRound(int rounds) {
@@ -102,9 +108,11 @@ class HelloJob {
     }
   }
 
-  // Both ranks wait at the gate, then run 3 rounds.
+  // Both ranks say they started (GATE.RANK) and wait at the gate, then
+  // run 3 rounds.
   static constexpr char kGated[] =
-      "while [ ! -e GATE ]; do sleep 0.05; done; exec " HVD_HELLO " --rounds 3";
+      "touch GATE.$HOROVOD_RANK; while [ ! -e GATE ]; do sleep 0.05; done; "
+      "exec " HVD_HELLO " --rounds 3";
   // Rank 1 waits at the gate; rank 0 joins and waits for it.
   static constexpr char kRank1Gated[] =
       "if [ \"$HOROVOD_RANK\" = 1 ]; then while [ ! -e GATE ]; do sleep "

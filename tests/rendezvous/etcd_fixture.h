@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ inline bool HaveEtcd() {
   return access(kEtcd, X_OK) == 0 && access(kEtcdctl, X_OK) == 0;
 }
 
+// TLS for the members' client port: their certificate, and the CA that
+// signed it and the clients' (client certificates required).
+struct EtcdTlsFiles {
+  std::string ca, cert, key, client_cert, client_key;
+};
+
 class EtcdCluster {
  public:
   struct Member {
@@ -32,7 +39,9 @@ class EtcdCluster {
   };
 
   // Starts `n` members and waits until each serves clients.
-  EtcdCluster(const TempDir& dir, int n) {
+  EtcdCluster(const TempDir& dir, int n,
+              std::optional<EtcdTlsFiles> tls = std::nullopt)
+      : tls_(std::move(tls)) {
     std::string initial;
     for (int i = 0; i < n; ++i) {
       Member m;
@@ -75,6 +84,10 @@ class EtcdCluster {
   // Runs etcdctl (v3 API) against every member; its stdout.
   Result Ctl(std::vector<std::string> args) const {
     std::vector<std::string> argv = {kEtcdctl, "--endpoints", endpoints()};
+    if (tls_) {
+      argv.insert(argv.end(), {"--cacert", tls_->ca, "--cert",
+                               tls_->client_cert, "--key", tls_->client_key});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, std::chrono::seconds(30), {"ETCDCTL_API=3"});
   }
@@ -82,13 +95,32 @@ class EtcdCluster {
  private:
   void Start(int i) {
     Member& m = members_[i];
-    m.process = std::make_unique<Subprocess>(std::vector<std::string>{
-        kEtcd, "--name", m.name, "--data-dir", m.data, "--listen-client-urls",
-        "http://" + m.client, "--advertise-client-urls", "http://" + m.client,
-        "--listen-peer-urls", "http://" + m.peer,
-        "--initial-advertise-peer-urls", "http://" + m.peer,
-        "--initial-cluster", initial_, "--initial-cluster-state", "new",
-        "--initial-cluster-token", "hvd-test"});
+    const std::string scheme = tls_ ? "https://" : "http://";
+    std::vector<std::string> argv = {kEtcd,
+                                     "--name",
+                                     m.name,
+                                     "--data-dir",
+                                     m.data,
+                                     "--listen-client-urls",
+                                     scheme + m.client,
+                                     "--advertise-client-urls",
+                                     scheme + m.client,
+                                     "--listen-peer-urls",
+                                     "http://" + m.peer,
+                                     "--initial-advertise-peer-urls",
+                                     "http://" + m.peer,
+                                     "--initial-cluster",
+                                     initial_,
+                                     "--initial-cluster-state",
+                                     "new",
+                                     "--initial-cluster-token",
+                                     "hvd-test"};
+    if (tls_) {
+      argv.insert(argv.end(),
+                  {"--cert-file", tls_->cert, "--key-file", tls_->key,
+                   "--trusted-ca-file", tls_->ca, "--client-cert-auth"});
+    }
+    m.process = std::make_unique<Subprocess>(argv);
     ready_.resize(members_.size());
     ready_[i] = false;
   }
@@ -108,6 +140,7 @@ class EtcdCluster {
   std::vector<Member> members_;
   std::vector<bool> ready_;
   std::string initial_;
+  std::optional<EtcdTlsFiles> tls_;
 };
 
 }  // namespace hvd::testing

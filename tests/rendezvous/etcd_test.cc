@@ -40,8 +40,9 @@ TEST_F(EtcdStoreTest, KilledBeforeTheWorkersJoin) {
   StartEtcd(1);
   StartDaemon();
   StartJob(HelloJob::kGated);
-  ASSERT_TRUE(WaitForMetric(metrics_, "hvd_rendezvous_jobs 1"))
-      << job_->process().StderrSoFar();
+  // Not the daemon's job count: the job is in its table before horovodrun
+  // hears of it, and horovodrun fails at once if that answer is lost.
+  ASSERT_TRUE(job_->WaitForBothAtGate()) << job_->process().StderrSoFar();
   daemon_->Stop(SIGKILL);
   job_->OpenGate();  // the workers start while no daemon runs
   std::this_thread::sleep_for(milliseconds(500));
@@ -141,6 +142,35 @@ TEST_F(EtcdStoreTest, EtcdAuthWithUserAndPassword) {
   job_->ExpectEveryRound(3);
 }
 
+// etcd serving TLS only, with client certificates required: the daemon
+// without --etcd-ca cannot reach it and says so; with the CA and a client
+// certificate it serves.
+TEST_F(EtcdStoreTest, TlsToEtcdWithAClientCertificate) {
+  Certs certs;
+  ASSERT_TRUE(MakeCerts(dir_, certs)) << "openssl failed";
+  etcd_ = std::make_unique<EtcdCluster>(
+      dir_, 1,
+      EtcdTlsFiles{certs.ca, certs.server_cert, certs.server_key,
+                   certs.client_cert, certs.client_key});
+  ASSERT_TRUE(etcd_->serving(0)) << etcd_->member(0).process->StderrSoFar();
+  const std::string token = dir_.Write("admin-token", "admin-token\n", 0600);
+  Subprocess plain({HVD_RENDEZVOUSD, "--listen", "127.0.0.1:0",
+                    "--admin-token-file", token, "--store", etcd_->url()});
+  Result r = plain.Wait(seconds(60));
+  EXPECT_GT(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("etcd 127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+  daemon_ = std::make_unique<Daemon>(
+      dir_, std::vector<std::string>{"--store", etcd_->url(), "--etcd-ca",
+                                     certs.ca, "--etcd-cert", certs.client_cert,
+                                     "--etcd-key", certs.client_key});
+  ASSERT_FALSE(daemon_->address().empty()) << daemon_->process().StderrSoFar();
+  address_ = daemon_->address();
+  StartJob(HelloJob::kGated);
+  job_->OpenGate();
+  job_->ExpectEveryRound(3);
+}
+
 // A log key that is not a batch of records: the daemon refuses to serve
 // and names the key.
 TEST_F(EtcdStoreTest, ADamagedRecordIsRefusedWithItsKey) {
@@ -163,7 +193,24 @@ TEST_F(EtcdStoreTest, ADamagedRecordIsRefusedWithItsKey) {
   Result r = refused.Wait(seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--discard-damaged-state"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("listening on"), std::string::npos) << r.err;
+
+  // Told to, it keeps the records aside and starts empty.
+  Daemon empty(dir_, {"--store", etcd_->url(), "--discard-damaged-state"});
+  ASSERT_FALSE(empty.address().empty()) << empty.process().StderrSoFar();
+  EXPECT_NE(empty.process().StderrSoFar().find("starting empty"),
+            std::string::npos)
+      << empty.process().StderrSoFar();
+  Result aside =
+      etcd_->Ctl({"get", "--prefix", "--keys-only", "/hvd-rendezvous/"});
+  EXPECT_NE(aside.out.find("/hvd-rendezvous/damaged-"), std::string::npos)
+      << aside.out;
+  EXPECT_EQ(aside.out.find("/hvd-rendezvous/log/"), std::string::npos)
+      << aside.out;
+  auto job2 = rendezvous::RendezvousClient::CreateJob(
+      empty.address(), Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(10));
+  EXPECT_TRUE(job2.ok()) << job2.status().ToString();
 }
 
 }  // namespace
