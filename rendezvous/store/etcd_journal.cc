@@ -327,7 +327,7 @@ void EtcdJournal::KeepAliveLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   auto renewed = SteadyClock::now();
   for (;;) {
-    changed_.wait_for(lock, every, [&] { return stopping_ || !lost_.ok(); });
+    ending_.wait_for(lock, every, [&] { return stopping_ || !lost_.ok(); });
     if (stopping_ || !lost_.ok()) return;
     lock.unlock();
     const Status s = client_->KeepAlive(lease_);
@@ -354,6 +354,7 @@ void EtcdJournal::Lose(const Status& why) {
                                 why.message());
     failed.swap(waiters_);
     changed_.notify_all();
+    ending_.notify_all();
   }
   for (Waiter& w : failed) w.then(lost_);
   if (hooks_.lost) hooks_.lost(lost_);
@@ -435,6 +436,7 @@ EtcdJournal::~EtcdJournal() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     changed_.notify_all();
+    ending_.notify_all();
   }
   if (committer_.joinable()) committer_.join();
   if (keeper_.joinable()) keeper_.join();

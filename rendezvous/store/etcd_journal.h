@@ -117,7 +117,10 @@ class EtcdJournal final : public TableJournal {
   int64_t owner_revision_ = 0;  // PREFIX/owner's, while this daemon owns it
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::condition_variable changed_;  // pending, durable or lost changed
+  // Stopping or lost: the keep-alive's own, so that appends (which wake
+  // the committer) do not wake it too.
+  std::condition_variable ending_;
   std::deque<std::string> pending_;  // encoded records, not yet written
   uint64_t appended_ = 0;            // records appended, in all
   uint64_t durable_ = 0;             // records etcd holds
