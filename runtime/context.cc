@@ -295,11 +295,16 @@ Status Context::Place(const WorkerConfig& config, Transport data) {
     }
     engine_options_.thread_cpu = config.thread_affinity[a.local_rank];
   }
+  auto allowed = AllowedCpus();
+  // Where ranks outnumber CPUs, a rank's wake-up of a peer's engine thread
+  // must take a CPU from another rank at once; otherwise its own callers
+  // are all the engine thread would preempt (Engine::Loop).
+  engine_options_.batch_thread =
+      allowed.ok() && a.local_size <= static_cast<int>(allowed->size());
   const bool shm_data = data == Transport::kShm;
   if (!config.bind.value_or(shm_data) || a.local_size < 2) {
     return Status::Ok();
   }
-  auto allowed = AllowedCpus();
   if (!allowed.ok()) {
     HVD_LOG(Warning) << "not binding to CPUs: " << allowed.status().ToString();
     return Status::Ok();

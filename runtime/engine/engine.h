@@ -252,8 +252,8 @@ class Engine : private CycleDriver::Cycles {
   void Finish(const std::vector<Pending*>& group);
   void FailAll(const Status& s);
   // Adds a completed request to the cache; requeues a pending request of
-  // this rank whose entry it evicted.
-  void Remember(const Request& r);
+  // this rank whose entry it evicted. Whether it evicted one.
+  bool Remember(const Request& r);
 
   const EngineOptions options_;
   // Tunable (by the cycle's runner): starts from the options, autotune
@@ -309,6 +309,7 @@ class Engine : private CycleDriver::Cycles {
   std::vector<uint32_t> express_ids_;
   std::vector<Pending*> express_group_pending_;
   std::vector<const Request*> planned_;  // RunCollectives' list, reused
+  std::vector<std::optional<uint32_t>> finish_ids_;  // Finish's, reused
   // When this cycle's exchange ended (what follows is timed from it).
   std::chrono::steady_clock::time_point exchanged_at_;
   double exchange_seconds_ = -1;  // its time, when the metrics take it

@@ -68,6 +68,10 @@ struct EngineOptions {
   // The CPU the engine thread pins itself to (HOROVOD_THREAD_AFFINITY), or
   // -1 for the process's own binding.
   int thread_cpu = -1;
+  // The engine thread runs as a batch thread (SCHED_BATCH): where the
+  // host's ranks do not outnumber its CPUs, so that the thread shares
+  // CPUs with its own callers rather than with other ranks.
+  bool batch_thread = false;
   // Whether the backend runs allreduce / allgather hierarchically (what
   // autotune starts from).
   bool hierarchical_allreduce = false, hierarchical_allgather = false;

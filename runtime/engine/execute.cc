@@ -13,15 +13,15 @@
 
 namespace hvd::runtime {
 
-void Engine::Remember(const Request& r) {
-  if (!cache_enabled_) return;
+bool Engine::Remember(const Request& r) {
+  if (!cache_enabled_) return false;
   // Counts (and splits) differ per rank: a bit cannot stand for them.
   if (r.type != OpType::kAllreduce && r.type != OpType::kBroadcast &&
       r.type != OpType::kReducescatter) {
-    return;
+    return false;
   }
   std::optional<ResponseCache::Evicted> evicted = cache_.Put(r);
-  if (!evicted) return;
+  if (!evicted) return false;
   negotiator_.ForgetCached(evicted->id);
   // Every rank evicts the same entry at the same point. If this rank had
   // that tensor pending through the cache, it is sent again in full.
@@ -30,6 +30,7 @@ void Engine::Remember(const Request& r) {
     auto it = pending_.find(evicted->name);
     if (it != pending_.end()) fresh_.push_back(&it->second.request);
   }
+  return true;
 }
 
 Status Engine::Execute(std::vector<Agreed>& ready) {
@@ -190,12 +191,23 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   // runner touches the cache; Remember takes mu_ when it evicts). None of
   // the group is pending by its bit any more before any is remembered, so
   // an eviction does not send one of them again.
+  std::vector<std::optional<uint32_t>>& ids = finish_ids_;
+  ids.clear();
   for (Pending* p : group) {
-    if (auto id = cache_enabled_ ? cache_.Lookup(p->request) : std::nullopt) {
-      my_cached_.erase(*id);
+    ids.push_back(cache_enabled_ ? cache_.Lookup(p->request) : std::nullopt);
+    if (ids.back()) my_cached_.erase(*ids.back());
+  }
+  // A tensor the cache holds with the same metadata is only touched (what
+  // Put would do, without finding it again), until an eviction may have
+  // given its id to another.
+  bool evicted = false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (ids[i] && !evicted) {
+      cache_.Touch(*ids[i]);
+    } else {
+      evicted |= Remember(group[i]->request);
     }
   }
-  for (Pending* p : group) Remember(p->request);
   std::vector<std::shared_ptr<Completion>> done;
   done.reserve(group.size());
   std::vector<std::string> stand_ins;

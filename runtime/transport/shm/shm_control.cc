@@ -169,10 +169,21 @@ class ShmControlPlane final : public ControlPlane {
     Line& own = line(set, o_.rank);
     own.length = mine.size();
     std::memcpy(own.bytes, mine.data(), std::min(kInline, mine.size()));
-    own.count.store(count, std::memory_order_seq_cst);
-    if (own.waiters.load(std::memory_order_seq_cst) > 0) {
-      ShmSegment::Futex(&own.count, FUTEX_WAKE, INT32_MAX, nullptr);
-    }
+    // A plain store: it drains while this rank looks for its peers, where
+    // a fenced one would first wait for the line to leave the peers that
+    // spin on it (one cross-core trip more per exchange). The fence that
+    // pairs with a sleeper's count of waiters comes before this rank could
+    // sleep itself, and at the end.
+    own.count.store(count, std::memory_order_release);
+    bool woken = false;
+    auto wake_sleepers = [&] {
+      if (woken) return;
+      woken = true;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (own.waiters.load(std::memory_order_relaxed) > 0) {
+        ShmSegment::Futex(&own.count, FUTEX_WAKE, INT32_MAX, nullptr);
+      }
+    };
     // The clock is read only once some peer is not there yet.
     std::optional<std::chrono::steady_clock::time_point> start;
     for (int q = 0; q < o_.size; ++q) {
@@ -184,10 +195,15 @@ class ShmControlPlane final : public ControlPlane {
       };
       if (came()) continue;
       if (!start) start = std::chrono::steady_clock::now();
-      if (!seg_->SpinUntil(came, *start + spin_for_)) Ring(q);
+      if (!seg_->SpinUntil(came, *start + spin_for_)) {
+        wake_sleepers();
+        Ring(q);
+      }
+      if (!came()) wake_sleepers();  // AwaitCount may sleep
       HVD_RETURN_IF_ERROR(seg_->AwaitCount(q, theirs.count, theirs.waiters,
                                            count, *start, "control exchange"));
     }
+    wake_sleepers();
     return Status::Ok();
   }
 
