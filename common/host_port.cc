@@ -44,4 +44,26 @@ StatusOr<HostPort> ParseHostPort(std::string_view text, std::string_view what) {
   return out;
 }
 
+StatusOr<std::vector<HostPort>> ParseHostPortList(std::string_view text,
+                                                  std::string_view what) {
+  std::vector<HostPort> out;
+  for (std::string_view rest = text;;) {
+    const size_t comma = rest.find(',');
+    const std::string_view one = rest.substr(0, comma);
+    if (one.empty()) {
+      return Status::InvalidArgument(
+          what, "'" + std::string(text) +
+                    "' lists an empty address; use HOST:PORT[,HOST:PORT...]");
+    }
+    HVD_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(one, what));
+    if (hp.port == 0) {
+      return Status::InvalidArgument(
+          what, "'" + std::string(one) + "' needs a port other than 0");
+    }
+    out.push_back(std::move(hp));
+    if (comma == std::string_view::npos) return out;
+    rest = rest.substr(comma + 1);
+  }
+}
+
 }  // namespace hvd

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -20,5 +21,10 @@ struct HostPort {
 
 // `what` names the setting for the error message.
 StatusOr<HostPort> ParseHostPort(std::string_view text, std::string_view what);
+
+// "HOST:PORT[,HOST:PORT...]": one or more, none empty, each with a port
+// other than 0 (servers to reach, not addresses to listen on).
+StatusOr<std::vector<HostPort>> ParseHostPortList(std::string_view text,
+                                                  std::string_view what);
 
 }  // namespace hvd

@@ -481,7 +481,9 @@ void BindRemote(const FlagValues& s, LaunchOptions& o) {
 // HOROVOD_METRICS_PORT), which reach horovodrun through its own.
 Status BindRendezvous(const FlagValues& s, const Env& env, LaunchOptions& o) {
   if (auto a = s.Get(key::kRendezvousAddr)) {
-    HVD_RETURN_IF_ERROR(ParseHostPort(*a, "--rendezvous-addr").status());
+    // Several: daemons serving the same jobs (one etcd prefix); clients
+    // move to the next when one cannot be reached.
+    HVD_RETURN_IF_ERROR(ParseHostPortList(*a, "--rendezvous-addr").status());
     o.rendezvous_addr = *a;
   }
   o.rendezvous_token_file = s.Get(key::kRendezvousTokenFile).value_or("");

@@ -95,8 +95,9 @@ std::vector<FlagSpec> Build() {
       Str({"--ssh-host-key-check"}, "ssh_host_key_check", "POLICY", kSsh,
           "strict, accept-new (default: add unknown hosts to known_hosts, "
           "refuse changed keys) or off"),
-      Str({"--rendezvous-addr"}, "rendezvous_addr", "HOST:PORT", kRdv,
-          "use a running hvd-rendezvousd"),
+      Str({"--rendezvous-addr"}, "rendezvous_addr", "HOST:PORT[,...]", kRdv,
+          "use a running hvd-rendezvousd (several sharing an etcd prefix: "
+          "the next when one cannot be reached)"),
       Str({"--rendezvous-token-file"}, "rendezvous_token_file", "FILE", kRdv,
           "file with the daemon's admin token"),
       Str({"--rendezvous-tls-ca"}, "rendezvous_tls_ca", "FILE", kRdv,

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "common/host_port.h"
 #include "common/logging.h"
 #include "proto/rendezvous.grpc.pb.h"
 #include "rendezvous/backoff.h"
@@ -55,13 +56,70 @@ std::string StillUnreachable(const std::string& message,
 
 constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);
 
+// CreateJob at one daemon.
+StatusOr<CreatedJob> CreateJobAt(pb::Rendezvous::Stub* stub,
+                                 const std::string& address,
+                                 const std::string& admin_token,
+                                 const std::vector<HostSlots>& hosts, int size,
+                                 std::chrono::milliseconds timeout) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx, timeout);
+  // The creator is told at once when the daemon is not there, rather
+  // than waiting out the timeout for it to appear.
+  ctx.set_wait_for_ready(false);
+  ctx.AddMetadata(kAdminTokenMetadata, admin_token);
+  pb::CreateJobRequest req;
+  for (const HostSlots& h : hosts) {
+    pb::HostSlots* out = req.add_hosts();
+    out->set_host(h.host);
+    out->set_slots(h.slots);
+    out->set_gpus(h.gpus);
+  }
+  req.set_size(size);
+  pb::CreateJobResponse resp;
+  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub->CreateJob(&ctx, req, &resp),
+                                     "rendezvous " + address));
+  return CreatedJob{resp.job_id(), resp.job_token(), resp.ttl_seconds()};
+}
+
 }  // namespace
 
+// One stub per listed server (daemons serving the same jobs from one etcd
+// prefix), and the one calls go to now. A call or session that finds it
+// unreachable moves on to the next (Next), so retries go round the list.
 class RendezvousClient::Stub {
  public:
-  Stub(const std::string& address, const ClientTls& tls)
-      : stub(pb::Rendezvous::NewStub(MakeChannel(address, tls))) {}
-  std::unique_ptr<pb::Rendezvous::Stub> stub;
+  Stub(const std::string& addresses, const ClientTls& tls) {
+    // Checked where the address was given; a malformed one fails at the
+    // first call, against the text as it is.
+    auto list = ParseHostPortList(addresses, "rendezvous address");
+    if (!list.ok()) list = std::vector<HostPort>{};
+    for (const HostPort& hp : *list) names_.push_back(hp.ToString());
+    if (names_.empty()) names_.push_back(addresses);
+    for (const std::string& name : names_) {
+      stubs_.push_back(pb::Rendezvous::NewStub(MakeChannel(name, tls)));
+    }
+  }
+  // The stub calls go to now, and which of the list it is.
+  pb::Rendezvous::Stub* Current(size_t* index = nullptr) const {
+    const size_t i = at_.load(std::memory_order_acquire);
+    if (index) *index = i;
+    return stubs_[i].get();
+  }
+  const std::string& name(size_t i) const { return names_[i]; }
+  size_t size() const { return stubs_.size(); }
+  // Server `index` could not be reached: the next one, unless another
+  // call moved on already.
+  void Next(size_t index) {
+    size_t expected = index;
+    at_.compare_exchange_strong(expected, (index + 1) % stubs_.size(),
+                                std::memory_order_acq_rel);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::unique_ptr<pb::Rendezvous::Stub>> stubs_;
+  std::atomic<size_t> at_{0};
 };
 
 RendezvousClient::RendezvousClient(std::string address, std::string job_id,
@@ -91,25 +149,19 @@ StatusOr<CreatedJob> RendezvousClient::CreateJob(
     const std::string& address, const std::string& admin_token,
     const std::vector<HostSlots>& hosts, int size,
     std::chrono::milliseconds timeout, const ClientTls& tls) {
-  auto stub = pb::Rendezvous::NewStub(MakeChannel(address, tls));
-  grpc::ClientContext ctx;
-  SetDeadline(ctx, timeout);
-  // The creator is told at once when the daemon is not there, rather
-  // than waiting out the timeout for it to appear.
-  ctx.set_wait_for_ready(false);
-  ctx.AddMetadata(kAdminTokenMetadata, admin_token);
-  pb::CreateJobRequest req;
-  for (const HostSlots& h : hosts) {
-    pb::HostSlots* out = req.add_hosts();
-    out->set_host(h.host);
-    out->set_slots(h.slots);
-    out->set_gpus(h.gpus);
+  // Each listed daemon in turn, while they cannot be reached.
+  Stub stubs(address, tls);
+  for (size_t tried = 1;; ++tried) {
+    size_t at;
+    pb::Rendezvous::Stub* stub = stubs.Current(&at);
+    StatusOr<CreatedJob> job =
+        CreateJobAt(stub, stubs.name(at), admin_token, hosts, size, timeout);
+    if (job.ok() || job.status().code() != StatusCode::kUnavailable ||
+        tried == stubs.size()) {
+      return job;
+    }
+    stubs.Next(at);
   }
-  req.set_size(size);
-  pb::CreateJobResponse resp;
-  HVD_RETURN_IF_ERROR(FromGrpcStatus(stub->CreateJob(&ctx, req, &resp),
-                                     "rendezvous " + address));
-  return CreatedJob{resp.job_id(), resp.job_token(), resp.ttl_seconds()};
 }
 
 Status RendezvousClient::Unary(
@@ -119,11 +171,14 @@ Status RendezvousClient::Unary(
   const auto deadline = start + call_timeout();
   std::optional<Backoff> backoff;
   for (;;) {
+    size_t at;
+    stub_->Current(&at);
     Status s = call(std::max(Left(deadline), milliseconds(1)));
     if (s.code() != StatusCode::kUnavailable) {
       if (backoff) Reached();
       return s;
     }
+    stub_->Next(at);
     if (!backoff) backoff.emplace(BackoffSeed());
     const milliseconds wait = backoff->Next();
     if (SteadyClock::now() + wait >= deadline) {
@@ -142,7 +197,7 @@ Status RendezvousClient::KeepAlive() {
     pb::KeepAliveRequest req;
     req.set_job_id(job_id_);
     pb::KeepAliveResponse resp;
-    return FromGrpcStatus(stub_->stub->KeepAlive(&ctx, req, &resp),
+    return FromGrpcStatus(stub_->Current()->KeepAlive(&ctx, req, &resp),
                           "rendezvous " + address_ + " keep-alive");
   });
 }
@@ -158,7 +213,7 @@ Status RendezvousClient::EndJob(const std::string& reason) {
     req.set_job_id(job_id_);
     req.set_reason(reason);
     pb::EndJobResponse resp;
-    return FromGrpcStatus(stub_->stub->EndJob(&ctx, req, &resp),
+    return FromGrpcStatus(stub_->Current()->EndJob(&ctx, req, &resp),
                           "rendezvous " + address_ + " end job");
   });
   // A retry after a lost answer finds the job already ended.
@@ -174,7 +229,7 @@ StatusOr<JobInfo> RendezvousClient::GetJob() {
     ctx.AddMetadata(kJobTokenMetadata, job_token_);
     pb::GetJobRequest req;
     req.set_job_id(job_id_);
-    return FromGrpcStatus(stub_->stub->GetJob(&ctx, req, &resp),
+    return FromGrpcStatus(stub_->Current()->GetJob(&ctx, req, &resp),
                           "rendezvous " + address_);
   }));
   JobInfo info;
@@ -259,8 +314,11 @@ void RendezvousClient::Answered(const std::shared_ptr<Attempt>& a,
 std::shared_ptr<ClientSession> RendezvousClient::Session() {
   std::lock_guard<std::mutex> lock(session_mu_);
   if (!session_ || session_->ended()) {
-    session_ = std::make_shared<ClientSession>(
-        stub_->stub.get(), job_id_, job_token_, "rendezvous " + address_);
+    // An ended session's server may be gone: the next listed one.
+    if (session_) stub_->Next(session_at_);
+    pb::Rendezvous::Stub* stub = stub_->Current(&session_at_);
+    session_ = std::make_shared<ClientSession>(stub, job_id_, job_token_,
+                                               "rendezvous " + address_);
   }
   return session_;
 }

@@ -46,13 +46,17 @@ class OpResult;
 class RendezvousClient {
  public:
   // Channels are created lazily; nothing is sent until the first call.
+  // `address`: HOST:PORT, or several (daemons serving the same jobs from
+  // one etcd prefix): calls go to one, and to the next listed when it
+  // cannot be reached.
   static std::unique_ptr<RendezvousClient> Create(std::string address,
                                                   std::string job_id,
                                                   std::string job_token,
                                                   const ClientTls& tls = {});
   ~RendezvousClient();
 
-  // Creates a job on the server at `address` (needs the admin token).
+  // Creates a job on the server at `address` (needs the admin token);
+  // of several listed, at the first that can be reached.
   static StatusOr<CreatedJob> CreateJob(const std::string& address,
                                         const std::string& admin_token,
                                         const std::vector<HostSlots>& hosts,
@@ -150,6 +154,7 @@ class RendezvousClient {
   std::chrono::steady_clock::time_point outage_since_;  // guarded by outage_mu_
   std::mutex session_mu_;
   std::shared_ptr<ClientSession> session_;  // guarded by session_mu_
+  size_t session_at_ = 0;  // which listed server it speaks to; session_mu_
   // Last: its tasks use the rest; stopped first in the destructor.
   RetryTimer timer_;
 };

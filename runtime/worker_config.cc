@@ -38,10 +38,11 @@ namespace {
 
 // This host's address that reaches the rendezvous (and so the launcher).
 StatusOr<std::string> AddressTowardRendezvous(const WorkerConfig& c) {
+  // (The first of several daemons: they share a network.)
   HVD_ASSIGN_OR_RETURN(
-      HostPort rdv,
-      ParseHostPort(c.rendezvous_addr, worker_env::kRendezvousAddr));
-  return LocalAddressToward(rdv.host);
+      std::vector<HostPort> rdv,
+      ParseHostPortList(c.rendezvous_addr, worker_env::kRendezvousAddr));
+  return LocalAddressToward(rdv.front().host);
 }
 
 // A worker mpirun started: OMPI_COMM_WORLD_RANK is its task, the plan's

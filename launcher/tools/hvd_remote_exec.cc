@@ -113,9 +113,9 @@ int Watchdog() {
 }
 
 // --srun -- COMMAND...: one task of horovodrun's srun step. Maps the step's
-// environment to the worker's place (launcher/runners/srun_step.h), runs the worker in
-// a process group of its own, passes on the signals slurmstepd sends, and
-// exits with the worker's status; a failure is also said with the marker
+// environment to the worker's place (launcher/runners/srun_step.h), runs the
+// worker in a process group of its own, passes on the signals slurmstepd sends,
+// and exits with the worker's status; a failure is also said with the marker
 // the launcher looks for, so it can name the first failing rank.
 volatile sig_atomic_t g_worker_group = 0;
 
@@ -148,10 +148,10 @@ int SrunTask(int argc, char** args) {
       env.count(hvd::worker_env::kRendezvousAddr)) {
     // Gloo listens where this node reaches the launcher: an address the
     // other nodes reach too.
-    auto rdv =
-        hvd::ParseHostPort(env[hvd::worker_env::kRendezvousAddr], "rendezvous");
+    auto rdv = hvd::ParseHostPortList(env[hvd::worker_env::kRendezvousAddr],
+                                      "rendezvous");
     if (rdv.ok()) {
-      auto here = hvd::LocalAddressToward(rdv->host);
+      auto here = hvd::LocalAddressToward(rdv->front().host);
       if (here.ok()) env[hvd::worker_env::kGlooAddr] = *here;
     }
   }

@@ -380,26 +380,13 @@ StatusOr<std::vector<std::string>> ParseEtcdUrl(const std::string& url) {
                        "' is not a store hvd-rendezvousd knows; use "
                        "etcd://HOST:PORT[,HOST:PORT...]");
   }
+  HVD_ASSIGN_OR_RETURN(
+      std::vector<HostPort> members,
+      ParseHostPortList(std::string_view(url).substr(kScheme.size()),
+                        "--store"));
   std::vector<std::string> out;
-  std::string_view rest = std::string_view(url).substr(kScheme.size());
-  for (;;) {
-    const size_t comma = rest.find(',');
-    const std::string_view one = rest.substr(0, comma);
-    if (one.empty()) {
-      return Status::InvalidArgument("--store",
-                                     "'" + url +
-                                         "' lists an empty member; use "
-                                         "etcd://HOST:PORT[,HOST:PORT...]");
-    }
-    HVD_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(one, "--store"));
-    if (hp.port == 0) {
-      return Status::InvalidArgument(
-          "--store", "'" + std::string(one) + "' needs a port (HOST:PORT)");
-    }
-    out.push_back(hp.ToString());
-    if (comma == std::string_view::npos) return out;
-    rest = rest.substr(comma + 1);
-  }
+  for (const HostPort& hp : members) out.push_back(hp.ToString());
+  return out;
 }
 
 }  // namespace hvd::rendezvous::store

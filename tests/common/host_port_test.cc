@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace hvd {
 namespace {
 
@@ -23,6 +25,23 @@ TEST(HostPortTest, RejectsMalformed) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("--rendezvous-addr"),
               std::string::npos);
+  }
+}
+
+TEST(HostPortTest, ListsOneOrMoreServers) {
+  auto one = ParseHostPortList("node1:5000", "--rendezvous-addr");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(*one, (std::vector<HostPort>{{"node1", 5000}}));
+  auto three = ParseHostPortList("a:1,[::1]:2,10.0.0.3:3", "--rendezvous-addr");
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(*three,
+            (std::vector<HostPort>{{"a", 1}, {"::1", 2}, {"10.0.0.3", 3}}));
+  for (const char* bad :
+       {"", ",", "a:1,", ",a:1", "a:1,,b:2", "a:1,b", "a:0"}) {
+    auto r = ParseHostPortList(bad, "--rendezvous-addr");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--rendezvous-addr"), std::string::npos)
+        << r.status().message();
   }
 }
 

@@ -92,6 +92,14 @@ TEST(CliPhasesTest, RulesBetweenFlagsNameTheFlagToChange) {
       {{"-np", "2", "--rendezvous-addr", "h:1", "p"},
        {},
        "--rendezvous-addr: needs --rendezvous-token-file"},
+      {{"-np", "2", "--rendezvous-addr", "h:1,", "--rendezvous-token-file", "t",
+        "p"},
+       {},
+       "--rendezvous-addr: 'h:1,' lists an empty address"},
+      {{"-np", "2", "--rendezvous-addr", "h:1,g", "--rendezvous-token-file",
+        "t", "p"},
+       {},
+       "--rendezvous-addr: expected HOST:PORT"},
       {{"-np", "2", "--monitor-interval", "5", "p"},
        {},
        "--monitor-interval: is for --monitor"},
@@ -134,6 +142,12 @@ TEST(CliPhasesTest, RulesBetweenFlagsNameTheFlagToChange) {
   auto o = Parse({"-np", "2", "--min-np", "1", "p"}, slurm);
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->launcher, Launcher::kSsh);
+  // Several daemons: the list as given, for every client.
+  auto daemons = Parse({"-np", "2", "--rendezvous-addr", "a:1,[::1]:2",
+                        "--rendezvous-token-file", "t", "p"},
+                       {});
+  ASSERT_TRUE(daemons.ok()) << daemons.status().ToString();
+  EXPECT_EQ(daemons->rendezvous_addr, "a:1,[::1]:2");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // hvd-rendezvousd on etcd (--store etcd://): a job outlives its daemon
-// killed (-9) at any point, a standby daemon takes over from a killed one,
+// killed (-9) at any point, a standby daemon takes over from a killed one
+// (at the same address, or at its own, listed to the clients),
 // a dead etcd member loses nothing, and damaged records are refused.
 // Against real etcd members the test starts on 127.0.0.1.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include "tests/rendezvous/daemon_fixture.h"
 #include "tests/rendezvous/etcd_fixture.h"
 #include "tests/util/http_get.h"
+#include "tests/util/ssh_host.h"
 
 namespace hvd::testing {
 namespace {
@@ -31,6 +33,34 @@ class EtcdStoreTest : public RestartedDaemonTest {
   }
   std::vector<std::string> StoreArgs() override {
     return {"--store", etcd_->url(), "--etcd-lease-seconds", "2"};
+  }
+
+  // A second daemon on the same prefix, listening on `listen` once it
+  // serves; null (and a failure) when it does not stand by.
+  std::unique_ptr<Subprocess> StartStandby(const std::string& listen) {
+    std::vector<std::string> argv = {HVD_RENDEZVOUSD, "--listen", listen,
+                                     "--admin-token-file",
+                                     daemon_->token_file()};
+    for (const std::string& a : StoreArgs()) argv.push_back(a);
+    auto standby = std::make_unique<Subprocess>(argv);
+    if (standby->WaitForStderr("(standing by)", seconds(30)).empty()) {
+      ADD_FAILURE() << standby->StderrSoFar();
+      return nullptr;
+    }
+    return standby;
+  }
+  // The serving daemon killed while the job runs: `standby` serves at
+  // `at`, the job finishes every round, and the standby stops cleanly.
+  void KillDuringTheJob(Subprocess& standby, const std::string& at) {
+    ASSERT_FALSE(
+        job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
+        << job_->process().StderrSoFar();
+    daemon_->Stop(SIGKILL);
+    EXPECT_EQ(standby.WaitForStderr("listening on (\\S+)", seconds(30)), at)
+        << standby.StderrSoFar();
+    job_->ExpectEveryRound(40);
+    kill(standby.pid(), SIGTERM);
+    EXPECT_EQ(standby.Wait(seconds(30)).exit_code, 0);
   }
 
   std::unique_ptr<EtcdCluster> etcd_;
@@ -77,27 +107,26 @@ TEST_F(EtcdStoreTest, KilledWhileTheJobStepsThroughGenerations) {
 TEST_F(EtcdStoreTest, AStandbyDaemonTakesOverFromAKilledOne) {
   StartEtcd(1);
   StartDaemon();
-  Subprocess standby(
-      [&] {
-        std::vector<std::string> argv = {HVD_RENDEZVOUSD, "--listen", address_,
-                                         "--admin-token-file",
-                                         daemon_->token_file()};
-        for (const std::string& a : StoreArgs()) argv.push_back(a);
-        return argv;
-      }(),
-      {});
-  ASSERT_FALSE(standby.WaitForStderr("(standing by)", seconds(30)).empty())
-      << standby.StderrSoFar();
+  std::unique_ptr<Subprocess> standby = StartStandby(address_);
+  ASSERT_TRUE(standby);
   StartJob(HelloJob::kGenerations);
-  ASSERT_FALSE(
-      job_->process().WaitForStdout("(round 2 sum)", seconds(60)).empty())
-      << job_->process().StderrSoFar();
-  daemon_->Stop(SIGKILL);
-  EXPECT_EQ(standby.WaitForStderr("listening on (\\S+)", seconds(30)), address_)
-      << standby.StderrSoFar();
-  job_->ExpectEveryRound(40);
-  kill(standby.pid(), SIGTERM);
-  EXPECT_EQ(standby.Wait(seconds(30)).exit_code, 0);
+  KillDuringTheJob(*standby, address_);
+}
+
+// Two daemons on one prefix at addresses of their own, both given to the
+// job (--rendezvous-addr A,B): the serving one killed, the standby takes
+// over at its address, and horovodrun and every worker move to it.
+TEST_F(EtcdStoreTest, ClientsMoveToTheNextListedDaemon) {
+  StartEtcd(1);
+  StartDaemon();
+  const std::string other =
+      "127.0.0.1:" + std::to_string(FreePort("127.0.0.1"));
+  std::unique_ptr<Subprocess> standby = StartStandby(other);
+  ASSERT_TRUE(standby);
+  job_ =
+      std::make_unique<HelloJob>(dir_, address_ + "," + other,
+                                 daemon_->token_file(), HelloJob::kGenerations);
+  KillDuringTheJob(*standby, other);
 }
 
 // A three-member etcd cluster loses the member the daemon speaks to
