@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/util/job_output.h"
+#include "tests/util/job_pids.h"
 #include "tests/util/slurm_cluster.h"
 #include "tests/util/subprocess.h"
 
@@ -184,6 +185,12 @@ TEST_F(SlurmTest, KilledNodeEndsTheJobNamingIt) {
                          "--fail-rank", "9", "--sleep", "120"}),
                  cluster_->env());
   ASSERT_EQ(WaitForPids(4).size(), 4u) << job.StderrSoFar();
+  // Killed while ranks 0 and 1 still wait in the startup barrier, they
+  // would fail there first and their exits could be the ones named.
+  for (const char* rank : {"0", "1", "2", "3"}) {
+    ASSERT_TRUE(WaitForFile(pids_ + "/" + rank + ".ready", kTimeout))
+        << job.StderrSoFar();
+  }
   // Ranks 2 and 3 run on the second node.
   for (const char* rank : {"2", "3"}) {
     std::ifstream f(pids_ + "/" + rank + ".pid");

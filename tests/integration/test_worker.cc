@@ -1,7 +1,8 @@
 // A worker for the launcher's integration tests. Flags pick the behaviour:
 //   --no-init            do not call hvd::init (a worker that never joins)
 //   --pid-dir D          write D/RANK.pid (and D/RANK.child.pid with
-//                        --spawn-child, a grandchild that sleeps)
+//                        --spawn-child, a grandchild that sleeps); with
+//                        --fail-rank, D/RANK.ready once past the barrier
 //   --fail-rank R --code C   rank R exits with C once all pids are written
 //   --sleep S            then sleep S seconds (every other rank)
 //   --lines N            print N long lines to stdout and to stderr
@@ -554,6 +555,11 @@ int main(int argc, char** argv) {
     // Everyone is up before anyone fails, so the test sees all pids.
     hvd::Status s = hvd::barrier();
     if (!s.ok()) return 1;
+    // Past the barrier: a test may now kill ranks without the others
+    // failing in it (they sleep, and the job's stop names the killed rank).
+    if (!pid_dir.empty()) {
+      std::ofstream(pid_dir + "/" + std::to_string(rank) + ".ready") << "";
+    }
   }
   if (rank == fail_rank) return code;
   if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
