@@ -46,15 +46,29 @@ std::string Engine::BuildMessage(uint8_t stop,
   if (options_.size > 1 && options_.eager_cycle_bytes > 0) {
     size_t budget = options_.eager_cycle_bytes;
     std::lock_guard<std::mutex> lock(mu_);
+    eager_candidates_.clear();
     for (const auto& [name, p] : pending_) {
       const Request& r = p.request;
       if (r.type != OpType::kAllreduce || r.device >= 0 || r.adasum) continue;
-      size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-      if (bytes > options_.eager_tensor_bytes || bytes > budget) continue;
+      const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+      if (bytes <= options_.eager_tensor_bytes) eager_candidates_.push_back(&p);
+    }
+    // In name order, as every rank holding the same tensors takes them, so
+    // that the budget leaves out the same ones everywhere (pending_ is
+    // hashed).
+    std::sort(eager_candidates_.begin(), eager_candidates_.end(),
+              [](const Pending* a, const Pending* b) {
+                return a->request.name < b->request.name;
+              });
+    for (const Pending* p : eager_candidates_) {
+      const Request& r = p->request;
+      const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
+      if (bytes > budget) continue;
       budget -= bytes;
-      eager_name = name;
-      data_at = PutEager(
-          msg, name, std::string_view(static_cast<const char*>(p.data), bytes));
+      eager_name = r.name;
+      data_at =
+          PutEager(msg, r.name,
+                   std::string_view(static_cast<const char*>(p->data), bytes));
       ++neager;
     }
   }

@@ -42,25 +42,24 @@ Status CheckAdasum(const Request& request, const std::string& who) {
 
 }  // namespace
 
-bool Completion::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
+bool Completion::done() const { return done_.load(std::memory_order_acquire); }
 
 Status Completion::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return done_; });
+  if (!done()) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
+  }
   Collect();
-  return status_;
+  return status_;  // written before done_ (Set), never after
 }
 
 void Completion::Set(Status s, int64_t value) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    done_ = true;
+    if (done_.load(std::memory_order_relaxed)) return;
     status_ = std::move(s);
     value_ = value;
+    done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
 }
@@ -68,7 +67,7 @@ void Completion::Set(Status s, int64_t value) {
 void Completion::Refuse(Status s) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
+    if (done_.load(std::memory_order_relaxed)) return;
     refused_ = true;
   }
   Set(std::move(s));
@@ -80,6 +79,7 @@ bool Completion::refused() const {
 }
 
 int64_t Completion::value() const {
+  if (done()) return value_;
   std::lock_guard<std::mutex> lock(mu_);
   return value_;
 }
@@ -351,7 +351,7 @@ void Engine::Shutdown() {
 }
 
 void Engine::FailAll(const Status& s) {
-  std::map<std::string, Pending> pending;
+  std::unordered_map<std::string, Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.ok()) failed_ = s;

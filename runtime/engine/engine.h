@@ -63,6 +63,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/settings.h"
@@ -278,9 +279,12 @@ class Engine : private CycleDriver::Cycles {
   // request (entries leave pending_ only at the cycle's runner, after
   // fresh_ was taken, or with it in FailAll).
   std::vector<const Request*> fresh_;
-  std::map<std::string, Pending> pending_;  // guarded by mu_
+  // Hashed, not ordered: a step's tensors are found here three times each
+  // (queued, grouped, finished), and string compares down a tree cost
+  // more than the hash (fused 64-tensor step).
+  std::unordered_map<std::string, Pending> pending_;  // guarded by mu_
   // Names whose latest result may not be collected yet (guarded by mu_).
-  std::map<std::string, std::weak_ptr<Completion>> held_names_;
+  std::unordered_map<std::string, std::weak_ptr<Completion>> held_names_;
   size_t prune_at_ = 64;  // guarded by mu_
   // Allreduces in pending_, and since when one has been (guarded by mu_):
   // the time a rank waits on allreduces, for the metrics.
@@ -309,6 +313,7 @@ class Engine : private CycleDriver::Cycles {
   std::vector<uint32_t> express_ids_;
   std::vector<Pending*> express_group_pending_;
   std::vector<const Request*> planned_;  // RunCollectives' list, reused
+  std::vector<const Pending*> eager_candidates_;     // BuildMessage's, reused
   std::vector<std::optional<uint32_t>> finish_ids_;  // Finish's, reused
   // When this cycle's exchange ended (what follows is timed from it).
   std::chrono::steady_clock::time_point exchanged_at_;

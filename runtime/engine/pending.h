@@ -36,7 +36,10 @@ class Completion {
   std::atomic<bool> collected_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
+  // Set last, with release, under mu_: a reader that sees it true reads
+  // the result without the lock (a step waits on each of its tensors,
+  // most of them done by then).
+  std::atomic<bool> done_{false};
   bool refused_ = false;
   Status status_;
   int64_t value_ = 0;
