@@ -290,12 +290,6 @@ Status ValidateRendezvous(const FlagValues& s) {
     return Status::InvalidArgument("--monitor-interval",
                                    "is for --monitor; give it too");
   }
-  if (daemon && Elastic(s)) {
-    return Status::InvalidArgument(
-        "--rendezvous-addr",
-        "an elastic job's membership is kept by horovodrun's own "
-        "rendezvous; drop --rendezvous-addr");
-  }
   if (s.Has(key::kRendezvousTlsCert) != s.Has(key::kRendezvousTlsKey)) {
     return Status::InvalidArgument("--rendezvous-tls-cert/--rendezvous-tls-key",
                                    "give both or neither");

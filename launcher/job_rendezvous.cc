@@ -147,10 +147,14 @@ class DaemonRendezvous final : public JobRendezvous {
     return {};
   }
   std::vector<std::string> ArrivalReports() override { return {}; }
-  Status SetMembership(std::vector<rendezvous::HostSlots>, int) override {
-    // The command line refuses --rendezvous-addr for elastic jobs.
-    return Status::FailedPrecondition("--rendezvous-addr",
-                                      "a daemon's jobs have fixed hosts");
+  Status SetMembership(std::vector<rendezvous::HostSlots> hosts,
+                       int size) override {
+    // From the epoch this launcher set last, so that a retry after a lost
+    // answer (a daemon restarted meanwhile) is not applied twice.
+    HVD_ASSIGN_OR_RETURN(int epoch,
+                         client_->SetMembership(hosts, size, epoch_));
+    epoch_ = epoch;
+    return Status::Ok();
   }
 
  private:
@@ -169,6 +173,7 @@ class DaemonRendezvous final : public JobRendezvous {
   std::condition_variable cv_;
   bool ended_ = false;  // guarded by mu_
   std::thread keepalive_;
+  int epoch_ = 0;  // the membership last set (the elastic driver's thread)
 };
 
 StatusOr<std::string> ReadOptional(const std::string& path) {
@@ -217,8 +222,12 @@ int RendezvousPort(const JobAccess& access) {
   return hp.ok() ? hp->port : 0;
 }
 
-StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
-    const LaunchPlan& plan, const LaunchOptions& options) {
+namespace {
+
+// Registers a job of `hosts` (none for an elastic one) with the daemon.
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectDaemon(
+    const LaunchOptions& options,
+    const std::vector<rendezvous::HostSlots>& hosts, int size, bool elastic) {
   HVD_ASSIGN_OR_RETURN(
       std::string admin,
       ReadSecretFile(options.rendezvous_token_file, "--rendezvous-token-file"));
@@ -230,8 +239,8 @@ StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
                                                      "--rendezvous-tls-key"));
   }
   auto job = rendezvous::RendezvousClient::CreateJob(
-      options.rendezvous_addr, admin, plan.hosts,
-      static_cast<int>(plan.workers.size()), std::chrono::seconds(10), tls);
+      options.rendezvous_addr, admin, hosts, size, std::chrono::seconds(10),
+      tls, elastic);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kUnauthenticated) {
       return Status::Unauthenticated(job.status().message(),
@@ -251,6 +260,19 @@ StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
       options.rendezvous_addr, job->job_id, job->token, tls);
   return std::unique_ptr<JobRendezvous>(new DaemonRendezvous(
       std::move(client), std::move(access), job->ttl_seconds));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
+    const LaunchPlan& plan, const LaunchOptions& options) {
+  return ConnectDaemon(options, plan.hosts,
+                       static_cast<int>(plan.workers.size()), false);
+}
+
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectElasticRendezvousDaemon(
+    const LaunchOptions& options) {
+  return ConnectDaemon(options, {}, 0, true);
 }
 
 }  // namespace hvd::launcher

@@ -64,4 +64,9 @@ int RendezvousPort(const JobAccess& access);
 StatusOr<std::unique_ptr<JobRendezvous>> ConnectRendezvousDaemon(
     const LaunchPlan& plan, const LaunchOptions& options);
 
+// The same for an elastic job: registered with no members, which come with
+// SetMembership as the launcher's driver decides them.
+StatusOr<std::unique_ptr<JobRendezvous>> ConnectElasticRendezvousDaemon(
+    const LaunchOptions& options);
+
 }  // namespace hvd::launcher

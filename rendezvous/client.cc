@@ -57,11 +57,22 @@ std::string StillUnreachable(const std::string& message,
 constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);
 
 // CreateJob at one daemon.
+void AddHosts(const std::vector<HostSlots>& hosts,
+              google::protobuf::RepeatedPtrField<pb::HostSlots>* out) {
+  for (const HostSlots& h : hosts) {
+    pb::HostSlots* added = out->Add();
+    added->set_host(h.host);
+    added->set_slots(h.slots);
+    added->set_gpus(h.gpus);
+  }
+}
+
 StatusOr<CreatedJob> CreateJobAt(pb::Rendezvous::Stub* stub,
                                  const std::string& address,
                                  const std::string& admin_token,
                                  const std::vector<HostSlots>& hosts, int size,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout,
+                                 bool elastic) {
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
   // The creator is told at once when the daemon is not there, rather
@@ -69,13 +80,9 @@ StatusOr<CreatedJob> CreateJobAt(pb::Rendezvous::Stub* stub,
   ctx.set_wait_for_ready(false);
   ctx.AddMetadata(kAdminTokenMetadata, admin_token);
   pb::CreateJobRequest req;
-  for (const HostSlots& h : hosts) {
-    pb::HostSlots* out = req.add_hosts();
-    out->set_host(h.host);
-    out->set_slots(h.slots);
-    out->set_gpus(h.gpus);
-  }
+  AddHosts(hosts, req.mutable_hosts());
   req.set_size(size);
+  req.set_elastic(elastic);
   pb::CreateJobResponse resp;
   HVD_RETURN_IF_ERROR(FromGrpcStatus(stub->CreateJob(&ctx, req, &resp),
                                      "rendezvous " + address));
@@ -148,14 +155,14 @@ std::unique_ptr<RendezvousClient> RendezvousClient::Create(
 StatusOr<CreatedJob> RendezvousClient::CreateJob(
     const std::string& address, const std::string& admin_token,
     const std::vector<HostSlots>& hosts, int size,
-    std::chrono::milliseconds timeout, const ClientTls& tls) {
+    std::chrono::milliseconds timeout, const ClientTls& tls, bool elastic) {
   // Each listed daemon in turn, while they cannot be reached.
   Stub stubs(address, tls);
   for (size_t tried = 1;; ++tried) {
     size_t at;
     pb::Rendezvous::Stub* stub = stubs.Current(&at);
-    StatusOr<CreatedJob> job =
-        CreateJobAt(stub, stubs.name(at), admin_token, hosts, size, timeout);
+    StatusOr<CreatedJob> job = CreateJobAt(stub, stubs.name(at), admin_token,
+                                           hosts, size, timeout, elastic);
     if (job.ok() || job.status().code() != StatusCode::kUnavailable ||
         tried == stubs.size()) {
       return job;
@@ -189,53 +196,59 @@ Status RendezvousClient::Unary(
   }
 }
 
-Status RendezvousClient::KeepAlive() {
-  return Unary("keep-alive", [&](milliseconds timeout) {
+template <typename Request, typename Response, typename Method>
+Status RendezvousClient::JobCall(const std::string& what, Request& req,
+                                 Response* resp, Method method, int* tries) {
+  req.set_job_id(job_id_);
+  return Unary(what, [&](milliseconds timeout) {
+    if (tries) ++*tries;
     grpc::ClientContext ctx;
     SetDeadline(ctx, timeout);
     ctx.AddMetadata(kJobTokenMetadata, job_token_);
-    pb::KeepAliveRequest req;
-    req.set_job_id(job_id_);
-    pb::KeepAliveResponse resp;
-    return FromGrpcStatus(stub_->Current()->KeepAlive(&ctx, req, &resp),
-                          "rendezvous " + address_ + " keep-alive");
+    return FromGrpcStatus((stub_->Current()->*method)(&ctx, req, resp),
+                          "rendezvous " + address_ + " " + what);
   });
 }
 
+Status RendezvousClient::KeepAlive() {
+  pb::KeepAliveRequest req;
+  pb::KeepAliveResponse resp;
+  return JobCall("keep-alive", req, &resp, &pb::Rendezvous::Stub::KeepAlive);
+}
+
 Status RendezvousClient::EndJob(const std::string& reason) {
+  pb::EndJobRequest req;
+  req.set_reason(reason);
+  pb::EndJobResponse resp;
   int tries = 0;
-  Status s = Unary("end job", [&](milliseconds timeout) {
-    ++tries;
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, timeout);
-    ctx.AddMetadata(kJobTokenMetadata, job_token_);
-    pb::EndJobRequest req;
-    req.set_job_id(job_id_);
-    req.set_reason(reason);
-    pb::EndJobResponse resp;
-    return FromGrpcStatus(stub_->Current()->EndJob(&ctx, req, &resp),
-                          "rendezvous " + address_ + " end job");
-  });
+  Status s =
+      JobCall("end job", req, &resp, &pb::Rendezvous::Stub::EndJob, &tries);
   // A retry after a lost answer finds the job already ended.
   if (tries > 1 && s.code() == StatusCode::kNotFound) return Status::Ok();
   return s;
 }
 
 StatusOr<JobInfo> RendezvousClient::GetJob() {
+  pb::GetJobRequest req;
   pb::GetJobResponse resp;
-  HVD_RETURN_IF_ERROR(Unary("get job", [&](milliseconds timeout) {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx, timeout);
-    ctx.AddMetadata(kJobTokenMetadata, job_token_);
-    pb::GetJobRequest req;
-    req.set_job_id(job_id_);
-    return FromGrpcStatus(stub_->Current()->GetJob(&ctx, req, &resp),
-                          "rendezvous " + address_);
-  }));
+  HVD_RETURN_IF_ERROR(
+      JobCall("get job", req, &resp, &pb::Rendezvous::Stub::GetJob));
   JobInfo info;
   info.size = resp.size();
   info.joined.assign(resp.joined_ranks().begin(), resp.joined_ranks().end());
   return info;
+}
+
+StatusOr<int> RendezvousClient::SetMembership(
+    const std::vector<HostSlots>& hosts, int size, int from_epoch) {
+  pb::SetMembershipRequest req;
+  AddHosts(hosts, req.mutable_hosts());
+  req.set_size(size);
+  req.set_epoch(from_epoch);
+  pb::SetMembershipResponse resp;
+  HVD_RETURN_IF_ERROR(JobCall("set membership", req, &resp,
+                              &pb::Rendezvous::Stub::SetMembership));
+  return resp.epoch();
 }
 
 void RendezvousClient::Unreachable(const std::string& why,

@@ -56,18 +56,25 @@ class RendezvousClient {
   ~RendezvousClient();
 
   // Creates a job on the server at `address` (needs the admin token);
-  // of several listed, at the first that can be reached.
+  // of several listed, at the first that can be reached. `elastic`: its
+  // hosts come with SetMembership (JobTable::CreateJob).
   static StatusOr<CreatedJob> CreateJob(const std::string& address,
                                         const std::string& admin_token,
                                         const std::vector<HostSlots>& hosts,
                                         int size,
                                         std::chrono::milliseconds timeout,
-                                        const ClientTls& tls = {});
+                                        const ClientTls& tls = {},
+                                        bool elastic = false);
 
   // Job management, for the job's creator.
   Status KeepAlive();
   Status EndJob(const std::string& reason);
   StatusOr<JobInfo> GetJob();
+  // An elastic job's next membership after `from_epoch` (the one this
+  // caller last set, 0 at first); its epoch. Retried as the calls above,
+  // and safe to retry: the daemon applies it once (SetMembershipRequest).
+  StatusOr<int> SetMembership(const std::vector<HostSlots>& hosts, int size,
+                              int from_epoch);
 
   // Join, Set, Get, Wait and Barrier travel over one Session stream per
   // client (opened on first use, reopened after it breaks), so a call costs
@@ -134,6 +141,12 @@ class RendezvousClient {
   // passes.
   Status Unary(const std::string& what,
                const std::function<Status(std::chrono::milliseconds)>& call);
+  // One of the job's unary calls (its id in `req`, its token in the
+  // metadata) through Unary: `method` is the stub's; `*tries` (when given)
+  // counts the attempts.
+  template <typename Request, typename Response, typename Method>
+  Status JobCall(const std::string& what, Request& req, Response* resp,
+                 Method method, int* tries = nullptr);
   // The outage line, once per outage; and its end.
   void Unreachable(const std::string& why, const std::string& what,
                    std::chrono::milliseconds left);

@@ -263,7 +263,8 @@ JobTable::WaitId JobTable::JoinWait(const std::string& job_id,
 }
 
 StatusOr<int> JobTable::SetMembership(const std::string& job_id,
-                                      std::vector<HostSlots> hosts, int size) {
+                                      std::vector<HostSlots> hosts, int size,
+                                      int from_epoch) {
   HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
   std::vector<Completion> completions;
   int epoch = 0;
@@ -274,6 +275,15 @@ StatusOr<int> JobTable::SetMembership(const std::string& job_id,
       return Status::FailedPrecondition(
           "job '" + job_id + "'",
           "is not elastic: its hosts are fixed when it is created");
+    }
+    if (from_epoch >= 0 && job->epoch != from_epoch) {
+      if (job->epoch == from_epoch + 1 && job->hosts == hosts) {
+        return job->epoch;  // made already: the caller's answer was lost
+      }
+      return Status::FailedPrecondition(
+          "job '" + job_id + "'",
+          "is at membership epoch " + std::to_string(job->epoch) + ", not " +
+              std::to_string(from_epoch) + " (another launcher changed it?)");
     }
     HVD_ASSIGN_OR_RETURN(
         epoch, NewEpochLocked(*job, job_id, std::move(hosts), completions));

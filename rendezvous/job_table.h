@@ -91,8 +91,13 @@ class JobTable {
   // their assignment in it, or FailedPrecondition when their host or slot
   // is no longer in the job. FailedPrecondition for a job that is not
   // elastic. Returns the new epoch.
+  // `from_epoch` >= 0: the change applies only to that epoch. When the job
+  // is one epoch past it with exactly these hosts, the change was already
+  // made (a retried call) and its epoch is returned; any other epoch is
+  // FailedPrecondition. -1: applies to whatever epoch the job is at.
   StatusOr<int> SetMembership(const std::string& job_id,
-                              std::vector<HostSlots> hosts, int size);
+                              std::vector<HostSlots> hosts, int size,
+                              int from_epoch = -1);
 
   // Join, waiting when it cannot answer yet: in an elastic job, a process
   // that already joined the current epoch (previous_generation == epoch)

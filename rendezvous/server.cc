@@ -37,13 +37,16 @@ class Service final : public pb::Rendezvous::CallbackService {
     Call call(stats_, "create_job");
     Status s = CheckAdmin(ctx);
     if (s.ok()) {
-      auto job = table_->CreateJob(HostsFromProto(req->hosts()), req->size());
+      auto job = table_->CreateJob(HostsFromProto(req->hosts()), req->size(),
+                                   req->elastic());
       if (job.ok()) {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);
         resp->set_ttl_seconds(job->ttl_seconds);
-        HVD_LOG(Info) << "created job " << job->job_id << " for " << req->size()
-                      << " workers on " << req->hosts_size() << " hosts";
+        HVD_LOG(Info) << "created "
+                      << (req->elastic() ? "elastic job " : "job ")
+                      << job->job_id << " for " << req->size() << " workers on "
+                      << req->hosts_size() << " hosts";
         // The expirer may be asleep with nothing to expire.
         if (job->ttl_seconds > 0) expirer_->Kick();
       }
@@ -98,6 +101,26 @@ class Service final : public pb::Rendezvous::CallbackService {
         for (int r : info->joined) resp->add_joined_ranks(r);
       }
       s = info.status();
+    }
+    return Answer(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* SetMembership(
+      grpc::CallbackServerContext* ctx, const pb::SetMembershipRequest* req,
+      pb::SetMembershipResponse* resp) override {
+    Call call(stats_, "set_membership");
+    Status s = CheckJob(ctx, req->job_id());
+    if (s.ok()) {
+      auto epoch =
+          table_->SetMembership(req->job_id(), HostsFromProto(req->hosts()),
+                                req->size(), req->epoch());
+      if (epoch.ok()) {
+        resp->set_epoch(*epoch);
+        HVD_LOG(Info) << "job " << req->job_id() << ": membership epoch "
+                      << *epoch << ", " << req->size() << " workers on "
+                      << req->hosts_size() << " hosts";
+      }
+      s = epoch.status();
     }
     return Answer(ctx, s);
   }

@@ -66,12 +66,17 @@ Status ElasticRunner::Prepare() {
 }
 
 StatusOr<std::unique_ptr<JobRendezvous>> ElasticRunner::OpenRendezvous() {
-  return StartElasticRendezvous(loopback_);
+  if (context_.options.rendezvous_addr.empty()) {
+    return StartElasticRendezvous(loopback_);
+  }
+  return ConnectElasticRendezvousDaemon(context_.options);
 }
 
 elastic::ElasticDriverHooks ElasticRunner::Hooks(JobRendezvous& job) {
   const JobAccess access = job.access();
-  const int port = RendezvousPort(access);
+  // A daemon's address is the same for every worker (0: access's).
+  const int port =
+      context_.options.rendezvous_addr.empty() ? RendezvousPort(access) : 0;
   LaunchPlan base = PlanWithoutWorkers(context_.options);
   base.tuning_env["HOROVOD_ELASTIC"] = "1";
   base.all_local = loopback_;

@@ -104,10 +104,6 @@ TEST(CliPhasesTest, RulesBetweenFlagsNameTheFlagToChange) {
        {},
        "--monitor-interval: is for --monitor"},
       {{"-np", "2", "--rendezvous-addr", "h:1", "--rendezvous-token-file", "t",
-        "--min-np", "1", "-H", "a:2", "p"},
-       {},
-       "--rendezvous-addr: an elastic job's membership"},
-      {{"-np", "2", "--rendezvous-addr", "h:1", "--rendezvous-token-file", "t",
         "--rendezvous-tls-cert", "c", "p"},
        {},
        "--rendezvous-tls-cert/--rendezvous-tls-key: give both or neither"},
@@ -148,6 +144,14 @@ TEST(CliPhasesTest, RulesBetweenFlagsNameTheFlagToChange) {
                        {});
   ASSERT_TRUE(daemons.ok()) << daemons.status().ToString();
   EXPECT_EQ(daemons->rendezvous_addr, "a:1,[::1]:2");
+  // An elastic job's memberships go to the daemon as well.
+  auto elastic =
+      Parse({"-np", "2", "--min-np", "1", "-H", "a:2", "--rendezvous-addr",
+             "h:1", "--rendezvous-token-file", "t", "p"},
+            {});
+  ASSERT_TRUE(elastic.ok()) << elastic.status().ToString();
+  EXPECT_TRUE(elastic->elastic.enabled);
+  EXPECT_EQ(elastic->rendezvous_addr, "h:1");
 }
 
 }  // namespace

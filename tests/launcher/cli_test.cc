@@ -99,10 +99,6 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
         "9"},
        "--blacklist-cooldown-range: needs 2 values (MIN MAX)"},
-      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--rendezvous-addr", "h:1",
-        "--rendezvous-token-file", "t", "p"},
-       "--rendezvous-addr: an elastic job's membership is kept by "
-       "horovodrun's own rendezvous"},
   };
   for (const Case& c : cases) {
     auto o = Parse(c.args);

@@ -140,6 +140,11 @@ TEST_F(StateDirTest, KilledWhileTheJobStepsThroughGenerations) {
   ExpectEveryRound(40);
 }
 
+TEST_F(StateDirTest, KilledWhileAnElasticJobLosesAHost) {
+  StartDaemon();
+  ElasticHostLeavesWhileTheDaemonIsDown();
+}
+
 TEST(DaemonFaultTest, LauncherDeathEndsItsJobByTtl) {
   TempDir dir;
   // horovodrun creates the job and is killed before it can end it; once the

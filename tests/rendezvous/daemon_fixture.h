@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +155,55 @@ class RestartedDaemonTest : public ::testing::Test {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     StartDaemon();
   }
+
+#ifdef HVD_TEST_WORKER
+  // An elastic job's membership changes while its daemon is down: an
+  // elastic horovodrun job of two local hosts ("localhost" and
+  // "127.0.0.1", one worker each, found by a discovery script) runs on the
+  // daemon; the daemon is killed, the script then drops 127.0.0.1, and the
+  // daemon comes back once horovodrun says its change waits for it. The
+  // job must finish on the host left, with every step counted once (the
+  // worker's weight is its steps).
+  void ElasticHostLeavesWhileTheDaemonIsDown() {
+    const std::string hosts = dir_.path() + "/hosts";
+    const std::string pids = dir_.path() + "/pids";
+    std::filesystem::create_directories(pids);
+    dir_.Write("hosts", "localhost:1\n127.0.0.1:1\n");
+    constexpr int kSteps = 60;
+    Subprocess job({HVD_HOROVODRUN, "-np", "2", "--min-np", "1",
+                    "--host-discovery-script", "cat " + hosts,
+                    "--rendezvous-addr", address_, "--rendezvous-token-file",
+                    daemon_->token_file(), HVD_TEST_WORKER, "--elastic-job",
+                    std::to_string(kSteps), "--step-ms", "50", "--pid-dir",
+                    pids});
+    ASSERT_FALSE(
+        job.WaitForStderr("elastic: (2) workers on", std::chrono::seconds(60))
+            .empty())
+        << job.StderrSoFar();
+    ASSERT_TRUE(
+        WaitForFile(pids + "/127.0.0.1-0.pid", std::chrono::seconds(60)))
+        << job.StderrSoFar();
+    daemon_->Stop(SIGKILL);
+    // Renamed into place: the script never reads half a file.
+    dir_.Write("hosts.new", "localhost:1\n");
+    std::filesystem::rename(dir_.path() + "/hosts.new", hosts);
+    ASSERT_FALSE(
+        job.WaitForStderr("(set membership)", std::chrono::seconds(60)).empty())
+        << job.StderrSoFar();
+    StartDaemon();
+    Result r = job.Wait(std::chrono::seconds(120));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find("elastic: 1 worker on localhost:1"), std::string::npos)
+        << r.err;
+    const std::regex done(
+        R"(\[0\]<stdout>:ELASTIC rank=0 size=1 steps=\d+ weight=)" +
+        std::to_string(kSteps) + " ");
+    EXPECT_TRUE(std::regex_search(r.out, done)) << r.out << r.err;
+    for (pid_t pid : ReadPids(pids)) {
+      EXPECT_FALSE(ProcessAlive(pid)) << "worker " << pid << " outlived it";
+    }
+  }
+#endif
 
   TempDir dir_;
   std::string address_;

@@ -138,6 +138,39 @@ TEST(DaemonTest, JobsAreIsolatedFromEachOther) {
   EXPECT_EQ(none->GetJob().status().code(), StatusCode::kUnauthenticated);
 }
 
+// An elastic job is created with no hosts; its creator sends each
+// membership, once per epoch, and only its token may.
+TEST(DaemonTest, AnElasticJobsMembershipsComeFromItsCreator) {
+  TempDir dir;
+  Daemon d(dir);
+  auto job = RendezvousClient::CreateJob(d.address(), Daemon::kAdminToken, {},
+                                         0, seconds(10), {}, /*elastic=*/true);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  auto owner = RendezvousClient::Create(d.address(), job->job_id, job->token);
+  auto first = owner->SetMembership({{"a", 2}}, 2, 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, 1);
+  // The same change again (an answer lost): its epoch, no new one.
+  EXPECT_EQ(*owner->SetMembership({{"a", 2}}, 2, 0), 1);
+  auto joined = owner->Join("a", 1, seconds(5));
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->rank, 1);
+  EXPECT_EQ(joined->generation, 1);
+  EXPECT_EQ(owner->SetMembership({{"b", 1}}, 1, 0).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*owner->SetMembership({{"b", 1}}, 1, 1), 2);
+  auto stranger = RendezvousClient::Create(d.address(), job->job_id, "x");
+  EXPECT_EQ(stranger->SetMembership({{"c", 1}}, 1, 2).status().code(),
+            StatusCode::kUnauthenticated);
+  // A job created with its hosts keeps them.
+  auto fixed = Create(d.address(), Daemon::kAdminToken);
+  ASSERT_TRUE(fixed.ok());
+  auto creator =
+      RendezvousClient::Create(d.address(), fixed->job_id, fixed->token);
+  EXPECT_EQ(creator->SetMembership({{"c", 1}}, 1, 1).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST(DaemonTest, RequestErrorsUseTheRightCodes) {
   TempDir dir;
   Daemon d(dir, {"--max-value-bytes", "16"});

@@ -115,6 +115,12 @@ TEST_F(EtcdStoreTest, KilledWhileTheJobStepsThroughGenerations) {
 
 // Two daemons on one address and one prefix: the second stands by (it
 // holds no port) and serves once the first is killed, with its jobs.
+TEST_F(EtcdStoreTest, KilledWhileAnElasticJobLosesAHost) {
+  StartEtcd(1);
+  StartDaemon();
+  ElasticHostLeavesWhileTheDaemonIsDown();
+}
+
 TEST_F(EtcdStoreTest, AStandbyDaemonTakesOverFromAKilledOne) {
   StartEtcd(1);
   StartDaemon();

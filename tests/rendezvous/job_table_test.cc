@@ -368,6 +368,29 @@ TEST_F(ElasticJobTest, EveryMemberJoinsTheSameEpoch) {
             StatusCode::kFailedPrecondition);
 }
 
+// A launcher names the epoch it changes: a retry after a lost answer gets
+// the epoch it made, and a change from an epoch the job left is refused.
+TEST_F(ElasticJobTest, AMembershipFromAnEpochIsAppliedOnce) {
+  auto second = table_.SetMembership(id_, {{"b", 1}}, 1, /*from_epoch=*/1);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(*second, 2);
+  auto retried = table_.SetMembership(id_, {{"b", 1}}, 1, 1);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ(*retried, 2);
+  EXPECT_EQ(*table_.Get(id_, kMembershipEpochKey), "2");
+  // Other hosts from the old epoch, or any change from a later one: refused,
+  // naming the job's epoch.
+  auto other = table_.SetMembership(id_, {{"c", 1}}, 1, 1);
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("epoch 2, not 1"), std::string::npos)
+      << other.status().message();
+  EXPECT_EQ(table_.SetMembership(id_, {{"c", 1}}, 1, 3).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto third = table_.SetMembership(id_, {{"c", 1}}, 1, 2);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(*third, 3);
+}
+
 TEST_F(ElasticJobTest, SurvivorsWaitForTheNextMembershipAndGetNewRanks) {
   ASSERT_TRUE(JoinNow("a", 0, 0).ok());
   ASSERT_TRUE(JoinNow("b", 1, 0).ok());
