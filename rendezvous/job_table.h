@@ -178,6 +178,8 @@ class JobTable {
   // Calls `then` once every change made so far is durable in the journal
   // (at once without one); the server answers from it.
   void WhenDurable(std::function<void(const Status&)> then) const;
+  // TableJournal::Abandon, at the end of a server's shutdown grace.
+  void AbandonDurability(const Status& why) const;
   // Applies a record of a snapshot or journal, in order, to a table that
   // is not serving yet. A restored job's keep-alive deadline counts from
   // now. DataLoss for a record that contradicts the ones before it.

@@ -79,6 +79,11 @@ void JobTable::WhenDurable(std::function<void(const Status&)> then) const {
   journal->WhenDurable(std::move(then));
 }
 
+void JobTable::AbandonDurability(const Status& why) const {
+  TableJournal* journal = journal_.load(std::memory_order_acquire);
+  if (journal != nullptr) journal->Abandon(why);
+}
+
 Status JobTable::JournalLocked(const TableRecord& record) {
   TableJournal* journal = journal_.load(std::memory_order_relaxed);
   if (!journal) return Status::Ok();

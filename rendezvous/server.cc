@@ -276,7 +276,26 @@ void RendezvousServer::Shutdown(const Status& why,
   impl_->server->GetHealthCheckService()->SetServingStatus(false);
   // Pending waits would otherwise hold Shutdown until their deadlines.
   impl_->table.CancelAll(why);
+  // Past the grace, answers still waiting for their change to be durable
+  // (an unreachable etcd) end, or gRPC's Shutdown would wait for them
+  // until the store's own timeout. Their callers retry, as for any
+  // unanswered call.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool shut = false;
+  std::thread abandon([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, grace, [&] { return shut; })) {
+      impl_->table.AbandonDurability(why);
+    }
+  });
   impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    shut = true;
+  }
+  cv.notify_all();
+  abandon.join();
   impl_->server->Wait();
   impl_->expirer.reset();
 }

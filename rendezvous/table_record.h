@@ -63,6 +63,10 @@ class TableJournal {
   virtual void WhenDurable(std::function<void(const Status&)> then) {
     then(Status::Ok());
   }
+  // The server stops and its grace is over: what still waits in
+  // WhenDurable gets `why` now (its change may never be written, so its
+  // caller must not be told it was), and writing stops retrying.
+  virtual void Abandon(const Status& why) { (void)why; }
   // Whether the journal has grown enough to be replaced by a snapshot of
   // the table (Compact, with the table's SnapshotRecords). The table asks
   // before it appends a record, when every record so far is applied.

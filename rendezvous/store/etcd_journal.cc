@@ -252,6 +252,21 @@ void EtcdJournal::WhenDurable(std::function<void(const Status&)> then) {
   then(now);
 }
 
+void EtcdJournal::Abandon(const Status& why) {
+  std::vector<Waiter> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandoned_ = true;
+    left.swap(waiters_);
+  }
+  if (!left.empty()) {
+    HVD_LOG(Warning) << "stopping with " << left.size()
+                     << " answers still waiting for etcd to take their "
+                        "changes; their callers retry";
+  }
+  for (Waiter& w : left) w.then(why);
+}
+
 void EtcdJournal::CommitLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -269,6 +284,9 @@ void EtcdJournal::CommitLoop() {
     const Status s = CommitBatch(seq, value);
     lock.lock();
     if (!s.ok()) {
+      // Abandoned at shutdown: nobody was told of these changes, and the
+      // daemon is stopping anyway.
+      if (abandoned_) return;
       lock.unlock();
       Lose(s);
       return;
@@ -311,12 +329,20 @@ Status EtcdJournal::CommitBatch(uint64_t seq, const std::string& value) {
           "etcd prefix '" + o_.prefix + "'",
           "another daemon took the jobs over (this one's lease ran out)");
     }
-    if (SteadyClock::now() >= until) {
+    bool abandoned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandoned = abandoned_;
+    }
+    if (abandoned || SteadyClock::now() >= until) {
       return Status::Unavailable(
           "etcd prefix '" + o_.prefix + "'",
-          "no batch could be written for " +
-              std::to_string(o_.commit_timeout.count() / 1000) +
-              " s: " + r.status().message());
+          (abandoned
+               ? std::string("no batch could be written before the "
+                             "daemon stopped")
+               : "no batch could be written for " +
+                     std::to_string(o_.commit_timeout.count() / 1000) + " s") +
+              ": " + r.status().message());
     }
     std::this_thread::sleep_for(backoff.Next());
   }
@@ -440,8 +466,10 @@ EtcdJournal::~EtcdJournal() {
   }
   if (committer_.joinable()) committer_.join();
   if (keeper_.joinable()) keeper_.join();
-  // A standby takes over at once, not when the lease would run out.
-  if (lease_ != 0) (void)client_->RevokeLease(lease_);
+  // A standby takes over at once, not when the lease would run out; not
+  // tried when the stop abandoned writes etcd did not take (it would wait
+  // out its own timeout too).
+  if (lease_ != 0 && !abandoned_) (void)client_->RevokeLease(lease_);
 }
 
 }  // namespace hvd::rendezvous::store

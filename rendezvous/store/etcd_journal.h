@@ -85,6 +85,7 @@ class EtcdJournal final : public TableJournal {
 
   Status Append(const TableRecord& record) override;
   void WhenDurable(std::function<void(const Status&)> then) override;
+  void Abandon(const Status& why) override;
   bool WantsSnapshot() const override;
   Status Compact(const std::vector<TableRecord>& snapshot) override;
 
@@ -132,6 +133,7 @@ class EtcdJournal final : public TableJournal {
   std::vector<Waiter> waiters_;  // in order of mark
   Status lost_;                  // once not ok, for good
   bool stopping_ = false;
+  bool abandoned_ = false;  // Abandon: a batch that fails is not retried
   std::thread committer_, keeper_;
 };
 

@@ -5,6 +5,8 @@
 // Against real etcd members the test starts on 127.0.0.1.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "rendezvous/client.h"
 #include "tests/rendezvous/daemon_fixture.h"
 #include "tests/rendezvous/etcd_fixture.h"
@@ -148,6 +150,37 @@ TEST_F(EtcdStoreTest, ClientsMoveToTheNextListedDaemon) {
 
 // A three-member etcd cluster loses the member the daemon speaks to
 // (the first listed) while the job runs: the daemon moves to another.
+// etcd goes away, then the daemon is told to stop: a call whose change
+// etcd never got is not answered as done, and the daemon stops at the end
+// of its grace rather than after the store's own 30 s. (The lease is long,
+// so that losing it does not stop the daemon first.)
+TEST_F(EtcdStoreTest, StopsAtTheEndOfItsGraceWhileEtcdIsGone) {
+  StartEtcd(1);
+  const int metrics = FreePort("127.0.0.1");
+  Daemon d(dir_, {"--store", etcd_->url(), "--etcd-lease-seconds", "60",
+                  "--shutdown-grace-seconds", "1", "--metrics-port",
+                  std::to_string(metrics)});
+  auto first = rendezvous::RendezvousClient::CreateJob(
+      d.address(), Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(10));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  etcd_->Kill(0);
+  auto blocked = std::async(std::launch::async, [&] {
+    return rendezvous::RendezvousClient::CreateJob(
+        d.address(), Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(120));
+  });
+  // In the table, its answer waiting for etcd.
+  ASSERT_TRUE(WaitForMetric(
+      metrics,
+      R"(hvd_rendezvous_calls_total{method="create_job",code="OK"} 2)"))
+      << d.process().StderrSoFar();
+  const auto start = std::chrono::steady_clock::now();
+  Result r = d.Stop(SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(25)) << r.err;
+  auto second = blocked.get();
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable)
+      << second.status().ToString();
+}
+
 TEST_F(EtcdStoreTest, AnEtcdMemberKilledLosesNothing) {
   StartEtcd(3);
   StartDaemon();
