@@ -401,6 +401,23 @@ void RendezvousClient::WaitAsync(
          });
 }
 
+namespace {
+
+// A random id for one barrier call, never 0 (BarrierRequest.entry).
+uint64_t BarrierEntry() {
+  thread_local std::mt19937_64 rng([] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+  }());
+  uint64_t e;
+  do {
+    e = rng();
+  } while (e == 0);
+  return e;
+}
+
+}  // namespace
+
 void RendezvousClient::BarrierAsync(const std::string& name, int rank,
                                     std::chrono::milliseconds timeout,
                                     std::function<void(Status)> done) {
@@ -409,6 +426,8 @@ void RendezvousClient::BarrierAsync(const std::string& name, int rank,
   op.mutable_barrier()->set_rank(rank);
   timeout = std::max(timeout, milliseconds(1));
   op.mutable_barrier()->set_timeout_ms(timeout.count());
+  // The same in every retry of this call (Submit sends `op` again).
+  op.mutable_barrier()->set_entry(BarrierEntry());
   std::string where = "rendezvous " + address_;
   Submit(std::move(op), timeout, "barrier '" + name + "'",
          [done = std::move(done), where](const pb::OpResult& r) {

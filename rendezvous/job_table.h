@@ -154,8 +154,13 @@ class JobTable {
   // Enters barrier `name` as `rank`; `done` runs with OK when every rank of
   // the job has entered this round of it, or DeadlineExceeded naming the
   // ranks still missing. The round then resets, so names may be reused.
+  // `entry` (0: none) names the call, the same in its retries: one that
+  // completed the job's last round is answered OK at once (its answer was
+  // lost), not entered in the next. Each round's entries are journaled
+  // before it is answered.
   WaitId Barrier(const std::string& job_id, const std::string& name, int rank,
-                 Clock::time_point deadline, BarrierCallback done);
+                 Clock::time_point deadline, BarrierCallback done,
+                 uint64_t entry = 0);
 
   // Completes a pending wait or barrier entry with Cancelled (the client
   // went away). Does nothing when it has completed already.
@@ -199,6 +204,7 @@ class JobTable {
     std::vector<std::string> keys;  // for key waits
     size_t missing = 0;             // keys not yet set
     std::string barrier;            // for barrier entries
+    uint64_t entry = 0;             // ... the call's (BarrierRequest.entry)
     int rank = -1;
     Clock::time_point deadline;
     WaitCallback on_values;
@@ -224,12 +230,26 @@ class JobTable {
     std::unordered_map<std::string, std::string> kv;
     std::unordered_map<std::string, std::vector<WaitId>> waiting_on;  // key
     std::unordered_map<std::string, BarrierRound> barriers;
+    // The last barrier round completed, of any name, and its entries: a
+    // rank whose answer was lost holds up every later round (barriers are
+    // the whole job's), so no other can have completed since.
+    std::string last_round;
+    std::vector<uint64_t> last_entries;
     std::unordered_set<WaitId> waiters;
     size_t bytes = 0;           // keys + values
     Clock::time_point expires;  // when ttl > 0
   };
   using Completion = std::function<void()>;
 
+  // Whether `entry` completed the last round, of barrier `name`; `mu_`
+  // held.
+  bool PassedLocked(const Job& job, const std::string& name,
+                    uint64_t entry) const;
+  // Every rank entered barrier `name`: its entries are journaled and its
+  // waiters complete (with the journal's error, if any); `mu_` held.
+  void CompleteRoundLocked(Job& job, const std::string& job_id,
+                           const std::string& name,
+                           std::vector<Completion>& completions);
   // The next epoch of an elastic job, with `hosts`; `mu_` held.
   StatusOr<int> NewEpochLocked(Job& job, const std::string& job_id,
                                std::vector<HostSlots> hosts,

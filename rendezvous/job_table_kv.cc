@@ -183,10 +183,11 @@ JobTable::WaitId JobTable::Wait(const std::string& job_id,
 JobTable::WaitId JobTable::Barrier(const std::string& job_id,
                                    const std::string& name, int rank,
                                    Clock::time_point deadline,
-                                   BarrierCallback done) {
+                                   BarrierCallback done, uint64_t entry) {
   std::vector<Completion> completions;
   WaitId id = 0;
   Status error;
+  bool passed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto job = FindLocked(job_id);
@@ -199,12 +200,15 @@ JobTable::WaitId JobTable::Barrier(const std::string& job_id,
       error = Status::InvalidArgument(
           "rank", std::to_string(rank) + " is out of range for a job of " +
                       std::to_string((*job)->assignments.size()));
+    } else if (PassedLocked(**job, name, entry)) {
+      passed = true;
     } else {
       Job& j = **job;
       BarrierRound& round = j.barriers[name];
       Waiter w;
       w.job_id = job_id;
       w.barrier = name;
+      w.entry = entry;
       w.rank = rank;
       w.deadline = deadline;
       w.on_barrier = std::move(done);
@@ -212,14 +216,14 @@ JobTable::WaitId JobTable::Barrier(const std::string& job_id,
       round.ranks.insert(rank);
       round.waiters.push_back(id);
       if (round.ranks.size() == j.assignments.size()) {
-        std::vector<WaitId> ids = std::move(round.waiters);
-        j.barriers.erase(name);
-        for (WaitId w_id : ids) {
-          completions.push_back(FinishLocked(w_id, Status::Ok()));
-        }
+        CompleteRoundLocked(j, job_id, name, completions);
         id = 0;
       }
     }
+  }
+  if (passed) {
+    done(Status::Ok());
+    return 0;
   }
   if (!error.ok()) {
     done(error);
@@ -227,6 +231,35 @@ JobTable::WaitId JobTable::Barrier(const std::string& job_id,
   }
   RunAll(completions);
   return id;
+}
+
+bool JobTable::PassedLocked(const Job& job, const std::string& name,
+                            uint64_t entry) const {
+  return entry != 0 && name == job.last_round &&
+         std::find(job.last_entries.begin(), job.last_entries.end(), entry) !=
+             job.last_entries.end();
+}
+
+void JobTable::CompleteRoundLocked(Job& job, const std::string& job_id,
+                                   const std::string& name,
+                                   std::vector<Completion>& completions) {
+  std::vector<WaitId> ids = std::move(job.barriers[name].waiters);
+  job.barriers.erase(name);
+  std::vector<uint64_t> entries;
+  for (WaitId w_id : ids) {
+    auto it = waiters_.find(w_id);
+    if (it != waiters_.end() && it->second.entry != 0) {
+      entries.push_back(it->second.entry);
+    }
+  }
+  // Journaled before any is answered: a retry after a restart must find
+  // its entry. A refused record fails the round (nobody passed it).
+  Status s = JournalLocked(BarrierRecord(job_id, name, entries));
+  if (s.ok()) {
+    job.last_round = name;
+    job.last_entries = std::move(entries);
+  }
+  for (WaitId w_id : ids) completions.push_back(FinishLocked(w_id, s));
 }
 
 JobTable::Completion JobTable::FinishLocked(WaitId id, const Status& status) {

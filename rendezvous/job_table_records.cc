@@ -63,6 +63,16 @@ TableRecord EndRecord(const std::string& job_id) {
   return r;
 }
 
+TableRecord BarrierRecord(const std::string& job_id, const std::string& name,
+                          const std::vector<uint64_t>& entries) {
+  TableRecord r;
+  r.kind = TableRecord::Kind::kBarrier;
+  r.job_id = job_id;
+  r.key = name;
+  r.entries = entries;
+  return r;
+}
+
 bool IsEphemeralKey(const std::string& key) {
   return key.rfind(kMetricsKeyPrefix, 0) == 0 ||
          key.rfind(kArrivalsKeyPrefix, 0) == 0;
@@ -149,6 +159,11 @@ Status JobTable::Restore(const TableRecord& r) {
       expiries_.erase({job.expires, r.job_id});
       jobs_.erase(it);
       return Status::Ok();
+    case TableRecord::Kind::kBarrier:
+      if (r.key.empty()) return Contradicts(r, "a barrier needs a name");
+      job.last_round = r.key;
+      job.last_entries = r.entries;
+      return Status::Ok();
     case TableRecord::Kind::kJob:
       break;
   }
@@ -171,6 +186,9 @@ std::vector<TableRecord> JobTable::SnapshotRecordsLocked() const {
     }
     for (const auto& [key, value] : job.kv) {
       if (!IsEphemeralKey(key)) out.push_back(KeyRecord(id, key, value));
+    }
+    if (!job.last_round.empty()) {
+      out.push_back(BarrierRecord(id, job.last_round, job.last_entries));
     }
   }
   return out;

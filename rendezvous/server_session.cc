@@ -311,16 +311,17 @@ class SessionReactor final
                        Clock::time_point start) {
     Block(op_id, DeadlineFrom(req.timeout_ms()),
           [&](Clock::time_point deadline) {
-            return table_->Barrier(job_id_, req.name(), req.rank(), deadline,
-                                   [table = table_, state = state_, op_id,
-                                    stats = stats_, start](Status s) {
-                                     Answered(stats, "barrier", s, start);
-                                     pb::OpResult result;
-                                     result.set_id(op_id);
-                                     SetResultStatus(&result, s);
-                                     DeliverDurably(table, state,
-                                                    std::move(result));
-                                   });
+            return table_->Barrier(
+                job_id_, req.name(), req.rank(), deadline,
+                [table = table_, state = state_, op_id, stats = stats_,
+                 start](Status s) {
+                  Answered(stats, "barrier", s, start);
+                  pb::OpResult result;
+                  result.set_id(op_id);
+                  SetResultStatus(&result, s);
+                  DeliverDurably(table, state, std::move(result));
+                },
+                req.entry());
           });
   }
 

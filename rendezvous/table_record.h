@@ -3,8 +3,9 @@
 // The table writes a record to its journal before the change it describes
 // is made or answered, and a table rebuilt from the records of a snapshot
 // and of the journal after it holds the same jobs, tokens (hashed),
-// members, generations, membership epochs and keys. Waits, barrier rounds
-// and keep-alive deadlines are not in it: clients send their waits again
+// members, generations, membership epochs, keys, and which calls
+// completed each barrier's last round. Waits, rounds under way and
+// keep-alive deadlines are not in it: clients send their waits again
 // (RendezvousClient), and a restored job's TTL counts from the restart.
 #pragma once
 
@@ -24,6 +25,7 @@ struct TableRecord {
     kJoined = 3,      // job_id, rank, generation
     kKey = 4,         // job_id, key, value
     kEnd = 5,         // job_id: ended or expired
+    kBarrier = 6,     // job_id, key (its name), entries: the last round
   };
   Kind kind = Kind::kJob;
   std::string job_id;
@@ -34,6 +36,7 @@ struct TableRecord {
   int rank = -1;
   int generation = 0;
   std::string key, value;
+  std::vector<uint64_t> entries;
 
   bool operator==(const TableRecord&) const = default;
 };
@@ -48,6 +51,8 @@ TableRecord JoinedRecord(const std::string& job_id, int rank, int generation);
 TableRecord KeyRecord(const std::string& job_id, const std::string& key,
                       const std::string& value);
 TableRecord EndRecord(const std::string& job_id);
+TableRecord BarrierRecord(const std::string& job_id, const std::string& name,
+                          const std::vector<uint64_t>& entries);
 
 // Where the table writes its records. Append is called under the table's
 // lock, in the order of the changes; an error refuses the change. A record

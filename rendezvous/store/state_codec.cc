@@ -62,10 +62,11 @@ void ToProto(const TableRecord& r, pb::Record* out) {
   out->set_generation(r.generation);
   out->set_key(r.key);
   out->set_value(r.value);
+  for (uint64_t e : r.entries) out->add_entries(e);
 }
 
 std::optional<TableRecord> FromProto(const pb::Record& p) {
-  if (p.kind() < pb::Record::JOB || p.kind() > pb::Record::END) {
+  if (p.kind() < pb::Record::JOB || p.kind() > pb::Record::BARRIER) {
     return std::nullopt;
   }
   TableRecord r;
@@ -81,6 +82,7 @@ std::optional<TableRecord> FromProto(const pb::Record& p) {
   r.generation = p.generation();
   r.key = p.key();
   r.value = p.value();
+  r.entries.assign(p.entries().begin(), p.entries().end());
   return r;
 }
 
