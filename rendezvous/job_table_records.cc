@@ -12,14 +12,20 @@ Status Contradicts(const TableRecord& r, const std::string& why) {
   return Status::DataLoss("state record for job '" + r.job_id + "'", why);
 }
 
+// A record of `kind` for `job_id`; its maker fills in the rest.
+TableRecord RecordOf(TableRecord::Kind kind, const std::string& job_id) {
+  TableRecord r;
+  r.kind = kind;
+  r.job_id = job_id;
+  return r;
+}
+
 }  // namespace
 
 TableRecord JobRecord(const std::string& job_id, const std::string& token_hash,
                       bool elastic, const std::vector<HostSlots>& hosts,
                       int epoch) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kJob;
-  r.job_id = job_id;
+  TableRecord r = RecordOf(TableRecord::Kind::kJob, job_id);
   r.token_hash = token_hash;
   r.elastic = elastic;
   r.hosts = hosts;
@@ -29,18 +35,14 @@ TableRecord JobRecord(const std::string& job_id, const std::string& token_hash,
 
 TableRecord MembershipRecord(const std::string& job_id,
                              const std::vector<HostSlots>& hosts, int epoch) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kMembership;
-  r.job_id = job_id;
+  TableRecord r = RecordOf(TableRecord::Kind::kMembership, job_id);
   r.hosts = hosts;
   r.epoch = epoch;
   return r;
 }
 
 TableRecord JoinedRecord(const std::string& job_id, int rank, int generation) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kJoined;
-  r.job_id = job_id;
+  TableRecord r = RecordOf(TableRecord::Kind::kJoined, job_id);
   r.rank = rank;
   r.generation = generation;
   return r;
@@ -48,26 +50,19 @@ TableRecord JoinedRecord(const std::string& job_id, int rank, int generation) {
 
 TableRecord KeyRecord(const std::string& job_id, const std::string& key,
                       const std::string& value) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kKey;
-  r.job_id = job_id;
+  TableRecord r = RecordOf(TableRecord::Kind::kKey, job_id);
   r.key = key;
   r.value = value;
   return r;
 }
 
 TableRecord EndRecord(const std::string& job_id) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kEnd;
-  r.job_id = job_id;
-  return r;
+  return RecordOf(TableRecord::Kind::kEnd, job_id);
 }
 
 TableRecord BarrierRecord(const std::string& job_id, const std::string& name,
                           const std::vector<uint64_t>& entries) {
-  TableRecord r;
-  r.kind = TableRecord::Kind::kBarrier;
-  r.job_id = job_id;
+  TableRecord r = RecordOf(TableRecord::Kind::kBarrier, job_id);
   r.key = name;
   r.entries = entries;
   return r;
