@@ -140,6 +140,24 @@ TEST_F(StateDirTest, KilledWhileTheJobStepsThroughGenerations) {
   ExpectEveryRound(40);
 }
 
+// The same for a Python job (horovod.torch over libhvd's client): 40
+// rounds, each a new init(), the daemon killed after round 2.
+TEST_F(StateDirTest, KilledWhileAPythonJobStepsThroughGenerations) {
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0 ||
+      !std::filesystem::exists(HVD_PYTHON_PACKAGE "/hvd/__init__.py")) {
+    GTEST_SKIP() << "no python3-torch or no hvd Python package built";
+  }
+  StartDaemon();
+  StartJob("exec /usr/bin/python3 " HVD_SOURCE_DIR
+           "/tests/python/rounds_job.py --rounds 40 --late-rank 1 "
+           "--late-ms 300");
+  ASSERT_FALSE(
+      job_->process().WaitForStdout("(round 2 sum)", seconds(120)).empty())
+      << job_->process().StderrSoFar();
+  KillAndRestart();
+  ExpectEveryRound(40);
+}
+
 TEST_F(StateDirTest, KilledWhileAnElasticJobLosesAHost) {
   StartDaemon();
   ElasticHostLeavesWhileTheDaemonIsDown();
