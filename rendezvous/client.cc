@@ -56,7 +56,20 @@ std::string StillUnreachable(const std::string& message,
 
 constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);
 
-// CreateJob at one daemon.
+// A random id for one barrier call, never 0 (BarrierRequest.entry).
+uint64_t BarrierEntry() {
+  thread_local std::mt19937_64 rng([] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device();
+  }());
+  uint64_t e;
+  do {
+    e = rng();
+  } while (e == 0);
+  return e;
+}
+
+// `hosts` into a request's repeated field.
 void AddHosts(const std::vector<HostSlots>& hosts,
               google::protobuf::RepeatedPtrField<pb::HostSlots>* out) {
   for (const HostSlots& h : hosts) {
@@ -67,6 +80,7 @@ void AddHosts(const std::vector<HostSlots>& hosts,
   }
 }
 
+// CreateJob at one daemon.
 StatusOr<CreatedJob> CreateJobAt(pb::Rendezvous::Stub* stub,
                                  const std::string& address,
                                  const std::string& admin_token,
@@ -400,23 +414,6 @@ void RendezvousClient::WaitAsync(
                                          r.wait().values().end()));
          });
 }
-
-namespace {
-
-// A random id for one barrier call, never 0 (BarrierRequest.entry).
-uint64_t BarrierEntry() {
-  thread_local std::mt19937_64 rng([] {
-    std::random_device device;
-    return (static_cast<uint64_t>(device()) << 32) ^ device();
-  }());
-  uint64_t e;
-  do {
-    e = rng();
-  } while (e == 0);
-  return e;
-}
-
-}  // namespace
 
 void RendezvousClient::BarrierAsync(const std::string& name, int rank,
                                     std::chrono::milliseconds timeout,

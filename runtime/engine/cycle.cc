@@ -47,19 +47,25 @@ std::string Engine::BuildMessage(uint8_t stop,
     size_t budget = options_.eager_cycle_bytes;
     std::lock_guard<std::mutex> lock(mu_);
     eager_candidates_.clear();
+    size_t wanted = 0;
     for (const auto& [name, p] : pending_) {
       const Request& r = p.request;
       if (r.type != OpType::kAllreduce || r.device >= 0 || r.adasum) continue;
       const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-      if (bytes <= options_.eager_tensor_bytes) eager_candidates_.push_back(&p);
+      if (bytes > options_.eager_tensor_bytes) continue;
+      eager_candidates_.push_back(&p);
+      wanted += bytes;
     }
-    // In name order, as every rank holding the same tensors takes them, so
-    // that the budget leaves out the same ones everywhere (pending_ is
-    // hashed).
-    std::sort(eager_candidates_.begin(), eager_candidates_.end(),
-              [](const Pending* a, const Pending* b) {
-                return a->request.name < b->request.name;
-              });
+    // When the budget leaves some out: in name order, as every rank holding
+    // the same tensors takes them, so it leaves out the same ones
+    // everywhere (pending_ is hashed). Otherwise each rank's data is found
+    // by name, and no order is needed.
+    if (wanted > budget) {
+      std::sort(eager_candidates_.begin(), eager_candidates_.end(),
+                [](const Pending* a, const Pending* b) {
+                  return a->request.name < b->request.name;
+                });
+    }
     for (const Pending* p : eager_candidates_) {
       const Request& r = p->request;
       const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
