@@ -16,12 +16,20 @@
 namespace hvd {
 
 struct Handle::State {
-  std::shared_ptr<runtime::Completion> completion;
+  // In the handle's own allocation: the engine holds it through Shared
+  // (one allocation per submission, not two).
+  runtime::Completion completion;
   // The engine that runs it (null when refused), and whether submitting
   // woke its thread. Waiting after the engine is gone is safe: its
   // requests all completed when it shut down.
   runtime::Engine* engine = nullptr;
   bool notified = true;
+
+  // The completion as the engine keeps it: sharing the state's ownership.
+  static std::shared_ptr<runtime::Completion> Shared(
+      const std::shared_ptr<State>& s) {
+    return std::shared_ptr<runtime::Completion>(s, &s->completion);
+  }
 };
 
 Handle MakeHandle(std::shared_ptr<Handle::State> state) {
@@ -32,22 +40,22 @@ Handle MakeHandle(std::shared_ptr<Handle::State> state) {
 
 Status Handle::wait() const {
   if (!state_) return Status::FailedPrecondition("hvd::Handle", "is invalid");
-  if (state_->engine && !state_->completion->done()) {
-    return state_->engine->Wait(state_->completion, state_->notified);
+  if (state_->engine && !state_->completion.done()) {
+    return state_->engine->Wait(State::Shared(state_), state_->notified);
   }
-  return state_->completion->Wait();
+  return state_->completion.Wait();
 }
 
 bool Handle::poll() const {
-  if (!state_ || !state_->completion->done()) return false;
-  state_->completion->Collect();  // the caller learnt it is done
+  if (!state_ || !state_->completion.done()) return false;
+  state_->completion.Collect();  // the caller learnt it is done
   return true;
 }
 
-bool Handle::refused() const { return state_ && state_->completion->refused(); }
+bool Handle::refused() const { return state_ && state_->completion.refused(); }
 
 int64_t Handle::value() const {
-  return state_ ? state_->completion->value() : 0;
+  return state_ ? state_->completion.value() : 0;
 }
 
 int64_t Tensor::num_elements() const {
@@ -60,8 +68,7 @@ namespace {
 
 Handle Refused(Status why) {
   auto state = std::make_shared<Handle::State>();
-  state->completion = std::make_shared<runtime::Completion>();
-  state->completion->Refuse(std::move(why));
+  state->completion.Refuse(std::move(why));
   return MakeHandle(state);
 }
 
@@ -78,8 +85,8 @@ Handle Submit(runtime::Request request, void* data, Output* out = nullptr,
   auto state = std::make_shared<Handle::State>();
   state->engine = &(*c)->engine();
   state->notified = !t_wait_follows;
-  state->completion =
-      state->engine->Enqueue(std::move(request), data, out, state->notified);
+  state->engine->Enqueue(std::move(request), data, out, state->notified,
+                         Handle::State::Shared(state));
   return MakeHandle(state);
 }
 
@@ -139,11 +146,17 @@ runtime::Request RequestFor(const std::string& name, runtime::OpType type,
 runtime::Request& ReusedRequest(const std::string& name, runtime::OpType type,
                                 const Tensor& tensor) {
   thread_local runtime::Request r;
-  std::string name_buffer = std::move(r.name);
-  std::vector<int64_t> shape_buffer = std::move(r.shape);
-  r = runtime::Request{};
-  r.name = std::move(name_buffer);
-  r.shape = std::move(shape_buffer);
+  // Field by field: a fresh Request assigned over it would build and free
+  // three strings and two vectors per call.
+  static const runtime::Request kDefault;
+  r.reduce = kDefault.reduce;
+  r.average = kDefault.average;
+  r.adasum = kDefault.adasum;
+  r.prescale = kDefault.prescale;
+  r.postscale = kDefault.postscale;
+  r.root = kDefault.root;
+  r.splits.clear();
+  r.group.clear();
   FillRequest(name, type, tensor, r);
   return r;
 }
@@ -167,8 +180,18 @@ Handle allreduce_async(const std::string& name, const Tensor& tensor,
 Handle allreduce_async(const std::string& name, void* data, int64_t count,
                        DataType dtype, ReduceOp op, double prescale,
                        double postscale) {
-  return allreduce_async(name, Flat(data, count, dtype), op, prescale,
-                         postscale);
+  // The request straight from the buffer (no Tensor made and copied on
+  // the way: a step submits one per gradient).
+  runtime::Request r;
+  r.name = name;
+  r.type = runtime::OpType::kAllreduce;
+  r.dtype = dtype;
+  r.count = count;
+  r.shape.assign(1, count);
+  SetReduceOp(op, r);
+  r.prescale = prescale;
+  r.postscale = postscale;
+  return Submit(std::move(r), data);
 }
 
 std::vector<Handle> grouped_allreduce_async(const std::string& name,
@@ -186,7 +209,12 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
   }
   runtime::Context* c = *ctx;
   std::vector<std::pair<runtime::Request, void*>> group;
+  std::vector<std::shared_ptr<runtime::Completion>> done;
   for (size_t i = 0; i < tensors.size(); ++i) {
+    auto state = std::make_shared<Handle::State>();
+    state->engine = &c->engine();
+    done.push_back(Handle::State::Shared(state));
+    handles.push_back(MakeHandle(std::move(state)));
     runtime::Request r = RequestFor(name + "." + std::to_string(i),
                                     runtime::OpType::kAllreduce, tensors[i]);
     SetReduceOp(op, r);
@@ -195,12 +223,7 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
     r.group = name;
     group.push_back({std::move(r), tensors[i].data});
   }
-  for (auto& done : c->engine().EnqueueGroup(std::move(group))) {
-    auto state = std::make_shared<Handle::State>();
-    state->completion = std::move(done);
-    state->engine = &c->engine();
-    handles.push_back(MakeHandle(state));
-  }
+  c->engine().EnqueueGroup(std::move(group), std::move(done));
   return handles;
 }
 
@@ -211,11 +234,8 @@ std::vector<Handle> grouped_allreduce_async(const std::string& name,
   if (data.size() != counts.size()) {
     std::vector<Handle> handles;
     for (size_t i = 0; i < data.size(); ++i) {
-      auto state = std::make_shared<Handle::State>();
-      state->completion = std::make_shared<runtime::Completion>();
-      state->completion->Refuse(Status::InvalidArgument(
-          "hvd::grouped_allreduce_async", "needs one count per tensor"));
-      handles.push_back(MakeHandle(state));
+      handles.push_back(Refused(Status::InvalidArgument(
+          "hvd::grouped_allreduce_async", "needs one count per tensor")));
     }
     return handles;
   }

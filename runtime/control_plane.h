@@ -35,6 +35,28 @@ class ControlPlane {
   virtual Status Exchange(const std::string& mine,
                           std::vector<std::string>* all,
                           bool urgent = true) = 0;
+  // An urgent exchange its caller times. Between sending and having every
+  // peer's message a rank only waits, so the clock is read there: `sent`
+  // once this rank's message is out, `came` in the wait (at most one read
+  // before the last peer's was seen). `waiting` (if set) runs once when
+  // the peers are not there after a short spin: what a rank stuck in the
+  // exchange must leave behind (say, a flight record) need not cost an
+  // exchange that is not stuck.
+  struct Timed {
+    std::chrono::steady_clock::time_point sent, came;
+    void (*waiting)(void*) = nullptr;
+    void* arg = nullptr;
+  };
+  // Planes that cannot split their exchange read the clock and run
+  // `waiting` before it, and read the clock again after.
+  virtual Status TimedExchange(const std::string& mine,
+                               std::vector<std::string>* all, Timed* t) {
+    t->sent = std::chrono::steady_clock::now();
+    if (t->waiting) t->waiting(t->arg);
+    Status s = Exchange(mine, all, true);
+    t->came = std::chrono::steady_clock::now();
+    return s;
+  }
 
   // Sleeps until Notify() was called (since the last Wait), a peer has
   // started the next exchange (or hung up, or died), or `timeout` passes.

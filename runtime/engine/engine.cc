@@ -223,7 +223,7 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   // (A pending request's completion is not done, so not collected: its
   // name is held.)
   if (refuse.ok() &&
-      (request.name == fast_name_ || !HoldNameLocked(request.name, done))) {
+      (FastNameLocked(request.name) || !HoldNameLocked(request.name, done))) {
     refuse = Status::InvalidArgument(
         who(), "is already in flight on rank " + std::to_string(options_.rank) +
                    "; wait for it before submitting the name again");
@@ -250,8 +250,12 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   }
 }
 
+bool Engine::FastNameLocked(const std::string& name) const {
+  return fast_busy_.load(std::memory_order_acquire) && name == fast_name_;
+}
+
 bool Engine::NameHeldLocked(const std::string& name) const {
-  if (name == fast_name_) return true;
+  if (FastNameLocked(name)) return true;
   auto it = held_names_.find(name);
   if (it == held_names_.end()) return false;
   std::shared_ptr<Completion> c = it->second.lock();
@@ -288,8 +292,9 @@ void Engine::AllreducesDoneLocked(int n,
 }
 
 std::shared_ptr<Completion> Engine::Enqueue(Request request, void* data,
-                                            Output* out, bool notify) {
-  auto done = std::make_shared<Completion>();
+                                            Output* out, bool notify,
+                                            std::shared_ptr<Completion> done) {
+  if (!done) done = std::make_shared<Completion>();
   Status refuse = Validate(request, data, out);
   Status gone;
   {
@@ -316,12 +321,13 @@ Status Engine::Wait(const std::shared_ptr<Completion>& done, bool notified) {
 }
 
 std::vector<std::shared_ptr<Completion>> Engine::EnqueueGroup(
-    std::vector<std::pair<Request, void*>> requests) {
-  std::vector<std::shared_ptr<Completion>> done;
+    std::vector<std::pair<Request, void*>> requests,
+    std::vector<std::shared_ptr<Completion>> done) {
   std::vector<Status> refuse, gone(requests.size());
-  for (auto& [r, data] : requests) {
-    done.push_back(std::make_shared<Completion>());
-    refuse.push_back(Validate(r, data, nullptr));
+  done.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!done[i]) done[i] = std::make_shared<Completion>();
+    refuse.push_back(Validate(requests[i].first, requests[i].second, nullptr));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -99,10 +99,11 @@ class Engine : private CycleDriver::Cycles {
   // alltoall and reducescatter read `data` and fill `*out` (resized, with
   // its shape).
   // `notify`: wake the engine thread now; a caller about to Wait may pass
-  // false (Wait then wakes it if the caller cannot drive).
+  // false (Wait then wakes it if the caller cannot drive). `done`: the
+  // completion to use (a handle's, allocated with it); a new one if null.
   std::shared_ptr<Completion> Enqueue(Request request, void* data,
-                                      Output* out = nullptr,
-                                      bool notify = true);
+                                      Output* out = nullptr, bool notify = true,
+                                      std::shared_ptr<Completion> done = {});
 
   // Waits for `done` (a completion of this engine), running the cycles on
   // the calling thread when it can. `notified`: Enqueue woke the engine
@@ -126,9 +127,11 @@ class Engine : private CycleDriver::Cycles {
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
-  // together (fused when they allow). Results are per request.
+  // together (fused when they allow). Results are per request, in `done`
+  // when given (one per request, as Enqueue's), else new ones.
   std::vector<std::shared_ptr<Completion>> EnqueueGroup(
-      std::vector<std::pair<Request, void*>> requests);
+      std::vector<std::pair<Request, void*>> requests,
+      std::vector<std::shared_ptr<Completion>> done = {});
 
   // This rank's last collectives (engine/flight_recorder.h).
   const FlightRecorder& flight_recorder() const { return flight_; }
@@ -160,6 +163,8 @@ class Engine : private CycleDriver::Cycles {
   // before collecting the first is refused every time, however fast the
   // first completed. (`mu_` held.)
   bool NameHeldLocked(const std::string& name) const;
+  // Whether the fast lane's call of `name` is in flight (`mu_` held).
+  bool FastNameLocked(const std::string& name) const;
   // Holds `name` for `done`; false (and nothing changes) when it is held.
   bool HoldNameLocked(const std::string& name,
                       const std::shared_ptr<Completion>& done);
@@ -235,6 +240,15 @@ class Engine : private CycleDriver::Cycles {
   // The message a cycle sends for one cached allreduce (`id`) of `data`
   // and nothing else, into fast_msg_ (express_at_ set).
   void BuildFastMessage(uint32_t id, const Request& r, const void* data);
+  // FastTurn's ends: the allreduce reduced from the express cycle's data
+  // (`flight`: its record if the wait made one); or the request pending
+  // in the full cycle that follows.
+  void FinishFast(const Request& r, void* data, uint32_t id,
+                  const ControlPlane::Timed& timed, uint64_t flight);
+  CycleDriver::Turn FallBackFromFast(const Request& r, void* data, uint32_t id,
+                                     const Status& exchanged,
+                                     ControlPlane::Timed timed, uint64_t flight,
+                                     std::shared_ptr<Completion>* queued);
   // Requests this rank had pending through a dropped cache entry go again
   // in full.
   void ResendDropped(const Negotiation& round);
@@ -324,9 +338,19 @@ class Engine : private CycleDriver::Cycles {
   uint32_t fast_msg_id_ = UINT32_MAX;
   size_t fast_msg_bytes_ = 0, fast_data_at_ = 0;
   std::string fast_msg_name_;
-  std::string fast_name_;  // guarded by mu_: the fast lane's tensor
+  // The fast lane's tensor while fast_busy_: both set under mu_; the flag
+  // is cleared without it, as the call returns (a submission of the name
+  // that races with the return may be refused, as it would be just before).
+  std::string fast_name_;
+  std::atomic<bool> fast_busy_{false};
+  // Counted only by the thread running the cycles (CountOne), read by any.
   std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0},
       express_groups_{0};
+  // One more on a counter only the cycles' thread writes: a load and a
+  // store, no locked add.
+  static void CountOne(std::atomic<uint64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   std::map<std::string, std::vector<std::string_view>> eager_;
   StallInspector stall_;  // rank 0's
   std::thread thread_;

@@ -98,7 +98,7 @@ bool Engine::TryExpress(Status* ran) {
   Metrics::Process().ExpressAllreduce(
       exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
       std::chrono::duration<double>(reduced_at - exchanged_at_).count(), busy);
-  express_.fetch_add(1, std::memory_order_relaxed);
+  CountOne(express_);
   done->Set(Status::Ok());
   return true;
 }
@@ -123,7 +123,7 @@ bool Engine::ExpressGroup(Status* ran) {
       FlightRecorder::Phase::kNegotiated, exchanged_at_);
   cycle_bytes_ = 0;
   *ran = RunCollectives(express_group_pending_);
-  express_groups_.fetch_add(1, std::memory_order_relaxed);
+  CountOne(express_groups_);
   return true;
 }
 
@@ -158,7 +158,12 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
       outgoing_knobs_ || (options_.timeline && options_.timeline->enabled())) {
     return Turn::kIdle;
   }
-  const std::optional<uint32_t> id = cache_.Lookup(r);
+  // A loop's same tensor again: its entry, if still the same, spares the
+  // lookup's hash.
+  const std::optional<uint32_t> id =
+      cache_.Has(fast_msg_id_) && cache_.Get(fast_msg_id_) == r
+          ? std::optional<uint32_t>(fast_msg_id_)
+          : cache_.Lookup(r);
   if (!id) return Turn::kIdle;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -166,47 +171,77 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
         !fresh_.empty() || NameHeldLocked(r.name)) {
       return Turn::kIdle;
     }
-    fast_name_ = r.name;  // a second submission of it is refused meanwhile
+    // A second submission of it is refused meanwhile.
+    if (fast_name_ != r.name) fast_name_ = r.name;
+    fast_busy_.store(true, std::memory_order_relaxed);
   }
-  Metrics::Process().CacheLookup(true);
   BuildFastMessage(*id, r, data);
-  const auto start = std::chrono::steady_clock::now();
-  // Recorded before the exchange, which waits for every rank: a rank stuck
-  // here shows what it waits on in a dump.
-  const uint64_t flight = flight_.Submitted(r, start);
-  Status s = control_->Exchange(fast_msg_, &cycle_messages_, true);
-  if (s.ok() && SameButData()) {
-    const size_t data_bytes = ExpressViews();
-    cycle_bytes_ = executor_.ReduceEager(r, data, express_views_);
-    // Two clock reads, not three (each costs about a twentieth of the
-    // call): the exchange carried the data, so the call's whole time is
-    // both its negotiation and its transfer (the reduction of a few KiB
-    // after it is a small part).
-    const auto end = std::chrono::steady_clock::now();
-    const double took = std::chrono::duration<double>(end - start).count();
-    cache_.Touch(*id);
-    flight_.Ran(flight, start, end);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      fast_name_.clear();
-    }
-    Metrics::Process().ExpressAllreduce(took, data_bytes, took, took);
-    express_.fetch_add(1, std::memory_order_relaxed);
-    fast_lane_.fetch_add(1, std::memory_order_relaxed);
-    *result = Status::Ok();
-    return Turn::kRan;
+  // Recorded in the flight recorder as soon as the peers keep this rank
+  // waiting (a rank stuck there shows what it waits on in a dump), else
+  // once done, in one go.
+  ControlPlane::Timed timed;
+  struct Waiting {
+    Engine* engine;
+    const Request* request;
+    const ControlPlane::Timed* timed;
+    uint64_t flight = 0;
+  } waiting{this, &r, &timed};
+  timed.arg = &waiting;
+  timed.waiting = [](void* arg) {
+    Waiting& w = *static_cast<Waiting*>(arg);
+    w.flight = w.engine->flight_.Submitted(*w.request, w.timed->sent);
+  };
+  Status s = control_->TimedExchange(fast_msg_, &cycle_messages_, &timed);
+  if (!s.ok() || !SameButData()) {
+    return FallBackFromFast(r, data, *id, s, timed, waiting.flight, queued);
   }
+  FinishFast(r, data, *id, timed, waiting.flight);
+  *result = Status::Ok();
+  return Turn::kRan;
+}
+
+void Engine::FinishFast(const Request& r, void* data, uint32_t id,
+                        const ControlPlane::Timed& timed, uint64_t flight) {
+  const size_t data_bytes = ExpressViews();
+  cycle_bytes_ = executor_.ReduceEager(r, data, express_views_);
+  // No clock read of its own: the exchange carried the data, so the
+  // call's whole time is both its negotiation and its transfer (the
+  // reduction of a few KiB after it is a small part).
+  const double took =
+      std::chrono::duration<double>(timed.came - timed.sent).count();
+  cache_.Touch(id);
+  if (flight != 0) {
+    flight_.Ran(flight, timed.sent, timed.came);
+  } else {
+    flight_.Completed(r, timed.sent, timed.came);
+  }
+  fast_busy_.store(false, std::memory_order_release);
+  Metrics::Process().CacheLookup(true);
+  Metrics::Process().ExpressAllreduce(took, data_bytes, took, took);
+  CountOne(express_);
+  CountOne(fast_lane_);
+}
+
+CycleDriver::Turn Engine::FallBackFromFast(
+    const Request& r, void* data, uint32_t id, const Status& exchanged,
+    ControlPlane::Timed timed, uint64_t flight,
+    std::shared_ptr<Completion>* queued) {
   // Not an express cycle (or the exchange failed): the request is what
   // its message said, pending by its bit, and the cycle goes on in full.
-  exchanged_at_ = std::chrono::steady_clock::now();
+  if (timed.sent == std::chrono::steady_clock::time_point{}) {
+    // A plane already broken sends nothing: timed now.
+    timed.sent = timed.came = std::chrono::steady_clock::now();
+  }
+  if (flight == 0) flight = flight_.Submitted(r, timed.sent);
+  exchanged_at_ = timed.came;
   exchange_seconds_ =
-      std::chrono::duration<double>(exchanged_at_ - start).count();
-  fast_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+      std::chrono::duration<double>(timed.came - timed.sent).count();
+  CountOne(fast_fallbacks_);
   auto done = std::make_shared<Completion>();
   Status refuse, gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fast_name_.clear();
+    fast_busy_.store(false, std::memory_order_relaxed);
     AddLocked(r, data, nullptr, done, refuse, gone, flight);
     // Sent already, by its bit.
     if (refuse.ok() && gone.ok()) fresh_.pop_back();
@@ -216,10 +251,10 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   } else if (!gone.ok()) {
     done->Set(gone);
   } else {
-    my_cached_.insert(*id);
+    my_cached_.insert(id);
   }
   *queued = done;
-  if (!s.ok()) return Conclude(s, kRunning);
+  if (!exchanged.ok()) return Conclude(exchanged, kRunning);
   uint8_t everyone = kRunning;
   const Status ran = NegotiateAndRun(&everyone);
   return Conclude(ran, everyone);

@@ -42,6 +42,16 @@ uint64_t FlightRecorder::Submitted(const Request& r, Clock::time_point at) {
   return NextLocked(r, at).seq;
 }
 
+uint64_t FlightRecorder::Completed(const Request& r, Clock::time_point start,
+                                   Clock::time_point end) {
+  if (ring_.empty()) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = NextLocked(r, start);
+  e.negotiated = e.started = start;
+  e.finished = end;
+  return e.seq;
+}
+
 void FlightRecorder::Mark(uint64_t seq, Phase phase, Clock::time_point at) {
   const uint64_t one[] = {seq};
   MarkEach(

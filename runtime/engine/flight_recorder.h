@@ -44,6 +44,10 @@ class FlightRecorder {
 
   // A collective submitted at `at`: its sequence number (0 when off).
   uint64_t Submitted(const Request& r, Clock::time_point at);
+  // One that ran from `start` (submitted and negotiated then) to `end`,
+  // recorded once done: Submitted and Ran under one lock.
+  uint64_t Completed(const Request& r, Clock::time_point start,
+                     Clock::time_point end);
   // Where this thread's next submissions come from (hvd::
   // set_submission_site); kept with each entry this thread submits.
   static void SetThreadSite(const std::string& site);

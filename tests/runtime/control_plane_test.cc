@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -158,6 +159,21 @@ TEST(ControlPlaneTest, LocalPlaneEchoes) {
   EXPECT_EQ(all, std::vector<std::string>{"me"});
 }
 
+// A plane that cannot split its exchange times it as a whole, and runs
+// `waiting` once, before it.
+TEST(ControlPlaneTest, APlaneThatCannotSplitTimesTheWholeExchange) {
+  auto p = CreateLocalControlPlane();
+  int calls = 0;
+  ControlPlane::Timed t;
+  t.arg = &calls;
+  t.waiting = [](void* arg) { ++*static_cast<int*>(arg); };
+  std::vector<std::string> all;
+  ASSERT_TRUE(p->TimedExchange("me", &all, &t).ok());
+  EXPECT_EQ(all, std::vector<std::string>{"me"});
+  EXPECT_EQ(calls, 1);
+  EXPECT_LE(t.sent, t.came);
+}
+
 }  // namespace
 }  // namespace hvd::runtime
 
@@ -219,6 +235,44 @@ TEST(ShmControlPlaneTest, MessagesInTheBoxAndPastItArriveWhole) {
     }
     for (auto& t : threads) t.join();
   }
+}
+
+// A timed exchange whose peer comes late: `waiting` runs once, after the
+// message went out and before the peer's came (the peer starts only once
+// it ran: a signal, not a sleep), and the exchange's times bracket the
+// peer's start.
+TEST(ShmControlPlaneTest, ATimedExchangeRunsWaitingOnceWhenThePeerIsLate) {
+  MemoryStore store;
+  auto planes = ShmPlanes(2, store);
+  ASSERT_EQ(planes.size(), 2u);
+  struct Waited {
+    int calls = 0;
+    std::promise<std::chrono::steady_clock::time_point> at;
+  } waited;
+  auto ran = waited.at.get_future();
+  std::chrono::steady_clock::time_point peer_started;
+  std::thread late([&] {
+    ASSERT_EQ(ran.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "rank 0 never said it waits";
+    peer_started = std::chrono::steady_clock::now();
+    std::vector<std::string> all;
+    ASSERT_TRUE(planes[1]->Exchange("one", &all, true).ok());
+    EXPECT_EQ(all, (std::vector<std::string>{"zero", "one"}));
+  });
+  ControlPlane::Timed t;
+  t.arg = &waited;
+  t.waiting = [](void* arg) {
+    auto& w = *static_cast<Waited*>(arg);
+    if (++w.calls == 1) w.at.set_value(std::chrono::steady_clock::now());
+  };
+  std::vector<std::string> all;
+  Status s = planes[0]->TimedExchange("zero", &all, &t);
+  late.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(all, (std::vector<std::string>{"zero", "one"}));
+  EXPECT_EQ(waited.calls, 1);
+  EXPECT_LE(t.sent, ran.get());
+  EXPECT_LE(peer_started, t.came);
 }
 
 // An engine thread that sleeps while its callers drive (WaitForCaller) is

@@ -125,5 +125,46 @@ TEST(FlightRecorderTest, TheEngineRecordsEachCollectiveAndItsEnd) {
   });
 }
 
+// A rank whose fast-lane call waits for a late peer shows it in its
+// record while it waits (a dump of a stuck job names it); rank 1 calls
+// only once it sees rank 0's unfinished entry. The entry then finishes.
+TEST(FlightRecorderTest, AFastLaneCallThatWaitsIsRecordedWhileItWaits) {
+  std::atomic<Engine*> first{nullptr};
+  RunRanks(2, [&](Context& ctx, int rank) {
+    Engine& engine = ctx.engine();
+    std::vector<float> x(5, 1.0f);
+    // Cached after the first: the fast lane's from then on.
+    for (int step = 0; step < 3; ++step) {
+      ASSERT_TRUE(
+          engine.AllreduceNow(AllreduceRequest("late", 5), x.data()).ok());
+    }
+    auto waiting = [](const Engine& e) {
+      for (const auto& entry : e.flight_recorder().Snapshot()) {
+        if (entry.name == "late" && entry.finished == Clock::time_point{}) {
+          return true;
+        }
+      }
+      return false;
+    };
+    if (rank == 0) {
+      first = &engine;
+    } else {
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
+      while ((first.load() == nullptr || !waiting(*first.load())) &&
+             Clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      ASSERT_TRUE(waiting(*first.load())) << "rank 0's wait is not recorded";
+    }
+    ASSERT_TRUE(
+        engine.AllreduceNow(AllreduceRequest("late", 5), x.data()).ok());
+    EXPECT_EQ(x, std::vector<float>(5, 16.0f));
+    const auto entries = engine.flight_recorder().Snapshot();
+    ASSERT_EQ(entries.size(), 4u);
+    EXPECT_FALSE(waiting(engine));
+    EXPECT_LE(entries.back().submitted, entries.back().finished);
+  });
+}
+
 }  // namespace
 }  // namespace hvd::runtime

@@ -202,6 +202,24 @@ TEST(LifecycleTest, PublicInitIsIdempotentAndShutdownSafeTwice) {
   }
 }
 
+// A thread's blocking named allreduces reuse one request: each call takes
+// only what it says (an op, scale factors) and none of the call before.
+TEST(LifecycleTest, BlockingCallsInARowTakeOnlyTheirOwnArguments) {
+  ASSERT_TRUE(hvd::init().ok());
+  std::vector<float> x(3, 2.0f);
+  const hvd::Tensor t{x.data(), hvd::DataType::kFloat32, {3}};
+  ASSERT_TRUE(
+      hvd::allreduce("scaled", t, hvd::ReduceOp::kAverage, 3.0, 5.0).ok());
+  EXPECT_EQ(x, std::vector<float>(3, 30.0f));
+  ASSERT_TRUE(hvd::allreduce("plain", t, hvd::ReduceOp::kSum).ok());
+  EXPECT_EQ(x, std::vector<float>(3, 30.0f));
+  ASSERT_TRUE(hvd::allreduce("largest", t, hvd::ReduceOp::kMax, 0.5).ok());
+  EXPECT_EQ(x, std::vector<float>(3, 15.0f));
+  ASSERT_TRUE(hvd::allreduce("plain", t, hvd::ReduceOp::kSum).ok());
+  EXPECT_EQ(x, std::vector<float>(3, 15.0f));
+  EXPECT_TRUE(hvd::shutdown().ok());
+}
+
 // The timeline started and stopped at run time, as Horovod's
 // hvd.start_timeline() / stop_timeline(): a valid trace of what ran
 // between the two, and nothing when none is recording.

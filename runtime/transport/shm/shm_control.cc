@@ -32,8 +32,13 @@ class ShmControlPlane final : public ControlPlane {
 
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
                   bool) override {
+    return TimedExchange(mine, all, nullptr);
+  }
+
+  Status TimedExchange(const std::string& mine, std::vector<std::string>* all,
+                       Timed* timed) override {
     if (!broken_.ok()) return broken_;
-    Status s = Run(mine, all);
+    Status s = Run(mine, all, timed);
     if (!s.ok()) {
       broken_ = Status::Unavailable(
           "local rank " + std::to_string(o_.rank) + ": control plane",
@@ -63,8 +68,16 @@ class ShmControlPlane final : public ControlPlane {
   // The bell found on taking the cycles, for PeerRangWhileDriving.
   void SetDriving(bool on) override {
     ShmRankState& self = seg_->state(o_.rank);
-    if (on) bell_at_drive_ = self.bell.load(std::memory_order_seq_cst);
-    self.driving.store(on ? 1 : 0, std::memory_order_seq_cst);
+    if (on) {
+      // Unfenced: a ringer that does not see it yet wakes the engine
+      // thread, which finds the cycles taken and sleeps again; one that
+      // does moves the bell after the load above, which the caller sees
+      // as it leaves.
+      bell_at_drive_ = self.bell.load(std::memory_order_seq_cst);
+      self.driving.store(1, std::memory_order_release);
+    } else {
+      self.driving.store(0, std::memory_order_seq_cst);
+    }
   }
   // Sequentially consistent against Ring: the ringer moves the bell, then
   // looks at `driving`; the caller clears `driving`, then looks at the
@@ -164,7 +177,7 @@ class ShmControlPlane final : public ControlPlane {
   // the spin time to show up before its engine thread is woken (a wake-up
   // costs more than the wait, and the woken thread would take the cycle
   // from that caller).
-  Status Publish(const std::string& mine, uint32_t count) {
+  Status Publish(const std::string& mine, uint32_t count, Timed* timed) {
     const int set = static_cast<int>(count & 1);
     Line& own = line(set, o_.rank);
     own.length = mine.size();
@@ -175,6 +188,9 @@ class ShmControlPlane final : public ControlPlane {
     // pairs with a sleeper's count of waiters comes before this rank could
     // sleep itself, and at the end.
     own.count.store(count, std::memory_order_release);
+    // No locked instruction until the peers came: it would wait for the
+    // store above to leave this CPU, a cross-core trip.
+    if (timed) timed->sent = timed->came = std::chrono::steady_clock::now();
     bool woken = false;
     auto wake_sleepers = [&] {
       if (woken) return;
@@ -184,7 +200,8 @@ class ShmControlPlane final : public ControlPlane {
         ShmSegment::Futex(&own.count, FUTEX_WAKE, INT32_MAX, nullptr);
       }
     };
-    // The clock is read only once some peer is not there yet.
+    // The clock is read only once some peer is not there after a few
+    // turns (a read costs about a twentieth of a small allreduce here).
     std::optional<std::chrono::steady_clock::time_point> start;
     for (int q = 0; q < o_.size; ++q) {
       if (q == o_.rank) continue;
@@ -193,8 +210,15 @@ class ShmControlPlane final : public ControlPlane {
         return static_cast<int32_t>(
                    theirs.count.load(std::memory_order_acquire) - count) >= 0;
       };
+      if (!start && (timed ? SpinStamped(came, &timed->came)
+                           : seg_->SpinTurns(came, turns_before_clock_))) {
+        continue;
+      }
       if (came()) continue;
-      if (!start) start = std::chrono::steady_clock::now();
+      if (!start) {
+        start = std::chrono::steady_clock::now();
+        if (timed && timed->waiting) timed->waiting(timed->arg);
+      }
       if (!seg_->SpinUntil(came, *start + spin_for_)) {
         wake_sleepers();
         Ring(q);
@@ -204,13 +228,26 @@ class ShmControlPlane final : public ControlPlane {
                                            count, *start, "control exchange"));
     }
     wake_sleepers();
+    if (timed && start) timed->came = std::chrono::steady_clock::now();
     return Status::Ok();
   }
 
-  Status Run(const std::string& mine, std::vector<std::string>* all) {
+  // SpinTurns with the clock read at each turn (in place of the pause)
+  // into `*stamp`: the time a peer's message came, for free.
+  template <typename Done>
+  bool SpinStamped(Done&& done, std::chrono::steady_clock::time_point* stamp) {
+    for (int i = 0; i < turns_before_clock_; ++i) {
+      if (done()) return true;
+      *stamp = std::chrono::steady_clock::now();
+    }
+    return done();
+  }
+
+  Status Run(const std::string& mine, std::vector<std::string>* all,
+             Timed* timed) {
     const int n = o_.size;
     const uint32_t count = started_.fetch_add(1) + 1;
-    HVD_RETURN_IF_ERROR(Publish(mine, count));
+    HVD_RETURN_IF_ERROR(Publish(mine, count, timed));
     const int line_set = static_cast<int>(count & 1);
     all->resize(n);
     std::vector<uint64_t>& lengths = lengths_;
@@ -263,6 +300,9 @@ class ShmControlPlane final : public ControlPlane {
   const std::chrono::microseconds spin_for_ =
       ShmOversubscribed(o_.size) ? std::chrono::microseconds(2000)
                                  : kShmSpinFor;
+  // About a microsecond of pauses for a peer a moment behind; none where
+  // each turn yields the CPU (a yield costs more than the clock).
+  const int turns_before_clock_ = ShmOversubscribed(o_.size) ? 0 : 48;
   std::unique_ptr<ShmSegment> seg_;
   std::atomic<bool> notified_{false};
   uint32_t rung_seen_ = 0;
