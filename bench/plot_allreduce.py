@@ -25,7 +25,7 @@ def main(argv: list) -> int:
     with open(table) as f:
         for line in f:
             who, size, seconds = line.split()
-            if size == "fusion" or ".np" in who:
+            if size in ("fusion", "pieces") or ".np" in who:
                 continue
             series[who].append((int(size), float(seconds)))
     fig, ax = plt.subplots(figsize=(9, 5.5))

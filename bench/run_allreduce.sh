@@ -14,7 +14,9 @@
 #                before a change), in the same rounds
 # and one core's memcpy as the physical reference. The contenders run in
 # turn, RUNS times (3), each figure the median over the runs; then the
-# fusion step (64 tensors of 16 KiB) and the 4-byte latency at -np 4 and 8.
+# fusion step (64 tensors of 16 KiB: fused by the engine, as the backend's
+# 64 calls, and the engine's data path alone, one backend call over the 64)
+# and the 4-byte latency at -np 4 and 8.
 #   BUILD_DIR=build bench/run_allreduce.sh      (PLOT=FILE.png also draws it)
 # busbw = bytes / time * 2(n-1)/n. Lines: BENCH allreduce.WHO.busbw.SIZE,
 # BENCH allreduce.WHO.latency.SIZE, BENCH memcpy.GBps.
@@ -70,6 +72,7 @@ awk -v n=$np '
     return b "B"
   }
   $2 == "fusion" { printf "BENCH fusion.step.%s %.1f us\n", ($1 == "hvd" ? "fused" : $1 == "hvd_backend" ? "unfused" : $1), $3 * 1e6; next }
+  $2 == "pieces" { printf "BENCH fusion.step.%s %.1f us\n", ($1 == "hvd_backend" ? "data_path" : $1 ".data_path"), $3 * 1e6; next }
   $1 == "memcpy" { if ($2 == 67108864) printf "BENCH memcpy.GBps %.3f GB/s\n", $2 / $3 / 1e9; next }
   $1 ~ /\.np[0-9]+$/ { split($1, w, "."); printf "BENCH allreduce.%s.latency.%s.%s %.2f us\n", w[1], label($2), w[2], $3 * 1e6; next }
   {
