@@ -200,8 +200,8 @@ class ShmControlPlane final : public ControlPlane {
         ShmSegment::Futex(&own.count, FUTEX_WAKE, INT32_MAX, nullptr);
       }
     };
-    // The clock is read only once some peer is not there after a few
-    // turns (a read costs about a twentieth of a small allreduce here).
+    // The clock is read only once some peer is not there yet (a timed
+    // exchange reads it in its spin first).
     std::optional<std::chrono::steady_clock::time_point> start;
     for (int q = 0; q < o_.size; ++q) {
       if (q == o_.rank) continue;
@@ -210,10 +210,7 @@ class ShmControlPlane final : public ControlPlane {
         return static_cast<int32_t>(
                    theirs.count.load(std::memory_order_acquire) - count) >= 0;
       };
-      if (!start && (timed ? SpinStamped(came, &timed->came)
-                           : seg_->SpinTurns(came, turns_before_clock_))) {
-        continue;
-      }
+      if (!start && timed && SpinStamped(came, &timed->came)) continue;
       if (came()) continue;
       if (!start) {
         start = std::chrono::steady_clock::now();
@@ -232,8 +229,8 @@ class ShmControlPlane final : public ControlPlane {
     return Status::Ok();
   }
 
-  // SpinTurns with the clock read at each turn (in place of the pause)
-  // into `*stamp`: the time a peer's message came, for free.
+  // A short spin with the clock read at each turn (in place of the
+  // pause) into `*stamp`: the time a peer's message came, for free.
   template <typename Done>
   bool SpinStamped(Done&& done, std::chrono::steady_clock::time_point* stamp) {
     for (int i = 0; i < turns_before_clock_; ++i) {
@@ -300,8 +297,8 @@ class ShmControlPlane final : public ControlPlane {
   const std::chrono::microseconds spin_for_ =
       ShmOversubscribed(o_.size) ? std::chrono::microseconds(2000)
                                  : kShmSpinFor;
-  // About a microsecond of pauses for a peer a moment behind; none where
-  // each turn yields the CPU (a yield costs more than the clock).
+  // SpinStamped's turns, about a microsecond for a peer a moment behind;
+  // none where ranks outnumber CPUs (the wait must yield the CPU).
   const int turns_before_clock_ = ShmOversubscribed(o_.size) ? 0 : 48;
   std::unique_ptr<ShmSegment> seg_;
   std::atomic<bool> notified_{false};

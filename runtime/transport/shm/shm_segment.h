@@ -108,11 +108,6 @@ class ShmSegment {
   bool SpinUntil(Done&& done,
                  std::chrono::steady_clock::time_point until) const;
 
-  // Up to `turns` turns of SpinUntil's without a clock read; whether
-  // `done()` held.
-  template <typename Done>
-  bool SpinTurns(Done&& done, int turns) const;
-
   static long Futex(std::atomic<uint32_t>* word, int op, uint32_t val,
                     const timespec* timeout);
 
@@ -132,18 +127,6 @@ size_t ShmRoundUp(size_t n);
 inline constexpr auto kShmSpinFor = std::chrono::microseconds(50);
 bool ShmOversubscribed(int local_ranks);
 
-// One turn of a spin: the CPU to a peer where ranks outnumber CPUs, else
-// a pause.
-inline void ShmSpinTurn(bool yield) {
-  if (yield) {
-    sched_yield();
-  } else {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
-}
-
 template <typename Done>
 bool ShmSegment::SpinUntil(Done&& done,
                            std::chrono::steady_clock::time_point until) const {
@@ -154,18 +137,14 @@ bool ShmSegment::SpinUntil(Done&& done,
     if (spins % 64 == 0 && std::chrono::steady_clock::now() >= until) {
       return false;
     }
-    ShmSpinTurn(yield);
+    if (yield) {
+      sched_yield();
+    } else {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
   }
-}
-
-template <typename Done>
-bool ShmSegment::SpinTurns(Done&& done, int turns) const {
-  const bool yield = ShmOversubscribed(o_.size);
-  for (int i = 0; i < turns; ++i) {
-    if (done()) return true;
-    ShmSpinTurn(yield);
-  }
-  return done();
 }
 
 }  // namespace hvd::runtime
