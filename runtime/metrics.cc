@@ -80,20 +80,59 @@ void Metrics::Negotiation(double seconds) {
   negotiation_.Add(seconds);
 }
 
-void Metrics::ExpressAllreduce(double negotiation, uint64_t bytes,
-                               double seconds, double busy) {
-  if (!enabled()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+namespace {
+
+// One more on an atomic that only one thread at a time writes: a load and
+// a store, no locked instruction.
+template <typename T>
+void Bump(std::atomic<T>& a, T by) {
+  a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void Metrics::ExpressTally::Counts::Add(double seconds) {
+  const auto& b = metrics::LatencyBuckets();
+  // From the bottom: an express call is microseconds, the first bucket.
+  size_t i = 0;
+  while (i < kLatencyBuckets && seconds > b[i]) ++i;
+  Bump<uint64_t>(counts[i], 1);
+  Bump(sum, seconds);
+}
+
+void Metrics::ExpressTally::Add(double negotiation, uint64_t bytes,
+                                double seconds, double busy, bool cache_hit) {
+  if (!enabled_.load(std::memory_order_relaxed)) return;
   negotiation_.Add(negotiation);
-  if (express_op_ == nullptr) {
-    // A map's entries stay where they are.
-    express_op_ = &ops_[{OpMetricName(OpType::kAllreduce), "negotiation"}];
+  seconds_.Add(seconds);
+  Bump<uint64_t>(calls_, 1);
+  Bump(bytes_, bytes);
+  if (busy >= 0) Bump(busy_, busy);
+  if (cache_hit) Bump<uint64_t>(cache_hits_, 1);
+}
+
+void Metrics::ExpressTally::AddTo(OpMap& ops, Histogram& negotiation,
+                                  double& busy, uint64_t& hits) const {
+  const uint64_t calls = calls_.load(std::memory_order_relaxed);
+  if (calls == 0) return;
+  Op& o = ops[{OpMetricName(OpType::kAllreduce), "negotiation"}];
+  o.calls += calls;
+  o.tensors += calls;
+  o.bytes += bytes_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i <= kLatencyBuckets; ++i) {
+    o.seconds.counts[i] += seconds_.counts[i].load(std::memory_order_relaxed);
+    negotiation.counts[i] +=
+        negotiation_.counts[i].load(std::memory_order_relaxed);
   }
-  ++express_op_->calls;
-  ++express_op_->tensors;
-  express_op_->bytes += bytes;
-  express_op_->seconds.Add(seconds);
-  if (busy >= 0) allreduce_busy_ += busy;
+  o.seconds.sum += seconds_.sum.load(std::memory_order_relaxed);
+  negotiation.sum += negotiation_.sum.load(std::memory_order_relaxed);
+  busy += busy_.load(std::memory_order_relaxed);
+  hits += cache_hits_.load(std::memory_order_relaxed);
+}
+
+Metrics::ExpressTally* Metrics::NewExpressTally() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return &tallies_.emplace_back(enabled_);
 }
 
 void Metrics::CacheLookup(bool hit) {
@@ -145,7 +184,15 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, o] : ops_) {
+    // The express tallies added to copies of the totals they belong to.
+    OpMap ops = ops_;
+    Histogram negotiation = negotiation_;
+    double busy = allreduce_busy_;
+    uint64_t hits = cache_hits_.load();
+    for (const ExpressTally& t : tallies_) {
+      t.AddTo(ops, negotiation, busy, hits);
+    }
+    for (const auto& [key, o] : ops) {
       metrics::Labels with = labels;
       with.push_back({"op", key.first});
       with.push_back({"transport", key.second});
@@ -159,16 +206,16 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
                               o.seconds.counts, o.seconds.sum);
     }
     out += HistogramSamples("hvd_negotiation_seconds", labels, buckets,
-                            negotiation_.counts, negotiation_.sum);
+                            negotiation.counts, negotiation.sum);
     out += Sample("hvd_response_cache_hits_total", labels,
-                  static_cast<double>(cache_hits_.load()));
+                  static_cast<double>(hits));
     out += Sample("hvd_response_cache_misses_total", labels,
                   static_cast<double>(cache_misses_.load()));
     out += Sample("hvd_fusion_buffer_bytes", labels,
                   static_cast<double>(fusion_bytes_));
     out += Sample("hvd_stall_warnings_total", labels,
                   static_cast<double>(stalls_));
-    out += Sample("hvd_allreduce_busy_seconds_total", labels, allreduce_busy_);
+    out += Sample("hvd_allreduce_busy_seconds_total", labels, busy);
     out += HistogramSamples("hvd_step_seconds", labels, buckets, steps_.counts,
                             steps_.sum);
   }

@@ -2,7 +2,9 @@
 // tensors, bytes and time, by operation), negotiation time, the response
 // cache, fusion, stalls, the time between training steps, the process's
 // CPU and memory, and its GPU's memory and utilisation where it uses one.
-// Cheap: a few additions under a mutex per collective group, none per element.
+// Cheap: a few additions under a mutex per collective group, none per
+// element; the steady state's express allreduces take no lock at all
+// (ExpressTally).
 // Report() renders them as Prometheus samples (common/metrics_format.h) for the
 // launcher to serve.
 #pragma once
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -22,8 +25,22 @@
 namespace hvd::runtime {
 
 class Metrics {
+  struct Histogram {
+    std::vector<uint64_t> counts =
+        std::vector<uint64_t>(metrics::LatencyBuckets().size() + 1, 0);
+    double sum = 0;
+    void Add(double seconds);
+  };
+  struct Op {
+    uint64_t calls = 0, tensors = 0, bytes = 0;
+    Histogram seconds;
+  };
+  using OpMap = std::map<std::pair<std::string, std::string>, Op>;
+
  public:
   using Clock = std::chrono::steady_clock;
+  // How many metrics::LatencyBuckets() there are (a test holds them to it).
+  static constexpr size_t kLatencyBuckets = 14;
 
   // The rank's GPU, read when a report is made. Negative: not known.
   struct GpuUsage {
@@ -46,12 +63,43 @@ class Metrics {
   void Collective(const std::string& op, const std::string& transport,
                   int tensors, uint64_t bytes, double seconds);
   void Negotiation(double seconds);
-  // What one steady-state cycle (the engine's express path) adds, under
-  // one lock: the exchange's time, one allreduce of `bytes` carried in the
-  // negotiation, and the allreduce-busy time when it was the last one
-  // outstanding (`busy` < 0: it was not).
-  void ExpressAllreduce(double negotiation, uint64_t bytes, double seconds,
-                        double busy);
+  // What one engine's steady-state cycles (its express path) add, kept
+  // apart from the rest so that they cost no lock: a small allreduce is a
+  // fraction of a microsecond there, and a mutex was a tenth of it. One
+  // thread at a time writes a tally (whoever runs that engine's cycles,
+  // under its cycle lock), with loads and stores of atomics; Report adds
+  // every tally in.
+  class ExpressTally {
+   public:
+    // Counts while `enabled` (the metrics' switch) is on.
+    explicit ExpressTally(const std::atomic<bool>& enabled)
+        : enabled_(enabled) {}
+    // One express allreduce: the exchange's time (`negotiation`), one
+    // allreduce of `bytes` carried in the negotiation that took `seconds`,
+    // and the allreduce-busy time when it was the last one outstanding
+    // (`busy` < 0: it was not). `cache_hit`: it was looked up in the
+    // response cache (the fast lane's call), and found.
+    void Add(double negotiation, uint64_t bytes, double seconds, double busy,
+             bool cache_hit);
+
+   private:
+    friend class Metrics;
+    // Adds this tally to Report's copies of the totals.
+    void AddTo(OpMap& ops, Histogram& negotiation, double& busy,
+               uint64_t& hits) const;
+    struct Counts {
+      std::atomic<uint64_t> counts[kLatencyBuckets + 1] = {};
+      std::atomic<double> sum{0};
+      void Add(double seconds);
+    };
+    const std::atomic<bool>& enabled_;
+    std::atomic<uint64_t> calls_{0}, bytes_{0}, cache_hits_{0};
+    std::atomic<double> busy_{0};
+    Counts negotiation_, seconds_;
+  };
+  // A new tally, for one engine; kept for the process's life, so its
+  // counts stay in the totals after the engine is gone.
+  ExpressTally* NewExpressTally();
   void CacheLookup(bool hit);
   void FusedGroup(uint64_t bytes);
   void StallWarning();
@@ -68,25 +116,14 @@ class Metrics {
   std::string Report(const metrics::Labels& labels) const;
 
  private:
-  struct Histogram {
-    std::vector<uint64_t> counts =
-        std::vector<uint64_t>(metrics::LatencyBuckets().size() + 1, 0);
-    double sum = 0;
-    void Add(double seconds);
-  };
-  struct Op {
-    uint64_t calls = 0, tensors = 0, bytes = 0;
-    Histogram seconds;
-  };
-
   std::atomic<bool> enabled_{true};
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, Op> ops_;  // (op, transport)
+  OpMap ops_;  // by (op, transport)
   Histogram negotiation_, steps_;
   // Counted on every submission, without the lock.
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
   uint64_t stalls_ = 0;
-  Op* express_op_ = nullptr;  // ops_'s ("allreduce", "negotiation")
+  std::deque<ExpressTally> tallies_;  // guarded by mu_ (the list, not the counts)
   uint64_t fusion_bytes_ = 0;
   double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;

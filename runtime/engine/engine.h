@@ -83,6 +83,7 @@
 #include "runtime/engine/request.h"
 #include "runtime/engine/response_cache.h"
 #include "runtime/engine/stall_inspector.h"
+#include "runtime/metrics.h"
 
 namespace hvd::runtime {
 
@@ -352,6 +353,8 @@ class Engine : private CycleDriver::Cycles {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   std::map<std::string, std::vector<std::string_view>> eager_;
+  // The express cycles' metrics (written by the cycles' runner, no lock).
+  Metrics::ExpressTally* const tally_;
   StallInspector stall_;  // rank 0's
   std::thread thread_;
 };

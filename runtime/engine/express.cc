@@ -95,9 +95,9 @@ bool Engine::TryExpress(Status* ran) {
           std::chrono::duration<double>(reduced_at - allreduce_since_).count();
     }
   }
-  Metrics::Process().ExpressAllreduce(
-      exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
-      std::chrono::duration<double>(reduced_at - exchanged_at_).count(), busy);
+  tally_->Add(exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
+              std::chrono::duration<double>(reduced_at - exchanged_at_).count(),
+              busy, /*cache_hit=*/false);
   CountOne(express_);
   done->Set(Status::Ok());
   return true;
@@ -216,8 +216,7 @@ void Engine::FinishFast(const Request& r, void* data, uint32_t id,
     flight_.Completed(r, timed.sent, timed.came);
   }
   fast_busy_.store(false, std::memory_order_release);
-  Metrics::Process().CacheLookup(true);
-  Metrics::Process().ExpressAllreduce(took, data_bytes, took, took);
+  tally_->Add(took, data_bytes, took, took, /*cache_hit=*/true);
   CountOne(express_);
   CountOne(fast_lane_);
 }

@@ -38,6 +38,50 @@ TEST(MetricsTest, DisabledCountsNothing) {
             std::string::npos);
 }
 
+TEST(MetricsTest, ExpressTalliesAddToTheTotals) {
+  ASSERT_EQ(metrics::LatencyBuckets().size(), Metrics::kLatencyBuckets);
+  Metrics m;
+  // Nothing express yet: no sample of its transport.
+  EXPECT_EQ(m.Report(kLabels).find("transport=\"negotiation\""),
+            std::string::npos);
+  Metrics::ExpressTally* a = m.NewExpressTally();
+  Metrics::ExpressTally* b = m.NewExpressTally();
+  a->Add(2e-6, 4, 3e-6, 3e-6, /*cache_hit=*/true);
+  a->Add(0.5, 8, 0.002, -1, /*cache_hit=*/false);
+  b->Add(4e-6, 16, 5e-6, 1.0, /*cache_hit=*/true);
+  m.Negotiation(0.02);  // the locked path's, in the same histogram
+  m.CacheLookup(true);
+  const std::string r = m.Report(kLabels);
+  const metrics::Labels express = {{"op", "allreduce"},
+                                   {"transport", "negotiation"}};
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_calls_total", express), 3);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_tensors_total", express),
+            3);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_bytes_total", express), 28);
+  EXPECT_DOUBLE_EQ(
+      metrics::SumSamples(r, "hvd_collective_seconds_sum", express),
+      3e-6 + 0.002 + 5e-6);
+  // Cumulative buckets: two calls within 10 us, all three within 3 ms.
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_seconds_bucket",
+                                {{"transport", "negotiation"}, {"le", "1e-05"}}),
+            2);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_seconds_bucket",
+                                {{"transport", "negotiation"}, {"le", "0.003"}}),
+            3);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_negotiation_seconds_count"), 4);
+  EXPECT_DOUBLE_EQ(metrics::SumSamples(r, "hvd_negotiation_seconds_sum"),
+                   2e-6 + 0.5 + 4e-6 + 0.02);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_response_cache_hits_total"), 3);
+  EXPECT_DOUBLE_EQ(metrics::SumSamples(r, "hvd_allreduce_busy_seconds_total"),
+                   3e-6 + 1.0);
+  // Off, a tally counts nothing more.
+  m.set_enabled(false);
+  a->Add(1e-6, 4, 1e-6, 1e-6, true);
+  EXPECT_EQ(metrics::SumSamples(m.Report(kLabels), "hvd_collective_calls_total",
+                                express),
+            3);
+}
+
 TEST(MetricsTest, GpuSamplesCarryTheDevice) {
   Metrics m;
   m.SetGpuReader([] {
