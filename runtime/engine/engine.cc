@@ -246,6 +246,7 @@ void Engine::AddLocked(Request request, void* data, Output* out,
                          : flight_.Submitted(p.request,
                                              std::chrono::steady_clock::now());
   fresh_.push_back(&p.request);
+  CountQueuedLocked();
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
   }
@@ -352,6 +353,7 @@ void Engine::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    CountQueuedLocked();
   }
   control_->Notify();
   if (thread_.joinable()) thread_.join();
@@ -413,6 +415,14 @@ bool Engine::HasPending() {
 }
 
 bool Engine::Unfinished() {
+  // After a fast-lane call: nothing pending then, and nothing queued since
+  // (the caller cleared its driving flag before this load: a submitter
+  // either sees the flag clear and wakes the engine thread, or its count
+  // is seen here).
+  if (std::exchange(fast_quiet_, false) &&
+      queued_.load(std::memory_order_seq_cst) == fast_quiet_at_) {
+    return false;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   return !pending_.empty() || stop_ || !fresh_.empty();
 }

@@ -306,6 +306,15 @@ class Engine : private CycleDriver::Cycles {
   int allreduces_pending_ = 0;
   std::chrono::steady_clock::time_point allreduce_since_;
   bool stop_ = false;  // guarded by mu_
+  // Requests queued and stops asked, ever: moved under mu_ (sequentially
+  // consistent, as the driving flag is cleared), so that a fast-lane turn
+  // that found nothing pending can tell, without mu_, that nothing came
+  // since (Unfinished).
+  std::atomic<uint64_t> queued_{0};
+  void CountQueuedLocked() {
+    queued_.store(queued_.load(std::memory_order_relaxed) + 1,
+                  std::memory_order_seq_cst);
+  }
   // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
   bool device_seen_ = false;
   Status failed_;  // guarded by mu_
@@ -339,6 +348,10 @@ class Engine : private CycleDriver::Cycles {
   uint32_t fast_msg_id_ = UINT32_MAX;
   size_t fast_msg_bytes_ = 0, fast_data_at_ = 0;
   std::string fast_msg_name_;
+  // The fast lane's last turn found nothing pending, and queued_ was
+  // fast_quiet_at_ then (the cycles' runner's).
+  bool fast_quiet_ = false;
+  uint64_t fast_quiet_at_ = 0;
   // The fast lane's tensor while fast_busy_: both set under mu_; the flag
   // is cleared without it, as the call returns (a submission of the name
   // that races with the return may be refused, as it would be just before).

@@ -165,12 +165,14 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
           ? std::optional<uint32_t>(fast_msg_id_)
           : cache_.Lookup(r);
   if (!id) return Turn::kIdle;
+  fast_quiet_ = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !failed_.ok() || device_seen_ || !pending_.empty() ||
         !fresh_.empty() || NameHeldLocked(r.name)) {
       return Turn::kIdle;
     }
+    fast_quiet_at_ = queued_.load(std::memory_order_relaxed);
     // A second submission of it is refused meanwhile.
     if (fast_name_ != r.name) fast_name_ = r.name;
     fast_busy_.store(true, std::memory_order_relaxed);
@@ -196,6 +198,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     return FallBackFromFast(r, data, *id, s, timed, waiting.flight, queued);
   }
   FinishFast(r, data, *id, timed, waiting.flight);
+  fast_quiet_ = true;
   *result = Status::Ok();
   return Turn::kRan;
 }
