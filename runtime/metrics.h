@@ -123,7 +123,8 @@ class Metrics {
   // Counted on every submission, without the lock.
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
   uint64_t stalls_ = 0;
-  std::deque<ExpressTally> tallies_;  // guarded by mu_ (the list, not the counts)
+  std::deque<ExpressTally>
+      tallies_;  // guarded by mu_ (the list, not the counts)
   uint64_t fusion_bytes_ = 0;
   double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;

@@ -95,9 +95,9 @@ bool CycleDriver::BeginTurn(std::unique_lock<std::mutex>& cycle) {
   if (!control_.Drivable()) return false;
   // After the cycle another thread is running, if any (as Drive waits).
   cycle.lock();
-  if (ended_ || cycle_time_.count() > 0) return false;
-  control_.SetDriving(true);
-  return true;
+  // The driving flag is left alone: a turn is one cycle, and a peer only
+  // rings after it waited far longer than one (see TryTurn).
+  return !ended_ && cycle_time_.count() == 0;
 }
 
 bool CycleDriver::EndTurn(Turn t, const bool* then_drives,
@@ -107,10 +107,8 @@ bool CycleDriver::EndTurn(Turn t, const bool* then_drives,
     ++cycles_by_callers_;
   }
   if (t == Turn::kEnded) ended_ = true;
-  control_.SetDriving(false);
-  // As Drive leaves: work for the engine thread.
-  const bool owed = t == Turn::kRan && !*then_drives &&
-                    (cycles_.Unfinished() || control_.PeerRangWhileDriving());
+  // As Drive leaves: work for the engine thread (no ring was held back).
+  const bool owed = t == Turn::kRan && !*then_drives && cycles_.Unfinished();
   cycle.unlock();
   if (owed) control_.Notify();
   return t != Turn::kIdle;

@@ -68,7 +68,13 @@ class CycleDriver {
   // A caller's turn of its own, before it has queued anything (the
   // engine's fast lane): runs `turn` under the cycle lock (after a cycle
   // another thread is running) when cycles run on demand and the control
-  // plane lets callers drive.
+  // plane lets callers drive. Unlike Drive it does not set the plane's
+  // driving flag: the turn is one cycle, and a peer rings only once it
+  // has waited far longer than that, so holding its ring back would spare
+  // nothing, while setting and clearing the flag (a fenced store, paired
+  // with the ringer's) was a tenth of a small allreduce. A ring that does
+  // come wakes the engine thread, which takes the cycle lock after the
+  // turn.
   // False when `turn` did not run or ran no cycle (kIdle). `*then_drives`
   // (read after the turn): the caller goes on to Drive, which leaves work
   // to the engine thread itself, so this turn need not.
@@ -107,9 +113,9 @@ class CycleDriver {
   uint64_t cycles_by_callers() const { return cycles_by_callers_.load(); }
 
  private:
-  // TryTurn's halves: takes the cycle lock and the driving flag (false
-  // when no turn may run); counts the turn, leaves the engine thread its
-  // work and lets the lock go.
+  // TryTurn's halves: takes the cycle lock (false when no turn may run);
+  // counts the turn, leaves the engine thread its work and lets the lock
+  // go.
   bool BeginTurn(std::unique_lock<std::mutex>& cycle);
   bool EndTurn(Turn t, const bool* then_drives,
                std::unique_lock<std::mutex>& cycle);

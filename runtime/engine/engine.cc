@@ -416,11 +416,10 @@ bool Engine::HasPending() {
 
 bool Engine::Unfinished() {
   // After a fast-lane call: nothing pending then, and nothing queued since
-  // (the caller cleared its driving flag before this load: a submitter
-  // either sees the flag clear and wakes the engine thread, or its count
-  // is seen here).
+  // (a submitter that notifies reaches the engine thread itself: a fast
+  // lane turn leaves the driving flag clear).
   if (std::exchange(fast_quiet_, false) &&
-      queued_.load(std::memory_order_seq_cst) == fast_quiet_at_) {
+      queued_.load(std::memory_order_acquire) == fast_quiet_at_) {
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);

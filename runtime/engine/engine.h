@@ -306,14 +306,14 @@ class Engine : private CycleDriver::Cycles {
   int allreduces_pending_ = 0;
   std::chrono::steady_clock::time_point allreduce_since_;
   bool stop_ = false;  // guarded by mu_
-  // Requests queued and stops asked, ever: moved under mu_ (sequentially
-  // consistent, as the driving flag is cleared), so that a fast-lane turn
-  // that found nothing pending can tell, without mu_, that nothing came
-  // since (Unfinished).
+  // Requests queued and stops asked, ever: moved under mu_, so that a
+  // fast-lane turn that found nothing pending can tell, without mu_, that
+  // nothing came since (Unfinished). One it cannot see yet was queued by
+  // a submitter that wakes the engine thread or waits (and drives) itself.
   std::atomic<uint64_t> queued_{0};
   void CountQueuedLocked() {
     queued_.store(queued_.load(std::memory_order_relaxed) + 1,
-                  std::memory_order_seq_cst);
+                  std::memory_order_release);
   }
   // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
   bool device_seen_ = false;

@@ -113,6 +113,41 @@ TEST(CycleDriverTest, AHandOffLeavesTheTurnsAndCountsNoCycle) {
   EXPECT_EQ(control.driving, (std::vector<bool>{true, false}));
 }
 
+// The fast lane's turn: under the cycle lock, without the driving flag (a
+// ring meanwhile wakes the engine thread as usual); it owes the engine
+// thread what is left unless its caller goes on to drive.
+TEST(CycleDriverTest, ATurnOfItsOwnLeavesTheDrivingFlagAlone) {
+  for (bool pending : {false, true}) {
+    for (bool then_drives : {false, true}) {
+      FakeCycles cycles;
+      cycles.pending = pending;
+      FakeControl control(/*drivable=*/true);
+      CycleDriver driver(cycles, control, std::chrono::microseconds(0));
+      int turns = 0;
+      EXPECT_TRUE(driver.TryTurn(
+          [&] {
+            ++turns;
+            return Turn::kRan;
+          },
+          &then_drives));
+      EXPECT_EQ(turns, 1);
+      EXPECT_TRUE(control.driving.empty());
+      EXPECT_EQ(control.notifies, pending && !then_drives ? 1 : 0)
+          << "pending " << pending << ", then drives " << then_drives;
+      EXPECT_EQ(driver.cycles_by_callers(), 1u);
+    }
+  }
+  // Paced cycles and planes callers cannot drive: no turn.
+  for (bool drivable : {false, true}) {
+    FakeCycles cycles;
+    FakeControl control(drivable);
+    CycleDriver driver(cycles, control,
+                       std::chrono::microseconds(drivable ? 5000 : 0));
+    const bool then_drives = false;
+    EXPECT_FALSE(driver.TryTurn([] { return Turn::kRan; }, &then_drives));
+  }
+}
+
 // Paced cycles and planes that cannot tell whether a peer waits stay with
 // the engine thread: the caller wakes it unless queuing did.
 TEST(CycleDriverTest, CallersLeavePacedCyclesAndBlindPlanesToTheThread) {

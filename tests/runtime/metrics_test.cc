@@ -55,19 +55,20 @@ TEST(MetricsTest, ExpressTalliesAddToTheTotals) {
   const metrics::Labels express = {{"op", "allreduce"},
                                    {"transport", "negotiation"}};
   EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_calls_total", express), 3);
-  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_tensors_total", express),
-            3);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_tensors_total", express), 3);
   EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_bytes_total", express), 28);
   EXPECT_DOUBLE_EQ(
       metrics::SumSamples(r, "hvd_collective_seconds_sum", express),
       3e-6 + 0.002 + 5e-6);
   // Cumulative buckets: two calls within 10 us, all three within 3 ms.
-  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_seconds_bucket",
-                                {{"transport", "negotiation"}, {"le", "1e-05"}}),
-            2);
-  EXPECT_EQ(metrics::SumSamples(r, "hvd_collective_seconds_bucket",
-                                {{"transport", "negotiation"}, {"le", "0.003"}}),
-            3);
+  EXPECT_EQ(
+      metrics::SumSamples(r, "hvd_collective_seconds_bucket",
+                          {{"transport", "negotiation"}, {"le", "1e-05"}}),
+      2);
+  EXPECT_EQ(
+      metrics::SumSamples(r, "hvd_collective_seconds_bucket",
+                          {{"transport", "negotiation"}, {"le", "0.003"}}),
+      3);
   EXPECT_EQ(metrics::SumSamples(r, "hvd_negotiation_seconds_count"), 4);
   EXPECT_DOUBLE_EQ(metrics::SumSamples(r, "hvd_negotiation_seconds_sum"),
                    2e-6 + 0.5 + 4e-6 + 0.02);
