@@ -269,8 +269,11 @@ Status Engine::AllreduceNow(const Request& request, void* data) {
   if (options_.size > 1 && request.type == OpType::kAllreduce &&
       request.device < 0 && !request.adasum &&
       bytes <= options_.eager_tensor_bytes &&
-      bytes <= options_.eager_cycle_bytes) {
-    HVD_RETURN_IF_ERROR(Validate(request, data, nullptr));
+      bytes <= options_.eager_cycle_bytes &&
+      (data != nullptr || request.count == 0)) {
+    // Not validated here: the fast lane takes only a request equal to one
+    // the response cache holds, which was validated when it was queued;
+    // any other is queued below, and Enqueue validates it.
     if (request.shape.empty()) {
       // As the queue would give it (the cache keys on the shape).
       Request shaped = request;
