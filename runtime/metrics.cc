@@ -91,7 +91,7 @@ void Bump(std::atomic<T>& a, T by) {
 
 }  // namespace
 
-void Metrics::ExpressTally::Counts::Add(double seconds) {
+void Metrics::CycleTally::Counts::Add(double seconds) {
   const auto& b = metrics::LatencyBuckets();
   // From the bottom: an express call is microseconds, the first bucket.
   size_t i = 0;
@@ -100,19 +100,26 @@ void Metrics::ExpressTally::Counts::Add(double seconds) {
   Bump(sum, seconds);
 }
 
-void Metrics::ExpressTally::Add(double negotiation, uint64_t bytes,
-                                double seconds, double busy, bool cache_hit) {
+void Metrics::CycleTally::Express(double negotiation, uint64_t bytes,
+                                  double seconds, double busy) {
   if (!enabled_.load(std::memory_order_relaxed)) return;
   negotiation_.Add(negotiation);
   seconds_.Add(seconds);
   Bump<uint64_t>(calls_, 1);
   Bump(bytes_, bytes);
   if (busy >= 0) Bump(busy_, busy);
-  if (cache_hit) Bump<uint64_t>(cache_hits_, 1);
 }
 
-void Metrics::ExpressTally::AddTo(OpMap& ops, Histogram& negotiation,
-                                  double& busy, uint64_t& hits) const {
+void Metrics::CycleTally::CacheLookup(bool hit) {
+  if (!enabled_.load(std::memory_order_relaxed)) return;
+  Bump<uint64_t>(hit ? cache_hits_ : cache_misses_, 1);
+}
+
+void Metrics::CycleTally::AddTo(OpMap& ops, Histogram& negotiation,
+                                double& busy, uint64_t& hits,
+                                uint64_t& misses) const {
+  hits += cache_hits_.load(std::memory_order_relaxed);
+  misses += cache_misses_.load(std::memory_order_relaxed);
   const uint64_t calls = calls_.load(std::memory_order_relaxed);
   if (calls == 0) return;
   Op& o = ops[{OpMetricName(OpType::kAllreduce), "negotiation"}];
@@ -127,17 +134,11 @@ void Metrics::ExpressTally::AddTo(OpMap& ops, Histogram& negotiation,
   o.seconds.sum += seconds_.sum.load(std::memory_order_relaxed);
   negotiation.sum += negotiation_.sum.load(std::memory_order_relaxed);
   busy += busy_.load(std::memory_order_relaxed);
-  hits += cache_hits_.load(std::memory_order_relaxed);
 }
 
-Metrics::ExpressTally* Metrics::NewExpressTally() {
+Metrics::CycleTally* Metrics::NewCycleTally() {
   std::lock_guard<std::mutex> lock(mu_);
   return &tallies_.emplace_back(enabled_);
-}
-
-void Metrics::CacheLookup(bool hit) {
-  if (!enabled()) return;
-  (hit ? cache_hits_ : cache_misses_).fetch_add(1, std::memory_order_relaxed);
 }
 
 void Metrics::FusedGroup(uint64_t bytes) {
@@ -188,9 +189,9 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
     OpMap ops = ops_;
     Histogram negotiation = negotiation_;
     double busy = allreduce_busy_;
-    uint64_t hits = cache_hits_.load();
-    for (const ExpressTally& t : tallies_) {
-      t.AddTo(ops, negotiation, busy, hits);
+    uint64_t hits = 0, misses = 0;
+    for (const CycleTally& t : tallies_) {
+      t.AddTo(ops, negotiation, busy, hits, misses);
     }
     for (const auto& [key, o] : ops) {
       metrics::Labels with = labels;
@@ -210,7 +211,7 @@ std::string Metrics::Report(const metrics::Labels& labels) const {
     out += Sample("hvd_response_cache_hits_total", labels,
                   static_cast<double>(hits));
     out += Sample("hvd_response_cache_misses_total", labels,
-                  static_cast<double>(cache_misses_.load()));
+                  static_cast<double>(misses));
     out += Sample("hvd_fusion_buffer_bytes", labels,
                   static_cast<double>(fusion_bytes_));
     out += Sample("hvd_stall_warnings_total", labels,

@@ -4,7 +4,7 @@
 // CPU and memory, and its GPU's memory and utilisation where it uses one.
 // Cheap: a few additions under a mutex per collective group, none per
 // element; the steady state's express allreduces take no lock at all
-// (ExpressTally).
+// (CycleTally).
 // Report() renders them as Prometheus samples (common/metrics_format.h) for the
 // launcher to serve.
 #pragma once
@@ -63,44 +63,45 @@ class Metrics {
   void Collective(const std::string& op, const std::string& transport,
                   int tensors, uint64_t bytes, double seconds);
   void Negotiation(double seconds);
-  // What one engine's steady-state cycles (its express path) add, kept
-  // apart from the rest so that they cost no lock: a small allreduce is a
+  // What one engine's cycles count on every tensor or express allreduce
+  // (response cache lookups, the steady state's small allreduces), kept
+  // apart from the rest so that it costs no lock: a small allreduce is a
   // fraction of a microsecond there, and a mutex was a tenth of it. One
   // thread at a time writes a tally (whoever runs that engine's cycles,
   // under its cycle lock), with loads and stores of atomics; Report adds
   // every tally in.
-  class ExpressTally {
+  class CycleTally {
    public:
     // Counts while `enabled` (the metrics' switch) is on.
-    explicit ExpressTally(const std::atomic<bool>& enabled)
-        : enabled_(enabled) {}
+    explicit CycleTally(const std::atomic<bool>& enabled) : enabled_(enabled) {}
     // One express allreduce: the exchange's time (`negotiation`), one
     // allreduce of `bytes` carried in the negotiation that took `seconds`,
     // and the allreduce-busy time when it was the last one outstanding
-    // (`busy` < 0: it was not). `cache_hit`: it was looked up in the
-    // response cache (the fast lane's call), and found.
-    void Add(double negotiation, uint64_t bytes, double seconds, double busy,
-             bool cache_hit);
+    // (`busy` < 0: it was not).
+    void Express(double negotiation, uint64_t bytes, double seconds,
+                 double busy);
+    // A request looked up in the response cache.
+    void CacheLookup(bool hit);
 
    private:
     friend class Metrics;
     // Adds this tally to Report's copies of the totals.
-    void AddTo(OpMap& ops, Histogram& negotiation, double& busy,
-               uint64_t& hits) const;
+    void AddTo(OpMap& ops, Histogram& negotiation, double& busy, uint64_t& hits,
+               uint64_t& misses) const;
     struct Counts {
       std::atomic<uint64_t> counts[kLatencyBuckets + 1] = {};
       std::atomic<double> sum{0};
       void Add(double seconds);
     };
     const std::atomic<bool>& enabled_;
-    std::atomic<uint64_t> calls_{0}, bytes_{0}, cache_hits_{0};
+    std::atomic<uint64_t> calls_{0}, bytes_{0}, cache_hits_{0},
+        cache_misses_{0};
     std::atomic<double> busy_{0};
     Counts negotiation_, seconds_;
   };
   // A new tally, for one engine; kept for the process's life, so its
   // counts stay in the totals after the engine is gone.
-  ExpressTally* NewExpressTally();
-  void CacheLookup(bool hit);
+  CycleTally* NewCycleTally();
   void FusedGroup(uint64_t bytes);
   void StallWarning();
   // A stretch of time with at least one allreduce outstanding ended.
@@ -120,11 +121,9 @@ class Metrics {
   mutable std::mutex mu_;
   OpMap ops_;  // by (op, transport)
   Histogram negotiation_, steps_;
-  // Counted on every submission, without the lock.
-  std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
   uint64_t stalls_ = 0;
-  std::deque<ExpressTally>
-      tallies_;  // guarded by mu_ (the list, not the counts)
+  // Guarded by mu_ (the list; the counts are the tallies' own).
+  std::deque<CycleTally> tallies_;
   uint64_t fusion_bytes_ = 0;
   double allreduce_busy_ = 0;
   std::optional<Clock::time_point> last_step_;

@@ -109,7 +109,7 @@ std::vector<const Request*> Engine::SplitCached(
          r->type == OpType::kReducescatter)) {
       id = cache_.Lookup(*r);
     }
-    if (cache_enabled_) Metrics::Process().CacheLookup(id.has_value());
+    if (cache_enabled_) tally_->CacheLookup(id.has_value());
     if (id) {
       my_cached_.insert(*id);
     } else {

@@ -104,7 +104,7 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
       executor_(options.rank, options.size, backends, options.timeline),
       cache_(options.cache_capacity),
       flight_(options.flight_recorder_entries, options.process_set),
-      tally_(Metrics::Process().NewExpressTally()),
+      tally_(Metrics::Process().NewCycleTally()),
       stall_(options.stall, std::chrono::steady_clock::now()) {
   // The thread is named and bound before the engine is used: a caller
   // may run the first cycles itself, and tools look for the thread.

@@ -367,7 +367,7 @@ class Engine : private CycleDriver::Cycles {
   }
   std::map<std::string, std::vector<std::string_view>> eager_;
   // The express cycles' metrics (written by the cycles' runner, no lock).
-  Metrics::ExpressTally* const tally_;
+  Metrics::CycleTally* const tally_;
   StallInspector stall_;  // rank 0's
   std::thread thread_;
 };

@@ -95,9 +95,9 @@ bool Engine::TryExpress(Status* ran) {
           std::chrono::duration<double>(reduced_at - allreduce_since_).count();
     }
   }
-  tally_->Add(exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
-              std::chrono::duration<double>(reduced_at - exchanged_at_).count(),
-              busy, /*cache_hit=*/false);
+  tally_->Express(
+      exchange_seconds_ < 0 ? 0 : exchange_seconds_, data_bytes,
+      std::chrono::duration<double>(reduced_at - exchanged_at_).count(), busy);
   CountOne(express_);
   done->Set(Status::Ok());
   return true;
@@ -219,7 +219,8 @@ void Engine::FinishFast(const Request& r, void* data, uint32_t id,
     flight_.Completed(r, timed.sent, timed.came);
   }
   fast_busy_.store(false, std::memory_order_release);
-  tally_->Add(took, data_bytes, took, took, /*cache_hit=*/true);
+  tally_->CacheLookup(true);
+  tally_->Express(took, data_bytes, took, took);
   CountOne(express_);
   CountOne(fast_lane_);
 }

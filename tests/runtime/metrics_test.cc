@@ -38,19 +38,22 @@ TEST(MetricsTest, DisabledCountsNothing) {
             std::string::npos);
 }
 
-TEST(MetricsTest, ExpressTalliesAddToTheTotals) {
+TEST(MetricsTest, CycleTalliesAddToTheTotals) {
   ASSERT_EQ(metrics::LatencyBuckets().size(), Metrics::kLatencyBuckets);
   Metrics m;
   // Nothing express yet: no sample of its transport.
   EXPECT_EQ(m.Report(kLabels).find("transport=\"negotiation\""),
             std::string::npos);
-  Metrics::ExpressTally* a = m.NewExpressTally();
-  Metrics::ExpressTally* b = m.NewExpressTally();
-  a->Add(2e-6, 4, 3e-6, 3e-6, /*cache_hit=*/true);
-  a->Add(0.5, 8, 0.002, -1, /*cache_hit=*/false);
-  b->Add(4e-6, 16, 5e-6, 1.0, /*cache_hit=*/true);
+  Metrics::CycleTally* a = m.NewCycleTally();
+  Metrics::CycleTally* b = m.NewCycleTally();
+  a->Express(2e-6, 4, 3e-6, 3e-6);
+  a->Express(0.5, 8, 0.002, -1);
+  b->Express(4e-6, 16, 5e-6, 1.0);
+  a->CacheLookup(true);
+  a->CacheLookup(false);
+  b->CacheLookup(true);
+  b->CacheLookup(true);
   m.Negotiation(0.02);  // the locked path's, in the same histogram
-  m.CacheLookup(true);
   const std::string r = m.Report(kLabels);
   const metrics::Labels express = {{"op", "allreduce"},
                                    {"transport", "negotiation"}};
@@ -73,14 +76,16 @@ TEST(MetricsTest, ExpressTalliesAddToTheTotals) {
   EXPECT_DOUBLE_EQ(metrics::SumSamples(r, "hvd_negotiation_seconds_sum"),
                    2e-6 + 0.5 + 4e-6 + 0.02);
   EXPECT_EQ(metrics::SumSamples(r, "hvd_response_cache_hits_total"), 3);
+  EXPECT_EQ(metrics::SumSamples(r, "hvd_response_cache_misses_total"), 1);
   EXPECT_DOUBLE_EQ(metrics::SumSamples(r, "hvd_allreduce_busy_seconds_total"),
                    3e-6 + 1.0);
   // Off, a tally counts nothing more.
   m.set_enabled(false);
-  a->Add(1e-6, 4, 1e-6, 1e-6, true);
-  EXPECT_EQ(metrics::SumSamples(m.Report(kLabels), "hvd_collective_calls_total",
-                                express),
-            3);
+  a->Express(1e-6, 4, 1e-6, 1e-6);
+  a->CacheLookup(true);
+  const std::string off = m.Report(kLabels);
+  EXPECT_EQ(metrics::SumSamples(off, "hvd_collective_calls_total", express), 3);
+  EXPECT_EQ(metrics::SumSamples(off, "hvd_response_cache_hits_total"), 3);
 }
 
 TEST(MetricsTest, GpuSamplesCarryTheDevice) {
