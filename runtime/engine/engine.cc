@@ -267,7 +267,8 @@ bool Engine::NameHeldLocked(const std::string& name) const {
 bool Engine::HoldNameLocked(const std::string& name,
                             const std::shared_ptr<Completion>& done) {
   auto [it, added] = held_names_.try_emplace(name);
-  if (!added) {
+  // (An expired hold, the usual case, needs no lock of its own.)
+  if (!added && !it->second.expired()) {
     std::shared_ptr<Completion> c = it->second.lock();
     if (c && !c->collected()) return false;
   }

@@ -194,7 +194,11 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   std::vector<std::optional<uint32_t>>& ids = finish_ids_;
   ids.clear();
   for (Pending* p : group) {
-    ids.push_back(cache_enabled_ ? cache_.Lookup(p->request) : std::nullopt);
+    ids.push_back(!cache_enabled_ ? std::nullopt
+                  : p->cache_id != UINT32_MAX &&
+                          p->cache_generation == cache_.generation()
+                      ? std::optional<uint32_t>(p->cache_id)
+                      : cache_.Lookup(p->request));
     if (ids.back()) my_cached_.erase(*ids.back());
   }
   // A tensor the cache holds with the same metadata is only touched (what

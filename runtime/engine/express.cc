@@ -115,6 +115,8 @@ bool Engine::ExpressGroup(Status* ran) {
       auto it = pending_.find(cache_.Get(id).name);
       if (it == pending_.end()) return false;
       express_group_pending_.push_back(&it->second);
+      it->second.cache_id = id;
+      it->second.cache_generation = cache_.generation();
     }
   }
   if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);

@@ -52,6 +52,11 @@ struct Pending {
   Output* out = nullptr;
   std::shared_ptr<Completion> done;
   uint64_t flight = 0;  // its flight recorder entry (0: none)
+  // Its response cache id, as an express group found it, valid while the
+  // cache's generation is `cache_generation` (Finish then needs no
+  // lookup); UINT32_MAX when not known.
+  uint32_t cache_id = UINT32_MAX;
+  uint64_t cache_generation = 0;
   // A joined rank's stand-in for a tensor it never submitted: zeros it
   // owns, and nobody waits on `done`.
   bool placeholder = false;

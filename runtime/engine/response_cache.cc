@@ -49,6 +49,7 @@ std::optional<uint32_t> ResponseCache::Lookup(const Request& r) const {
 
 std::optional<ResponseCache::Evicted> ResponseCache::Put(const Request& r) {
   if (capacity_ == 0) return std::nullopt;
+  ++generation_;
   auto it = by_name_.find(r.name);
   if (it != by_name_.end()) {
     // Touch (and take the new metadata, if it changed).
@@ -76,6 +77,7 @@ std::optional<ResponseCache::Evicted> ResponseCache::Put(const Request& r) {
 std::optional<uint32_t> ResponseCache::Erase(const std::string& name) {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
+  ++generation_;
   uint32_t id = it->second->id;
   by_id_[id] = order_.end();
   order_.erase(it->second);

@@ -70,6 +70,12 @@ class ResponseCache {
   };
   // Marks the entry `id` used now, as Put of its own request does.
   void Touch(uint32_t id) { order_.splice(order_.begin(), order_, by_id_[id]); }
+
+  // Moves whenever an id may come to stand for another request (an entry
+  // added, replaced, updated or erased): an id found at one generation
+  // still stands for the same request while it is unchanged. Touch leaves
+  // it alone.
+  uint64_t generation() const { return generation_; }
   // Adds or touches `r`. Returns the entry evicted to make room, if any.
   std::optional<Evicted> Put(const Request& r);
 
@@ -80,6 +86,7 @@ class ResponseCache {
   // Forgets every entry (in place: the free-id marks are this list's end(),
   // which a copy or move of the cache would not keep).
   void Clear() {
+    ++generation_;
     order_.clear();
     by_name_.clear();
     by_id_.assign(capacity_, order_.end());
@@ -93,6 +100,7 @@ class ResponseCache {
     Request request;
   };
   size_t capacity_;
+  uint64_t generation_ = 0;
   std::list<Entry> order_;  // most recent first
   std::unordered_map<std::string, std::list<Entry>::iterator> by_name_;
   // order_.end() marks a free id (a list's end() never moves).

@@ -386,6 +386,41 @@ TEST(CachedIdsTest, BitsWithoutTrailingZeros) {
   EXPECT_EQ(ids.bits(), "");
 }
 
+// An express group's ids are kept for its Finish while the cache's
+// generation holds: it moves whenever an id may come to mean another
+// request, and only then.
+TEST(ResponseCacheGenerationTest, MovesWhenAnIdMayChangeMeaning) {
+  ResponseCache cache(2);
+  Request a = AllreduceRequest("a", 1), b = AllreduceRequest("b", 1),
+          c = AllreduceRequest("c", 1);
+  uint64_t g = cache.generation();
+  auto moved = [&] {
+    const bool m = cache.generation() != g;
+    g = cache.generation();
+    return m;
+  };
+  EXPECT_FALSE(cache.Put(a));
+  EXPECT_TRUE(moved());
+  EXPECT_FALSE(cache.Put(b));
+  EXPECT_TRUE(moved());
+  cache.Touch(*cache.Lookup(a));  // b is now the oldest
+  EXPECT_FALSE(moved());
+  EXPECT_EQ(cache.Get(1).name, "b");
+  ASSERT_TRUE(cache.Put(c));  // evicts b: id 1 is c's now
+  EXPECT_TRUE(moved());
+  EXPECT_EQ(cache.Get(1).name, "c");
+  Request a5 = a;
+  a5.count = 5;
+  EXPECT_FALSE(cache.Put(a5));  // id 0 keeps the name, not the metadata
+  EXPECT_TRUE(moved());
+  EXPECT_TRUE(cache.Erase("c"));
+  EXPECT_TRUE(moved());
+  EXPECT_FALSE(cache.Erase("c"));
+  EXPECT_FALSE(moved());
+  cache.Clear();
+  EXPECT_TRUE(moved());
+}
+
 TEST(NegotiatorIdleTest, BusyWhileSomethingIsHalfNegotiated) {
   Negotiator n(2);
   ResponseCache cache(4);

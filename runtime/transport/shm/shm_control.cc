@@ -48,6 +48,10 @@ class ShmControlPlane final : public ControlPlane {
   }
 
   void Notify() override {
+    // Already notified and not yet seen: the engine thread clears the flag
+    // before it looks for work, so it finds this caller's too (a burst of
+    // submissions pays for one ring).
+    if (notified_.load(std::memory_order_seq_cst)) return;
     notified_.store(true, std::memory_order_seq_cst);
     Ring(o_.rank);
   }
