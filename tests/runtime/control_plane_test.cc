@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/transport/local/local.h"
+#include "runtime/transport/shm/shm_awake.h"
 #include "runtime/transport/shm/shm_backend.h"
 #include "runtime/transport/tcp/tcp_control.h"
 #include "tests/runtime/memory_store.h"
@@ -324,6 +325,40 @@ TEST(ShmControlPlaneTest, ARingWhileDrivingIsSeenWhenTheCallerLeaves) {
   std::vector<std::string> all;
   ASSERT_TRUE(planes[0]->Exchange("from 0", &all, true).ok());
   peer.join();
+}
+
+// The shm exchange's closing fence is skipped only while every peer is
+// certainly still spinning: consecutive timed exchanges, each stored within
+// half the spin time of the one two before.
+TEST(ShmPeersAwakeTest, OnlyCloseConsecutiveTimedExchangesSkipTheFence) {
+  using Clock = ShmPeersAwake::Clock;
+  using std::chrono::microseconds;
+  const Clock::time_point t0 = Clock::now();
+  auto at = [&](int us) { return t0 + microseconds(us); };
+  ShmPeersAwake a;
+  // The first two of each parity have nothing to go by.
+  EXPECT_FALSE(a.Exchanged(1, at(0), at(1)));
+  EXPECT_FALSE(a.Exchanged(2, at(2), at(3)));
+  // 3 stored 2 us after 1's peers came, 4 likewise after 2's.
+  EXPECT_TRUE(a.Exchanged(3, at(3), at(4)));
+  EXPECT_TRUE(a.Exchanged(4, at(5), at(6)));
+  // 5 and 6 stored 30 us after 3's and 4's peers came: a peer may have
+  // spun that long.
+  EXPECT_FALSE(a.Exchanged(5, at(34), at(35)));
+  EXPECT_FALSE(a.Exchanged(6, at(36), at(37)));
+  EXPECT_TRUE(a.Exchanged(7, at(38), at(39)));
+  EXPECT_TRUE(a.Exchanged(8, at(40), at(41)));
+  // An untimed exchange (9) leaves a gap: 11 cannot go by it.
+  EXPECT_TRUE(a.Exchanged(10, at(42), at(43)));
+  EXPECT_FALSE(a.Exchanged(11, at(44), at(45)));
+  EXPECT_TRUE(a.Exchanged(12, at(46), at(47)));
+  EXPECT_TRUE(a.Exchanged(13, at(48), at(49)));
+  // The count wraps.
+  ShmPeersAwake w;
+  EXPECT_FALSE(w.Exchanged(UINT32_MAX - 1, at(0), at(1)));
+  EXPECT_FALSE(w.Exchanged(UINT32_MAX, at(2), at(3)));
+  EXPECT_TRUE(w.Exchanged(0, at(3), at(4)));
+  EXPECT_TRUE(w.Exchanged(1, at(5), at(6)));
 }
 
 }  // namespace

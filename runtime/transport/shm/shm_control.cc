@@ -20,6 +20,7 @@
 #include <cstring>
 #include <optional>
 
+#include "runtime/transport/shm/shm_awake.h"
 #include "runtime/transport/shm/shm_backend.h"
 
 namespace hvd::runtime {
@@ -229,27 +230,12 @@ class ShmControlPlane final : public ControlPlane {
                                            count, *start, "control exchange"));
     }
     if (timed && start) timed->came = std::chrono::steady_clock::now();
-    if (!PeersAwake(count, timed)) wake_sleepers();
+    // The fence waits for the count's store to leave this CPU: skipped
+    // when no peer can be asleep on it (shm_awake.h).
+    if (!timed || !awake_.Exchanged(count, timed->sent, timed->came)) {
+      wake_sleepers();
+    }
     return Status::Ok();
-  }
-
-  // Whether no peer can be asleep on this rank's count `count`, so that
-  // the fence and the look at its sleepers may be skipped (the fence waits
-  // for the count's store to leave this CPU). A peer starts waiting for
-  // `count` only after it finished exchange count-1, which needed this
-  // rank's count-1, stored after every clock read of exchange count-2;
-  // and a peer sleeps only once it has waited kShmSpinFor. So when the
-  // store of `count` (before `timed->sent`) came less than half that after
-  // exchange count-2's `came`, every peer still spins, and sees it. Only
-  // timed exchanges read the clock: after an untimed one the fence stays.
-  bool PeersAwake(uint32_t count, const Timed* timed) {
-    if (!timed) return false;
-    const int parity = static_cast<int>(count & 1);
-    const bool awake = came_count_[parity] == count - 2 &&
-                       timed->sent - came_at_[parity] < kShmSpinFor / 2;
-    came_count_[parity] = count;
-    came_at_[parity] = timed->came;
-    return awake;
   }
 
   // A short spin with the clock read at each turn (in place of the
@@ -334,10 +320,7 @@ class ShmControlPlane final : public ControlPlane {
   // Exchanges this rank started; read by PeerStarted from any thread.
   std::atomic<uint32_t> started_{0};
   uint64_t set_counter_ = 0;
-  // PeersAwake's: the last timed exchange of each parity, and when its
-  // peers' messages had come.
-  uint32_t came_count_[2] = {0, 0};
-  std::chrono::steady_clock::time_point came_at_[2];
+  ShmPeersAwake awake_;
   // Run's: each rank's message length (a member: no allocation per exchange)
   std::vector<uint64_t> lengths_;
   Status broken_;
