@@ -331,34 +331,47 @@ TEST(ShmControlPlaneTest, ARingWhileDrivingIsSeenWhenTheCallerLeaves) {
 // certainly still spinning: consecutive timed exchanges, each stored within
 // half the spin time of the one two before.
 TEST(ShmPeersAwakeTest, OnlyCloseConsecutiveTimedExchangesSkipTheFence) {
-  using Clock = ShmPeersAwake::Clock;
-  using std::chrono::microseconds;
-  const Clock::time_point t0 = Clock::now();
-  auto at = [&](int us) { return t0 + microseconds(us); };
-  ShmPeersAwake a;
-  // The first two of each parity have nothing to go by.
-  EXPECT_FALSE(a.Exchanged(1, at(0), at(1)));
-  EXPECT_FALSE(a.Exchanged(2, at(2), at(3)));
-  // 3 stored 2 us after 1's peers came, 4 likewise after 2's.
-  EXPECT_TRUE(a.Exchanged(3, at(3), at(4)));
-  EXPECT_TRUE(a.Exchanged(4, at(5), at(6)));
-  // 5 and 6 stored 30 us after 3's and 4's peers came: a peer may have
-  // spun that long.
-  EXPECT_FALSE(a.Exchanged(5, at(34), at(35)));
-  EXPECT_FALSE(a.Exchanged(6, at(36), at(37)));
-  EXPECT_TRUE(a.Exchanged(7, at(38), at(39)));
-  EXPECT_TRUE(a.Exchanged(8, at(40), at(41)));
-  // An untimed exchange (9) leaves a gap: 11 cannot go by it.
-  EXPECT_TRUE(a.Exchanged(10, at(42), at(43)));
-  EXPECT_FALSE(a.Exchanged(11, at(44), at(45)));
-  EXPECT_TRUE(a.Exchanged(12, at(46), at(47)));
-  EXPECT_TRUE(a.Exchanged(13, at(48), at(49)));
-  // The count wraps.
-  ShmPeersAwake w;
-  EXPECT_FALSE(w.Exchanged(UINT32_MAX - 1, at(0), at(1)));
-  EXPECT_FALSE(w.Exchanged(UINT32_MAX, at(2), at(3)));
-  EXPECT_TRUE(w.Exchanged(0, at(3), at(4)));
-  EXPECT_TRUE(w.Exchanged(1, at(5), at(6)));
+  const ShmPeersAwake::Clock::time_point t0 = ShmPeersAwake::Clock::now();
+  struct Step {
+    uint32_t count;
+    int sent_us, came_us;  // after t0
+    bool awake;
+  };
+  const std::vector<std::vector<Step>> runs = {
+      {
+          // The first of each parity has nothing to go by.
+          {1, 0, 1, false},
+          {2, 2, 3, false},
+          // Each stored 2 us after the peers of the one two before came.
+          {3, 3, 4, true},
+          {4, 5, 6, true},
+          // Stored 30 us after: a peer may have spun that long.
+          {5, 34, 35, false},
+          {6, 36, 37, false},
+          {7, 38, 39, true},
+          {8, 40, 41, true},
+          // An untimed exchange (9) leaves a gap: 11 cannot go by it.
+          {10, 42, 43, true},
+          {11, 44, 45, false},
+          {12, 46, 47, true},
+          {13, 48, 49, true},
+      },
+      // The count wraps.
+      {{UINT32_MAX - 1, 0, 1, false},
+       {UINT32_MAX, 2, 3, false},
+       {0, 3, 4, true},
+       {1, 5, 6, true}},
+  };
+  for (const auto& run : runs) {
+    ShmPeersAwake awake;
+    for (const Step& s : run) {
+      EXPECT_EQ(
+          awake.Exchanged(s.count, t0 + std::chrono::microseconds(s.sent_us),
+                          t0 + std::chrono::microseconds(s.came_us)),
+          s.awake)
+          << "exchange " << s.count;
+    }
+  }
 }
 
 }  // namespace
