@@ -99,6 +99,13 @@ const std::vector<double>& LatencyBuckets() {
   return buckets;
 }
 
+size_t LatencyBucket(double seconds) {
+  const std::vector<double>& b = LatencyBuckets();
+  size_t i = 0;
+  while (i < b.size() && seconds > b[i]) ++i;
+  return i;
+}
+
 std::string FormatLabels(const Labels& labels) {
   if (labels.empty()) return "";
   std::string out = "{";

@@ -27,7 +27,12 @@ struct Family {
 const std::vector<Family>& Families();
 
 // The latency buckets (seconds) of every histogram: 10 us to 30 s.
+inline constexpr size_t kLatencyBucketCount = 14;
 const std::vector<double>& LatencyBuckets();
+// The bucket `seconds` counts in: the first bound at or above it, or
+// kLatencyBucketCount (+Inf). Searched from the bottom, where most
+// latencies fall.
+size_t LatencyBucket(double seconds);
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 

@@ -87,10 +87,8 @@ void Stragglers::Count(const Collective& c) {
   // The median of an even count: the upper middle (the last is ahead of
   // nobody, so two ranks give it 0 behind itself otherwise).
   const int64_t median = times[(times.size() - 1) / 2];
-  const std::vector<double>& buckets = metrics::LatencyBuckets();
-  spread_counts_.resize(buckets.size() + 1);
-  ++spread_counts_[std::lower_bound(buckets.begin(), buckets.end(), spread) -
-                   buckets.begin()];
+  spread_counts_.resize(metrics::kLatencyBucketCount + 1);
+  ++spread_counts_[metrics::LatencyBucket(spread)];
   spread_sum_ += spread;
   Rank& r = ranks_[last];
   ++r.last;

@@ -30,15 +30,14 @@ const std::vector<metrics::Family>& Families() {
 
 void ServerStats::Record(const std::string& method, const Status& s,
                          double seconds) {
-  const auto& b = metrics::LatencyBuckets();
   std::lock_guard<std::mutex> lock(mu_);
   Method& m = methods_[method];
-  if (m.buckets.empty()) m.buckets.assign(b.size() + 1, 0);
+  if (m.buckets.empty()) m.buckets.assign(metrics::kLatencyBucketCount + 1, 0);
   // gRPC's spelling of the code: UNAUTHENTICATED, NOT_FOUND.
   std::string code(StatusCodeName(s.code()));
   for (char& c : code) c = c == ' ' ? '_' : static_cast<char>(std::toupper(c));
   ++m.by_code[code];
-  ++m.buckets[std::lower_bound(b.begin(), b.end(), seconds) - b.begin()];
+  ++m.buckets[metrics::LatencyBucket(seconds)];
   m.seconds += seconds;
 }
 

@@ -57,9 +57,7 @@ Metrics& Metrics::Process() {
 }
 
 void Metrics::Histogram::Add(double seconds) {
-  const auto& b = metrics::LatencyBuckets();
-  size_t i = std::lower_bound(b.begin(), b.end(), seconds) - b.begin();
-  ++counts[i];
+  ++counts[metrics::LatencyBucket(seconds)];
   sum += seconds;
 }
 
@@ -80,24 +78,9 @@ void Metrics::Negotiation(double seconds) {
   negotiation_.Add(seconds);
 }
 
-namespace {
-
-// One more on an atomic that only one thread at a time writes: a load and
-// a store, no locked instruction.
-template <typename T>
-void Bump(std::atomic<T>& a, T by) {
-  a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-
-}  // namespace
-
 void Metrics::CycleTally::Counts::Add(double seconds) {
-  const auto& b = metrics::LatencyBuckets();
-  // From the bottom: an express call is microseconds, the first bucket.
-  size_t i = 0;
-  while (i < kLatencyBuckets && seconds > b[i]) ++i;
-  Bump<uint64_t>(counts[i], 1);
-  Bump(sum, seconds);
+  SingleWriterAdd<uint64_t>(counts[metrics::LatencyBucket(seconds)], 1);
+  SingleWriterAdd(sum, seconds);
 }
 
 void Metrics::CycleTally::Express(double negotiation, uint64_t bytes,
@@ -105,14 +88,14 @@ void Metrics::CycleTally::Express(double negotiation, uint64_t bytes,
   if (!enabled_.load(std::memory_order_relaxed)) return;
   negotiation_.Add(negotiation);
   seconds_.Add(seconds);
-  Bump<uint64_t>(calls_, 1);
-  Bump(bytes_, bytes);
-  if (busy >= 0) Bump(busy_, busy);
+  SingleWriterAdd<uint64_t>(calls_, 1);
+  SingleWriterAdd(bytes_, bytes);
+  if (busy >= 0) SingleWriterAdd(busy_, busy);
 }
 
 void Metrics::CycleTally::CacheLookup(bool hit) {
   if (!enabled_.load(std::memory_order_relaxed)) return;
-  Bump<uint64_t>(hit ? cache_hits_ : cache_misses_, 1);
+  SingleWriterAdd<uint64_t>(hit ? cache_hits_ : cache_misses_, 1);
 }
 
 void Metrics::CycleTally::AddTo(OpMap& ops, Histogram& negotiation,
@@ -126,7 +109,7 @@ void Metrics::CycleTally::AddTo(OpMap& ops, Histogram& negotiation,
   o.calls += calls;
   o.tensors += calls;
   o.bytes += bytes_.load(std::memory_order_relaxed);
-  for (size_t i = 0; i <= kLatencyBuckets; ++i) {
+  for (size_t i = 0; i <= metrics::kLatencyBucketCount; ++i) {
     o.seconds.counts[i] += seconds_.counts[i].load(std::memory_order_relaxed);
     negotiation.counts[i] +=
         negotiation_.counts[i].load(std::memory_order_relaxed);

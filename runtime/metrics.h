@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/metrics_format.h"
+#include "common/single_writer.h"
 
 namespace hvd::runtime {
 
@@ -39,8 +40,6 @@ class Metrics {
 
  public:
   using Clock = std::chrono::steady_clock;
-  // How many metrics::LatencyBuckets() there are (a test holds them to it).
-  static constexpr size_t kLatencyBuckets = 14;
 
   // The rank's GPU, read when a report is made. Negative: not known.
   struct GpuUsage {
@@ -89,7 +88,7 @@ class Metrics {
     void AddTo(OpMap& ops, Histogram& negotiation, double& busy, uint64_t& hits,
                uint64_t& misses) const;
     struct Counts {
-      std::atomic<uint64_t> counts[kLatencyBuckets + 1] = {};
+      std::atomic<uint64_t> counts[metrics::kLatencyBucketCount + 1] = {};
       std::atomic<double> sum{0};
       void Add(double seconds);
     };

@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "common/settings.h"
+#include "common/single_writer.h"
 #include "common/status.h"
 #include "hvd/hvd.h"
 #include "runtime/autotune.h"
@@ -312,8 +313,7 @@ class Engine : private CycleDriver::Cycles {
   // a submitter that wakes the engine thread or waits (and drives) itself.
   std::atomic<uint64_t> queued_{0};
   void CountQueuedLocked() {
-    queued_.store(queued_.load(std::memory_order_relaxed) + 1,
-                  std::memory_order_release);
+    SingleWriterAdd<uint64_t>(queued_, 1, std::memory_order_release);
   }
   // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
   bool device_seen_ = false;
@@ -357,13 +357,12 @@ class Engine : private CycleDriver::Cycles {
   // that races with the return may be refused, as it would be just before).
   std::string fast_name_;
   std::atomic<bool> fast_busy_{false};
-  // Counted only by the thread running the cycles (CountOne), read by any.
+  // Counted only by the thread running the cycles (SingleWriterAdd), read
+  // by any.
   std::atomic<uint64_t> express_{0}, fast_lane_{0}, fast_fallbacks_{0},
       express_groups_{0};
-  // One more on a counter only the cycles' thread writes: a load and a
-  // store, no locked add.
   static void CountOne(std::atomic<uint64_t>& c) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    SingleWriterAdd<uint64_t>(c, 1);
   }
   std::map<std::string, std::vector<std::string_view>> eager_;
   // The express cycles' metrics (written by the cycles' runner, no lock).

@@ -191,14 +191,20 @@ void Engine::Finish(const std::vector<Pending*>& group) {
   // runner touches the cache; Remember takes mu_ when it evicts). None of
   // the group is pending by its bit any more before any is remembered, so
   // an eviction does not send one of them again.
+  // An express group found its ids already: kept while the cache's
+  // generation holds, they need no second lookup.
+  auto id_of = [this](const Pending* p) -> std::optional<uint32_t> {
+    if (!cache_enabled_) return std::nullopt;
+    if (p->cache_id != UINT32_MAX &&
+        p->cache_generation == cache_.generation()) {
+      return p->cache_id;
+    }
+    return cache_.Lookup(p->request);
+  };
   std::vector<std::optional<uint32_t>>& ids = finish_ids_;
   ids.clear();
   for (Pending* p : group) {
-    ids.push_back(!cache_enabled_ ? std::nullopt
-                  : p->cache_id != UINT32_MAX &&
-                          p->cache_generation == cache_.generation()
-                      ? std::optional<uint32_t>(p->cache_id)
-                      : cache_.Lookup(p->request));
+    ids.push_back(id_of(p));
     if (ids.back()) my_cached_.erase(*ids.back());
   }
   // A tensor the cache holds with the same metadata is only touched (what

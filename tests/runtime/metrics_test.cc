@@ -39,7 +39,7 @@ TEST(MetricsTest, DisabledCountsNothing) {
 }
 
 TEST(MetricsTest, CycleTalliesAddToTheTotals) {
-  ASSERT_EQ(metrics::LatencyBuckets().size(), Metrics::kLatencyBuckets);
+  ASSERT_EQ(metrics::LatencyBuckets().size(), metrics::kLatencyBucketCount);
   Metrics m;
   // Nothing express yet: no sample of its transport.
   EXPECT_EQ(m.Report(kLabels).find("transport=\"negotiation\""),
