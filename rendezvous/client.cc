@@ -40,6 +40,16 @@ milliseconds Left(SteadyClock::time_point deadline) {
                                                   SteadyClock::now());
 }
 
+// The wait before the next try, cut to end at the deadline (where one last
+// try goes): the whole timeout is spent retrying, however the waits were
+// drawn. Zero: the deadline has passed, give up.
+milliseconds WaitBeforeRetry(Backoff& backoff,
+                             SteadyClock::time_point deadline) {
+  const milliseconds left = Left(deadline);
+  if (left <= milliseconds(0)) return milliseconds(0);
+  return std::min(backoff.Next(), left);
+}
+
 std::string Seconds(milliseconds t) {
   const int64_t tenths = (t.count() + 50) / 100;
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
@@ -201,8 +211,8 @@ Status RendezvousClient::Unary(
     }
     stub_->Next(at);
     if (!backoff) backoff.emplace(BackoffSeed());
-    const milliseconds wait = backoff->Next();
-    if (SteadyClock::now() + wait >= deadline) {
+    const milliseconds wait = WaitBeforeRetry(*backoff, deadline);
+    if (wait <= milliseconds(0)) {
       return Status::Unavailable(StillUnreachable(s.message(), start));
     }
     Unreachable(s.message(), what, Left(deadline));
@@ -327,10 +337,10 @@ void RendezvousClient::Answered(const std::shared_ptr<Attempt>& a,
     return a->done(r);
   }
   if (!a->backoff) a->backoff.emplace(BackoffSeed());
-  const milliseconds wait = a->backoff->Next();
+  const milliseconds wait = WaitBeforeRetry(*a->backoff, a->deadline);
   pb::OpResult last = r;
   last.set_message(StillUnreachable(r.message(), a->start));
-  if (SteadyClock::now() + wait >= a->deadline) return a->done(last);
+  if (wait <= milliseconds(0)) return a->done(last);
   Unreachable(r.message(), a->what, Left(a->deadline));
   timer_.After(wait, [this, a, last](bool run) {
     if (run) return Send(a);
