@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -325,6 +328,52 @@ TEST(ShmControlPlaneTest, ARingWhileDrivingIsSeenWhenTheCallerLeaves) {
   std::vector<std::string> all;
   ASSERT_TRUE(planes[0]->Exchange("from 0", &all, true).ok());
   peer.join();
+}
+
+// Whether thread `tid` of this process is asleep (in the futex, for a
+// thread that does nothing else).
+bool ThreadSleeps(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)),
+                   std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         stat[paren + 2] == 'S';
+}
+
+// A submission made while a caller drives rings without waking the
+// sleeping engine thread; the caller, handing work over as it leaves,
+// must still wake it (it once found the submission's notice unseen and
+// rang no more, and the engine thread slept out its timeout).
+TEST(ShmControlPlaneTest, TheHandOffAfterDrivingWakesTheEngineThread) {
+  MemoryStore store;
+  auto planes = ShmPlanes(2, store);
+  ASSERT_EQ(planes.size(), 2u);
+  std::atomic<pid_t> tid{0};
+  std::promise<void> woke;
+  auto woken = woke.get_future();
+  std::thread engine([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    bool peer = false;
+    planes[0]->WaitForCaller(milliseconds(60000), &peer);
+    woke.set_value();
+  });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((tid == 0 || !ThreadSleeps(tid)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(ThreadSleeps(tid)) << "the engine thread never slept";
+  planes[0]->SetDriving(true);
+  planes[0]->Notify();  // a submitter, while the caller drives
+  planes[0]->SetDriving(false);
+  EXPECT_TRUE(planes[0]->PeerRangWhileDriving());
+  planes[0]->Notify();  // the caller's hand-off
+  // Woken by the hand-off, not by the end of the minute.
+  EXPECT_EQ(woken.wait_for(std::chrono::seconds(30)),
+            std::future_status::ready);
+  engine.join();
 }
 
 // The shm exchange's closing fence is skipped only while every peer is

@@ -51,7 +51,8 @@ class ShmControlPlane final : public ControlPlane {
   void Notify() override {
     // Already notified and not yet seen: the engine thread clears the flag
     // before it looks for work, so it finds this caller's too (a burst of
-    // submissions pays for one ring).
+    // submissions pays for one ring). A caller that stops driving clears
+    // it too (SetDriving), since rings while it drove woke nobody.
     if (notified_.load(std::memory_order_seq_cst)) return;
     notified_.store(true, std::memory_order_seq_cst);
     Ring(o_.rank);
@@ -82,6 +83,12 @@ class ShmControlPlane final : public ControlPlane {
       self.driving.store(1, std::memory_order_release);
     } else {
       self.driving.store(0, std::memory_order_seq_cst);
+      // A Notify made while the flag was set rang without waking the
+      // engine thread, yet left `notified_` set, which would hold back
+      // the caller's own Notify as it hands work over. Every Notify moved
+      // the bell, so a sleeper that looks later still sees it; clearing
+      // after the store above lets the hand-off ring for real.
+      notified_.store(false, std::memory_order_seq_cst);
     }
   }
   // Sequentially consistent against Ring: the ringer moves the bell, then
