@@ -221,6 +221,8 @@ void Engine::AddLocked(Request request, void* data, Output* out,
     gone = Status::Aborted(who(), "the engine has shut down");
   }
   if (!gone.ok()) return;
+  // Counted before the fast lane's flag is looked at (FastStillClear).
+  CountQueuedLocked();
   // (A pending request's completion is not done, so not collected: its
   // name is held.)
   if (refuse.ok() &&
@@ -246,14 +248,13 @@ void Engine::AddLocked(Request request, void* data, Output* out,
                          : flight_.Submitted(p.request,
                                              std::chrono::steady_clock::now());
   fresh_.push_back(&p.request);
-  CountQueuedLocked();
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
   }
 }
 
 bool Engine::FastNameLocked(const std::string& name) const {
-  return fast_busy_.load(std::memory_order_acquire) && name == fast_name_;
+  return fast_busy_.load(std::memory_order_seq_cst) && name == fast_name_;
 }
 
 bool Engine::NameHeldLocked(const std::string& name) const {
@@ -365,6 +366,7 @@ void Engine::FailAll(const Status& s) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.ok()) failed_ = s;
+    CountQueuedLocked();
     pending.swap(pending_);
     fresh_.clear();
     AllreducesDoneLocked(allreduces_pending_);
@@ -490,6 +492,7 @@ CycleDriver::Turn Engine::Conclude(const Status& s, uint8_t everyone) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
+      CountQueuedLocked();
     }
     return CycleDriver::Turn::kEnded;
   }

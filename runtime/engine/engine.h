@@ -167,6 +167,9 @@ class Engine : private CycleDriver::Cycles {
   bool NameHeldLocked(const std::string& name) const;
   // Whether the fast lane's call of `name` is in flight (`mu_` held).
   bool FastNameLocked(const std::string& name) const;
+  // Whether the fast lane's checks under mu_ still hold for `name`
+  // (nothing queued since they passed), its flag then set.
+  bool FastStillClear(const std::string& name);
   // Holds `name` for `done`; false (and nothing changes) when it is held.
   bool HoldNameLocked(const std::string& name,
                       const std::shared_ptr<Completion>& done);
@@ -307,13 +310,14 @@ class Engine : private CycleDriver::Cycles {
   int allreduces_pending_ = 0;
   std::chrono::steady_clock::time_point allreduce_since_;
   bool stop_ = false;  // guarded by mu_
-  // Requests queued and stops asked, ever: moved under mu_, so that a
-  // fast-lane turn that found nothing pending can tell, without mu_, that
-  // nothing came since (Unfinished). One it cannot see yet was queued by
-  // a submitter that wakes the engine thread or waits (and drives) itself.
+  // Requests queued (or refused as in flight), stops asked and failures,
+  // ever: moved under mu_, so that a fast-lane turn that found nothing
+  // pending can tell, without mu_, that nothing came since (Unfinished,
+  // FastStillClear). One it cannot see yet was queued by a submitter that
+  // wakes the engine thread or waits (and drives) itself.
   std::atomic<uint64_t> queued_{0};
   void CountQueuedLocked() {
-    SingleWriterAdd<uint64_t>(queued_, 1, std::memory_order_release);
+    SingleWriterAdd<uint64_t>(queued_, 1, std::memory_order_seq_cst);
   }
   // A GPU tensor was ever queued (guarded by mu_): callers drive no more.
   bool device_seen_ = false;
@@ -352,6 +356,9 @@ class Engine : private CycleDriver::Cycles {
   // fast_quiet_at_ then (the cycles' runner's).
   bool fast_quiet_ = false;
   uint64_t fast_quiet_at_ = 0;
+  // ... and its checks under mu_ passed for fast_name_ then (until a
+  // fallback queues the request).
+  bool fast_clear_ = false;
   // The fast lane's tensor while fast_busy_: both set under mu_; the flag
   // is cleared without it, as the call returns (a submission of the name
   // that races with the return may be refused, as it would be just before).

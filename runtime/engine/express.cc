@@ -153,6 +153,21 @@ void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
   PutKnobs(msg, std::nullopt);
 }
 
+bool Engine::FastStillClear(const std::string& name) {
+  // The checks under mu_ passed for this name when queued_ was
+  // fast_quiet_at_. Whatever could fail them since (a request queued, so
+  // pending and holding its name; a stop; a failure) moved queued_.
+  if (!fast_clear_ || name != fast_name_) return false;
+  // A submitter of the same name counts itself before it looks at the
+  // flag (AddLocked): either it sees the flag and is refused, or this
+  // sees its count and takes mu_, as both did under mu_.
+  fast_busy_.store(true, std::memory_order_seq_cst);
+  if (queued_.load(std::memory_order_seq_cst) == fast_quiet_at_) return true;
+  fast_busy_.store(false, std::memory_order_relaxed);
+  fast_clear_ = false;
+  return false;
+}
+
 CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
                                    std::shared_ptr<Completion>* queued) {
   using Turn = CycleDriver::Turn;
@@ -168,7 +183,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
           : cache_.Lookup(r);
   if (!id) return Turn::kIdle;
   fast_quiet_ = false;
-  {
+  if (!FastStillClear(r.name)) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !failed_.ok() || device_seen_ || !pending_.empty() ||
         !fresh_.empty() || NameHeldLocked(r.name)) {
@@ -178,6 +193,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     // A second submission of it is refused meanwhile.
     if (fast_name_ != r.name) fast_name_ = r.name;
     fast_busy_.store(true, std::memory_order_relaxed);
+    fast_clear_ = true;
   }
   BuildFastMessage(*id, r, data);
   // Recorded in the flight recorder as soon as the peers keep this rank
@@ -242,6 +258,7 @@ CycleDriver::Turn Engine::FallBackFromFast(
   exchange_seconds_ =
       std::chrono::duration<double>(timed.came - timed.sent).count();
   CountOne(fast_fallbacks_);
+  fast_clear_ = false;  // the request is pending: the checks fail now
   auto done = std::make_shared<Completion>();
   Status refuse, gone;
   {

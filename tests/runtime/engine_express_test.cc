@@ -324,6 +324,34 @@ TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
   EXPECT_EQ(peer.exchanges(), 6);
 }
 
+// The fast lane checks what is in flight under the engine's lock once,
+// then only whether anything was queued since: a request of the same name
+// queued after a fast-lane call is still refused the next one, which runs
+// again once it is done.
+TEST(EngineFastLaneTest, ARequestQueuedAfterAFastCallIsSeenByTheNext) {
+  BackendSet backends(CreateLocalBackend(), "local");
+  ScriptedPeer peer;
+  EngineOptions options;
+  options.size = 2;
+  Engine engine(options, &backends, &peer);
+  std::vector<float> x(4, 1.f), y(4, 1.f);
+  const Request r = AllreduceRequest("t", 4);
+  ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());  // cached
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());
+  }
+  EXPECT_EQ(engine.fast_lane_allreduces(), 3u);
+  auto queued = engine.Enqueue(r, y.data(), nullptr, /*notify=*/false);
+  Status s = engine.AllreduceNow(r, x.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("already in flight"), std::string::npos)
+      << s.ToString();
+  ASSERT_TRUE(engine.Wait(queued, /*notified=*/false).ok());
+  EXPECT_EQ(y, std::vector<float>(4, 2.f));
+  ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());
+  EXPECT_EQ(engine.fast_lane_allreduces(), 4u);
+}
+
 // Cached tensors too large to ride along, queued together: once cached,
 // a cycle whose every message names the same ones runs them as an express
 // group (no decoding, no negotiation); one whose peer names nothing goes
