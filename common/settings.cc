@@ -182,10 +182,12 @@ std::vector<Setting> Build() {
                   "B"));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
-          "", kTune, 0, int64_t{1} << 40, "2097152",
+          "", kTune, 0, int64_t{1} << 40, "0",
           "allreduces of at least this many bytes between a host's ranks read "
           "each other's buffers directly (one copy, process_vm_readv) instead "
-          "of through the segment; 0 never",
+          "of through the segment; 0 never (the default: on the 2-core VM "
+          "measured, the segment's path is about twice as fast from 2 to 16 "
+          "MiB)",
           "B"));
   t.push_back(Int(
       "shm_single_copy_limit", {}, "HOROVOD_SHM_SINGLE_COPY_LIMIT", "", kTune,

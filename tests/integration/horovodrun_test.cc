@@ -397,7 +397,9 @@ TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
        "--autotune-warmup-samples", "1", "--autotune-steps-per-sample", "2",
        "--autotune-bayes-opt-max-samples", "6", "--cycle-time-ms", "2",
        "--log-level", "INFO", HVD_AUTOTUNE_BENCH, "--steps", "80"},
-      std::chrono::seconds(120));
+      std::chrono::seconds(120),
+      // Single copy is off unless set: on, so that its choice is tried.
+      {"HOROVOD_SHM_SINGLE_COPY_THRESHOLD=1048576"});
   // The program checks every result while the values change under it.
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream f(log);
