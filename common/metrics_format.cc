@@ -94,16 +94,9 @@ const std::vector<Family>& Families() {
 }
 
 const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> buckets = {
-      1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3, 10, 30};
+  static const std::vector<double> buckets(std::begin(kLatencyBounds),
+                                           std::end(kLatencyBounds));
   return buckets;
-}
-
-size_t LatencyBucket(double seconds) {
-  const std::vector<double>& b = LatencyBuckets();
-  size_t i = 0;
-  while (i < b.size() && seconds > b[i]) ++i;
-  return i;
 }
 
 std::string FormatLabels(const Labels& labels) {

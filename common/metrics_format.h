@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,12 +28,18 @@ struct Family {
 const std::vector<Family>& Families();
 
 // The latency buckets (seconds) of every histogram: 10 us to 30 s.
-inline constexpr size_t kLatencyBucketCount = 14;
-const std::vector<double>& LatencyBuckets();
+inline constexpr double kLatencyBounds[] = {
+    1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3, 10, 30};
+inline constexpr size_t kLatencyBucketCount = std::size(kLatencyBounds);
+const std::vector<double>& LatencyBuckets();  // the same, as a vector
 // The bucket `seconds` counts in: the first bound at or above it, or
 // kLatencyBucketCount (+Inf). Searched from the bottom, where most
-// latencies fall.
-size_t LatencyBucket(double seconds);
+// latencies fall (inline: a small allreduce counts its time in two).
+inline size_t LatencyBucket(double seconds) {
+  size_t i = 0;
+  while (i < kLatencyBucketCount && seconds > kLatencyBounds[i]) ++i;
+  return i;
+}
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 

@@ -255,11 +255,17 @@ Context::~Context() {
   flight_.reset();
   publisher_.reset();
   if (engine_) engine_->Shutdown();
+  engine_made_.store(nullptr, std::memory_order_release);
   engine_.reset();
   timeline_.reset();  // after the engine: it may still write events
 }
 
 Engine& Context::engine() {
+  // Once made, taken without call_once, which sets thread-locals and calls
+  // into libc each time (every collective asks).
+  if (Engine* made = engine_made_.load(std::memory_order_acquire)) {
+    return *made;
+  }
   std::call_once(engine_once_, [this] {
     engine_options_.rank = assignment_.rank;
     engine_options_.size = assignment_.size;

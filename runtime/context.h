@@ -104,7 +104,7 @@ class Context {
   std::once_flag engine_once_;
   std::unique_ptr<Engine> engine_;  // destroyed before the backend
   // engine_ once made, for threads that must not make it (a dump).
-  std::atomic<const Engine*> engine_made_{nullptr};
+  std::atomic<Engine*> engine_made_{nullptr};
   // Sends this rank's metrics to the launcher through the rendezvous
   // (HVD_METRICS_INTERVAL_MS); destroyed first, after a last report.
   class MetricsPublisher;

@@ -100,25 +100,6 @@ HVD_INLINE void Scale(void* data, size_t n, double factor) {
 
 }  // namespace
 
-size_t DataTypeSize(DataType type) {
-  switch (type) {
-    case DataType::kUInt8:
-    case DataType::kInt8:
-      return 1;
-    case DataType::kInt16:
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return 2;
-    case DataType::kInt32:
-    case DataType::kFloat32:
-      return 4;
-    case DataType::kInt64:
-    case DataType::kFloat64:
-      return 8;
-  }
-  return 1;
-}
-
 std::string_view DataTypeName(DataType type) {
   switch (type) {
     case DataType::kUInt8:

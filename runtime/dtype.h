@@ -25,7 +25,26 @@ enum class ReduceOp { kSum, kMin, kMax, kProduct };
 inline constexpr ReduceOp kAllReduceOps[] = {
     ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
-size_t DataTypeSize(DataType type);
+// Inline: every collective asks, some several times.
+inline size_t DataTypeSize(DataType type) {
+  switch (type) {
+    case DataType::kUInt8:
+    case DataType::kInt8:
+      return 1;
+    case DataType::kInt16:
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInt32:
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kInt64:
+    case DataType::kFloat64:
+      return 8;
+  }
+  return 1;
+}
+
 std::string_view DataTypeName(DataType type);
 std::string_view ReduceOpName(ReduceOp op);
 

@@ -36,6 +36,7 @@ namespace hvd::runtime {
 bool Engine::SameButData() const {
   const std::string& mine = cycle_messages_[options_.rank];
   for (const std::string& theirs : cycle_messages_) {
+    if (&theirs == &mine) continue;
     // The message ends with the data and the knobs flag (no knobs).
     if (theirs.size() != mine.size() ||
         std::memcmp(theirs.data(), mine.data(), express_at_) != 0 ||
