@@ -167,9 +167,9 @@ class Engine : private CycleDriver::Cycles {
   bool NameHeldLocked(const std::string& name) const;
   // Whether the fast lane's call of `name` is in flight (`mu_` held).
   bool FastNameLocked(const std::string& name) const;
-  // Whether the fast lane's checks under mu_ still hold for `name`
-  // (nothing queued since they passed), its flag then set.
-  bool FastStillClear(const std::string& name);
+  // Whether the fast lane's checks under mu_ still hold for cache entry
+  // `id` (nothing queued since they passed), its flag then set.
+  bool FastStillClear(uint32_t id);
   // Holds `name` for `done`; false (and nothing changes) when it is held.
   bool HoldNameLocked(const std::string& name,
                       const std::shared_ptr<Completion>& done);
@@ -349,15 +349,19 @@ class Engine : private CycleDriver::Cycles {
   std::vector<std::string_view> express_views_;
   std::string fast_msg_;  // the fast lane's message (its buffer reused)
   // ... whose tensor it was built for (its data at fast_data_at_)
+  // (entry fast_msg_id_ of the cache at fast_msg_generation_).
   uint32_t fast_msg_id_ = UINT32_MAX;
-  size_t fast_msg_bytes_ = 0, fast_data_at_ = 0;
-  std::string fast_msg_name_;
+  uint64_t fast_msg_generation_ = 0;
+  size_t fast_data_at_ = 0;
+  bool FastMessageFor(uint32_t id) const {
+    return id == fast_msg_id_ && cache_.generation() == fast_msg_generation_;
+  }
   // The fast lane's last turn found nothing pending, and queued_ was
   // fast_quiet_at_ then (the cycles' runner's).
   bool fast_quiet_ = false;
   uint64_t fast_quiet_at_ = 0;
-  // ... and its checks under mu_ passed for fast_name_ then (until a
-  // fallback queues the request).
+  // ... and its checks under mu_ passed then for the tensor of its
+  // message (until a fallback queues the request).
   bool fast_clear_ = false;
   // The fast lane's tensor while fast_busy_: both set under mu_; the flag
   // is cleared without it, as the call returns (a submission of the name

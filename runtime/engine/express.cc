@@ -133,16 +133,17 @@ bool Engine::ExpressGroup(Status* ran) {
 void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
   const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
   std::string& msg = fast_msg_;
-  // A loop's next call of the same tensor: only the data differs.
-  if (id == fast_msg_id_ && bytes == fast_msg_bytes_ &&
-      r.name == fast_msg_name_) {
+  // A loop's next call of the same tensor: only the data differs. (`r`
+  // equals entry `id`, as it did when the message was built; an entry
+  // unchanged since, by the cache's generation, is the same name and
+  // size.)
+  if (FastMessageFor(id)) {
     std::memcpy(msg.data() + fast_data_at_, data, bytes);
     express_at_ = fast_data_at_;
     return;
   }
   fast_msg_id_ = id;
-  fast_msg_bytes_ = bytes;
-  fast_msg_name_ = r.name;
+  fast_msg_generation_ = cache_.generation();
   msg.clear();
   CachedIds bits;
   bits.insert(id);
@@ -154,11 +155,12 @@ void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
   PutKnobs(msg, std::nullopt);
 }
 
-bool Engine::FastStillClear(const std::string& name) {
-  // The checks under mu_ passed for this name when queued_ was
-  // fast_quiet_at_. Whatever could fail them since (a request queued, so
-  // pending and holding its name; a stop; a failure) moved queued_.
-  if (!fast_clear_ || name != fast_name_) return false;
+bool Engine::FastStillClear(uint32_t id) {
+  // The checks under mu_ passed for this tensor (entry `id`, unchanged
+  // since: fast_name_ is its name) when queued_ was fast_quiet_at_.
+  // Whatever could fail them since (a request queued, so pending and
+  // holding its name; a stop; a failure) moved queued_.
+  if (!fast_clear_ || !FastMessageFor(id)) return false;
   // A submitter of the same name counts itself before it looks at the
   // flag (AddLocked): either it sees the flag and is refused, or this
   // sees its count and takes mu_, as both did under mu_.
@@ -184,7 +186,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
           : cache_.Lookup(r);
   if (!id) return Turn::kIdle;
   fast_quiet_ = false;
-  if (!FastStillClear(r.name)) {
+  if (!FastStillClear(*id)) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || !failed_.ok() || device_seen_ || !pending_.empty() ||
         !fresh_.empty() || NameHeldLocked(r.name)) {
