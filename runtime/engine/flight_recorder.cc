@@ -38,14 +38,14 @@ FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
 
 uint64_t FlightRecorder::Submitted(const Request& r, Clock::time_point at) {
   if (ring_.empty()) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return NextLocked(r, at).seq;
 }
 
 uint64_t FlightRecorder::Completed(const Request& r, Clock::time_point start,
                                    Clock::time_point end) {
   if (ring_.empty()) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   Entry& e = NextLocked(r, start);
   e.negotiated = e.started = start;
   e.finished = end;
@@ -67,7 +67,7 @@ void FlightRecorder::Finished(uint64_t seq, Clock::time_point at, bool ok) {
 void FlightRecorder::Ran(uint64_t seq, Clock::time_point start,
                          Clock::time_point end) {
   if (ring_.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (Entry* e = FindLocked(seq)) {
     e->negotiated = e->started = start;
     e->finished = end;
@@ -75,7 +75,7 @@ void FlightRecorder::Ran(uint64_t seq, Clock::time_point start,
 }
 
 std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot(size_t most) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   std::vector<Entry> out;
   const uint64_t n = std::min<uint64_t>({last_, ring_.size(), most});
   out.reserve(n);

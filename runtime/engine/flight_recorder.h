@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spin_lock.h"
 #include "runtime/engine/request.h"
 
 namespace hvd::runtime {
@@ -99,7 +100,7 @@ class FlightRecorder {
   Entry& NextLocked(const Request& r, Clock::time_point at);
 
   const int process_set_;
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;      // short sections: a spin lock (common/spin_lock.h)
   std::vector<Entry> ring_;  // guarded by mu_
   uint64_t last_ = 0;        // guarded by mu_: the newest entry's seq
 };
@@ -108,7 +109,7 @@ template <typename Items, typename SeqOf>
 void FlightRecorder::MarkEach(const Items& items, SeqOf seq_of, Phase phase,
                               Clock::time_point at) {
   if (ring_.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (const auto& item : items) {
     if (Entry* e = FindLocked(seq_of(item))) SetLocked(*e, phase, at);
   }
@@ -118,7 +119,7 @@ template <typename Items, typename SeqOf>
 void FlightRecorder::FinishedEach(const Items& items, SeqOf seq_of,
                                   Clock::time_point at, bool ok) {
   if (ring_.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (const auto& item : items) {
     if (Entry* e = FindLocked(seq_of(item))) {
       e->finished = at;
