@@ -46,6 +46,9 @@ class ControlPlane {
     std::chrono::steady_clock::time_point sent, came;
     void (*waiting)(void*) = nullptr;
     void* arg = nullptr;
+    // The caller keeps its own message: this rank's entry of `all` may be
+    // left as it was (a plane that copies it anyway does no harm).
+    bool keeps_mine = false;
   };
   // Planes that cannot split their exchange read the clock and run
   // `waiting` before it, and read the clock again after.

@@ -230,12 +230,12 @@ class Engine : private CycleDriver::Cycles {
   // (ExpressGroup).
   bool TryExpress(Status* ran);
   bool ExpressGroup(Status* ran);
-  // Whether every rank's message of this cycle equals this rank's but for
-  // the data from express_at_ on.
-  bool SameButData() const;
-  // Points express_views_ at every rank's data in this cycle's messages;
-  // the data's size.
-  size_t ExpressViews();
+  // Whether every rank's message of this cycle equals this rank's (`mine`)
+  // but for the data from express_at_ on.
+  bool SameButData(const std::string& mine) const;
+  // Points express_views_ at every rank's data in this cycle's messages
+  // (this rank's in `mine`); the data's size.
+  size_t ExpressViews(const std::string& mine);
   // The fast lane's turn (express.cc), under the cycle lock: kIdle when it
   // does not apply. Otherwise `*result` is the allreduce's, or `*queued`
   // the request's completion when the cycle turned out not to be express

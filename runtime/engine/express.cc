@@ -33,10 +33,10 @@
 
 namespace hvd::runtime {
 
-bool Engine::SameButData() const {
-  const std::string& mine = cycle_messages_[options_.rank];
-  for (const std::string& theirs : cycle_messages_) {
-    if (&theirs == &mine) continue;
+bool Engine::SameButData(const std::string& mine) const {
+  for (int q = 0; q < static_cast<int>(cycle_messages_.size()); ++q) {
+    if (q == options_.rank) continue;
+    const std::string& theirs = cycle_messages_[q];
     // The message ends with the data and the knobs flag (no knobs).
     if (theirs.size() != mine.size() ||
         std::memcmp(theirs.data(), mine.data(), express_at_) != 0 ||
@@ -47,13 +47,13 @@ bool Engine::SameButData() const {
   return true;
 }
 
-size_t Engine::ExpressViews() {
-  const size_t data_bytes =
-      cycle_messages_[options_.rank].size() - express_at_ - 1;
+size_t Engine::ExpressViews(const std::string& mine) {
+  const size_t data_bytes = mine.size() - express_at_ - 1;
   express_views_.resize(cycle_messages_.size());
   for (size_t q = 0; q < cycle_messages_.size(); ++q) {
-    express_views_[q] =
-        std::string_view(cycle_messages_[q]).substr(express_at_, data_bytes);
+    const std::string& m =
+        static_cast<int>(q) == options_.rank ? mine : cycle_messages_[q];
+    express_views_[q] = std::string_view(m).substr(express_at_, data_bytes);
   }
   return data_bytes;
 }
@@ -62,7 +62,8 @@ bool Engine::TryExpress(Status* ran) {
   // The timeline records the negotiation's events, and the tuner scores
   // whole cycles: both take the full path.
   if (tuner_ || !negotiator_.Idle() ||
-      (options_.timeline && options_.timeline->enabled()) || !SameButData()) {
+      (options_.timeline && options_.timeline->enabled()) ||
+      !SameButData(cycle_messages_[options_.rank])) {
     return false;
   }
   if (express_group_) return ExpressGroup(ran);
@@ -74,7 +75,7 @@ bool Engine::TryExpress(Status* ran) {
     if (it != pending_.end()) p = &it->second;
   }
   if (p == nullptr) return false;
-  const size_t data_bytes = ExpressViews();
+  const size_t data_bytes = ExpressViews(cycle_messages_[options_.rank]);
   // Timed from the exchange's end (a clock read costs tens of ns here,
   // and this path is a microsecond).
   cycle_bytes_ = executor_.ReduceEager(p, express_views_);
@@ -203,6 +204,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   // waiting (a rank stuck there shows what it waits on in a dump), else
   // once done, in one go.
   ControlPlane::Timed timed;
+  timed.keeps_mine = true;  // fast_msg_ stands for it (a copy fewer)
   struct Waiting {
     Engine* engine;
     const Request* request;
@@ -215,7 +217,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     w.flight = w.engine->flight_.Submitted(*w.request, w.timed->sent);
   };
   Status s = control_->TimedExchange(fast_msg_, &cycle_messages_, &timed);
-  if (!s.ok() || !SameButData()) {
+  if (!s.ok() || !SameButData(fast_msg_)) {
     return FallBackFromFast(r, data, *id, s, timed, waiting.flight, queued);
   }
   FinishFast(r, data, *id, timed, waiting.flight);
@@ -226,7 +228,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
 
 void Engine::FinishFast(const Request& r, void* data, uint32_t id,
                         const ControlPlane::Timed& timed, uint64_t flight) {
-  const size_t data_bytes = ExpressViews();
+  const size_t data_bytes = ExpressViews(fast_msg_);
   cycle_bytes_ = executor_.ReduceEager(r, data, express_views_);
   // No clock read of its own: the exchange carried the data, so the
   // call's whole time is both its negotiation and its transfer (the
@@ -258,6 +260,10 @@ CycleDriver::Turn Engine::FallBackFromFast(
   }
   if (flight == 0) flight = flight_.Submitted(r, timed.sent);
   exchanged_at_ = timed.came;
+  // The cycle reads this rank's message where the exchange may have left
+  // it out (keeps_mine).
+  cycle_messages_.resize(options_.size);
+  cycle_messages_[options_.rank] = fast_msg_;
   exchange_seconds_ =
       std::chrono::duration<double>(timed.came - timed.sent).count();
   CountOne(fast_fallbacks_);

@@ -279,7 +279,7 @@ class ShmControlPlane final : public ControlPlane {
         if (q == o_.rank) continue;
         (*all)[q].assign(line(line_set, q).bytes, lengths[q]);
       }
-      (*all)[o_.rank] = mine;
+      if (!timed || !timed->keeps_mine) (*all)[o_.rank] = mine;
       return Status::Ok();
     }
     for (int q = 0; q < n; ++q) {
