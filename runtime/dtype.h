@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "hvd/hvd.h"
@@ -43,6 +44,26 @@ inline size_t DataTypeSize(DataType type) {
       return 8;
   }
   return 1;
+}
+
+// acc[i] += b[i] for up to 64 fp32 elements (`b` need not be aligned;
+// `acc` is), inline: for a blocking allreduce of a few numbers, the
+// general reduction's dispatch and vector set-up cost more than the adds.
+// The same bits (one IEEE add per element, in the same order). False
+// where it does not apply: the caller reduces as usual.
+inline bool AddFewFloats(DataType type, ReduceOp op, void* acc, const void* b,
+                         int64_t n) {
+  if (type != DataType::kFloat32 || op != ReduceOp::kSum || n > 64) {
+    return false;
+  }
+  float* a = static_cast<float*>(acc);
+  const char* p = static_cast<const char*>(b);
+  for (int64_t i = 0; i < n; ++i) {
+    float x;
+    std::memcpy(&x, p + i * sizeof(float), sizeof(float));
+    a[i] += x;
+  }
+  return true;
 }
 
 std::string_view DataTypeName(DataType type);

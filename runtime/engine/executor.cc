@@ -328,6 +328,10 @@ uint64_t Executor::ReduceEager(const Request& r, void* data,
   const double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
   if (from.size() == 1 && post != 1.0) ScaleBuffer(r.dtype, acc, r.count, post);
   for (size_t q = 1; q < from.size(); ++q) {
+    if (r.prescale == 1.0 && post == 1.0 &&
+        AddFewFloats(r.dtype, r.reduce, acc, from[q].data(), r.count)) {
+      continue;
+    }
     eager_next_.assign(from[q].begin(), from[q].end());
     if (r.prescale != 1.0) {
       ScaleBuffer(r.dtype, eager_next_.data(), r.count, r.prescale);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -58,6 +59,33 @@ TEST(ReduceBuffersTest, EveryTypeAndOp) {
 // The one-pass reduce-and-scale gives the bits of the two passes, for
 // every type and op, in place (out aliasing a) and not, with scale factors
 // whose products round (1/3, 1/7) and none (1).
+// The inline sum of a few floats gives ReduceBuffers' bits, from an
+// unaligned source, and declines every other case.
+TEST(AddFewFloatsTest, SameBitsAsReduceBuffersAndOnlyForAFewFloats) {
+  for (int64_t n : {0, 1, 3, 16, 64}) {
+    std::vector<float> a(n), b(n), want(n);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = 1.0f / static_cast<float>(i + 3);
+      b[i] = -0.7f * static_cast<float>(i) + 1e-3f;
+    }
+    ReduceBuffers(DataType::kFloat32, ReduceOp::kSum, want.data(), a.data(),
+                  b.data(), n);
+    // b one byte past an aligned address.
+    std::vector<char> raw(n * sizeof(float) + 1);
+    if (n > 0) std::memcpy(raw.data() + 1, b.data(), n * sizeof(float));
+    ASSERT_TRUE(AddFewFloats(DataType::kFloat32, ReduceOp::kSum, a.data(),
+                             raw.data() + 1, n));
+    EXPECT_EQ(std::memcmp(a.data(), want.data(), n * sizeof(float)), 0) << n;
+  }
+  std::vector<float> a(65), b(65);
+  EXPECT_FALSE(
+      AddFewFloats(DataType::kFloat32, ReduceOp::kSum, a.data(), b.data(), 65));
+  EXPECT_FALSE(
+      AddFewFloats(DataType::kFloat32, ReduceOp::kMax, a.data(), b.data(), 4));
+  EXPECT_FALSE(
+      AddFewFloats(DataType::kFloat64, ReduceOp::kSum, a.data(), b.data(), 2));
+}
+
 TEST(ReduceScaleBuffersTest, SameBitsAsReduceThenScale) {
   for (DataType t : kAllDataTypes) {
     for (ReduceOp op : kAllReduceOps) {
@@ -71,8 +99,8 @@ TEST(ReduceScaleBuffersTest, SameBitsAsReduceThenScale) {
         ReduceBuffers(t, op, want.data(), a.data(), b.data(), n);
         ScaleBuffer(t, want.data(), n, factor);
         ReduceScaleBuffers(t, op, got.data(), a.data(), b.data(), n, factor);
-        ASSERT_EQ(got, want) << DataTypeName(t) << " " << ReduceOpName(op)
-                             << " x" << factor;
+        ASSERT_EQ(got, want)
+            << DataTypeName(t) << " " << ReduceOpName(op) << " x" << factor;
         ReduceScaleBuffers(t, op, a.data(), a.data(), b.data(), n, factor);
         ASSERT_EQ(a, want) << "in place: " << DataTypeName(t) << " "
                            << ReduceOpName(op) << " x" << factor;
