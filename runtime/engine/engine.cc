@@ -239,7 +239,7 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   if (request.device >= 0) device_seen_ = true;
   const bool allreduce = request.type == OpType::kAllreduce;
   // Not pending (checked above): the entry is new.
-  Pending& p = pending_.try_emplace(request.name).first->second;
+  Pending& p = NewPendingLocked(request.name);
   p.request = std::move(request);
   p.data = data;
   p.out = out;
@@ -250,6 +250,22 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   fresh_.push_back(&p.request);
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
+  }
+}
+
+Pending& Engine::NewPendingLocked(const std::string& name) {
+  if (spare_pending_.empty()) return pending_.try_emplace(name).first->second;
+  auto node = std::move(spare_pending_.back());
+  spare_pending_.pop_back();
+  node.key() = name;
+  node.mapped() = Pending{};  // allocates nothing
+  return pending_.insert(std::move(node)).position->second;
+}
+
+void Engine::ErasePendingLocked(const std::string& name) {
+  auto node = pending_.extract(name);
+  if (!node.empty() && spare_pending_.size() < kSparePending) {
+    spare_pending_.push_back(std::move(node));
   }
 }
 

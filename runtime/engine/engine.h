@@ -302,6 +302,15 @@ class Engine : private CycleDriver::Cycles {
   // (queued, grouped, finished), and string compares down a tree cost
   // more than the hash (fused 64-tensor step).
   std::unordered_map<std::string, Pending> pending_;  // guarded by mu_
+  // Entries of pending_ taken out as they completed, for the next ones: a
+  // step's tensors allocate no node (guarded by mu_).
+  std::vector<std::unordered_map<std::string, Pending>::node_type>
+      spare_pending_;
+  static constexpr size_t kSparePending = 1024;
+  // A new entry of pending_ for `name` (not pending), default-valued.
+  Pending& NewPendingLocked(const std::string& name);
+  // Completed: out of pending_ (its node kept for the next).
+  void ErasePendingLocked(const std::string& name);
   // Names whose latest result may not be collected yet (guarded by mu_).
   std::unordered_map<std::string, std::weak_ptr<Completion>> held_names_;
   size_t prune_at_ = 64;  // guarded by mu_

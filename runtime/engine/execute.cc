@@ -234,7 +234,7 @@ void Engine::Finish(const std::vector<Pending*>& group) {
       }
       done.push_back(std::move(p->done));
       allreduces += p->request.type == OpType::kAllreduce;
-      pending_.erase(p->request.name);
+      ErasePendingLocked(p->request.name);
     }
     AllreducesDoneLocked(allreduces);
   }

@@ -90,7 +90,7 @@ bool Engine::TryExpress(Status* ran) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     done = std::move(p->done);
-    pending_.erase(p->request.name);
+    ErasePendingLocked(p->request.name);
     // AllreducesDoneLocked's bookkeeping, its metric in the one call below.
     if (allreduces_pending_ > 0 && --allreduces_pending_ == 0) {
       busy =
