@@ -277,12 +277,23 @@ class ScriptedPeer final : public ControlPlane {
   int exchanges_ = 0;
 };
 
-TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
-  BackendSet backends(CreateLocalBackend(), "local");
+// This rank (0 of two) on the local backend, its peer scripted.
+struct ScriptedRank {
+  explicit ScriptedRank(EngineOptions options = {})
+      : engine(TwoRanks(options), &backends, &peer) {}
+  static EngineOptions TwoRanks(EngineOptions o) {
+    o.size = 2;
+    return o;
+  }
+  BackendSet backends{CreateLocalBackend(), "local"};
   ScriptedPeer peer;
-  EngineOptions options;
-  options.size = 2;
-  Engine engine(options, &backends, &peer);
+  Engine engine;
+};
+
+TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
+  ScriptedRank rank;
+  Engine& engine = rank.engine;
+  ScriptedPeer& peer = rank.peer;
   std::vector<float> x(4);
   auto run = [&](bool queued) {
     std::fill(x.begin(), x.end(), 1.5f);
@@ -329,11 +340,8 @@ TEST(EngineFastLaneTest, EachPathTakenWhenItShouldBe) {
 // queued after a fast-lane call is still refused the next one, which runs
 // again once it is done.
 TEST(EngineFastLaneTest, ARequestQueuedAfterAFastCallIsSeenByTheNext) {
-  BackendSet backends(CreateLocalBackend(), "local");
-  ScriptedPeer peer;
-  EngineOptions options;
-  options.size = 2;
-  Engine engine(options, &backends, &peer);
+  ScriptedRank rank;
+  Engine& engine = rank.engine;
   std::vector<float> x(4, 1.f), y(4, 1.f);
   const Request r = AllreduceRequest("t", 4);
   ASSERT_TRUE(engine.AllreduceNow(r, x.data()).ok());  // cached
@@ -357,12 +365,11 @@ TEST(EngineFastLaneTest, ARequestQueuedAfterAFastCallIsSeenByTheNext) {
 // group (no decoding, no negotiation); one whose peer names nothing goes
 // through the negotiation, and the group completes a cycle later.
 TEST(EngineFastLaneTest, CachedGroupsRunWithoutNegotiating) {
-  BackendSet backends(CreateLocalBackend(), "local");
-  ScriptedPeer peer;
   EngineOptions options;
-  options.size = 2;
   options.eager_tensor_bytes = 0;  // no data rides along
-  Engine engine(options, &backends, &peer);
+  ScriptedRank rank(options);
+  Engine& engine = rank.engine;
+  ScriptedPeer& peer = rank.peer;
   std::vector<std::vector<float>> xs(5, std::vector<float>(8));
   auto step = [&](float v) {
     std::vector<std::pair<Request, void*>> group;
