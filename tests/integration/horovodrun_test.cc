@@ -216,7 +216,9 @@ TEST(HorovodrunTest, SingleCopyAllreduceAndItsFallback) {
                                      "--log-level",  "DEBUG", HVD_TEST_WORKER,
                                      "--exact"};
     if (deny) argv.push_back("--deny-cross-memory");
-    Result r = RunCommand(argv, kTimeout);
+    // Single copy is off unless set.
+    Result r = RunCommand(argv, kTimeout,
+                          {"HOROVOD_SHM_SINGLE_COPY_THRESHOLD=2097152"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
     const std::string all = r.out + r.err;
