@@ -87,7 +87,7 @@ Handle Submit(runtime::Request request, void* data, Output* out = nullptr,
   state->notified = !t_wait_follows;
   state->engine->Enqueue(std::move(request), data, out, state->notified,
                          Handle::State::Shared(state));
-  return MakeHandle(state);
+  return MakeHandle(std::move(state));
 }
 
 // Submits with `submit` (an asynchronous form) and waits.
@@ -187,7 +187,8 @@ Handle allreduce_async(const std::string& name, void* data, int64_t count,
   r.type = runtime::OpType::kAllreduce;
   r.dtype = dtype;
   r.count = count;
-  r.shape.assign(1, count);
+  // The shape stays empty: one dimension of `count`, which the engine
+  // writes into a buffer it keeps.
   SetReduceOp(op, r);
   r.prescale = prescale;
   r.postscale = postscale;

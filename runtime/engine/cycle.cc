@@ -48,7 +48,8 @@ std::string Engine::BuildMessage(uint8_t stop,
     std::lock_guard<std::mutex> lock(mu_);
     eager_candidates_.clear();
     size_t wanted = 0;
-    for (const auto& [name, p] : pending_) {
+    for (const auto& [name, p] : names_) {
+      if (!p.live) continue;
       const Request& r = p.request;
       if (r.type != OpType::kAllreduce || r.device >= 0 || r.adasum) continue;
       const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
@@ -58,7 +59,7 @@ std::string Engine::BuildMessage(uint8_t stop,
     }
     // When the budget leaves some out: in name order, as every rank holding
     // the same tensors takes them, so it leaves out the same ones
-    // everywhere (pending_ is hashed). Otherwise each rank's data is found
+    // everywhere (names_ is hashed). Otherwise each rank's data is found
     // by name, and no order is needed.
     if (wanted > budget) {
       std::sort(eager_candidates_.begin(), eager_candidates_.end(),
@@ -99,19 +100,44 @@ std::string Engine::BuildMessage(uint8_t stop,
   return msg;
 }
 
+std::optional<uint32_t> Engine::CachedIdOf(Pending& p) {
+  // An id unchanged since (by the generation) stands for the same entry,
+  // the one of this name: what Lookup would find.
+  std::optional<uint32_t> id;
+  if (p.last_id != UINT32_MAX && p.last_generation == cache_.generation()) {
+    if (cache_.Get(p.last_id) == p.request) id = p.last_id;
+  } else {
+    id = cache_.Lookup(p.request);
+  }
+  p.last_id = id.value_or(UINT32_MAX);
+  p.last_generation = cache_.generation();
+  if (id) {
+    // Finish needs no lookup either while the generation holds.
+    p.cache_id = *id;
+    p.cache_generation = p.last_generation;
+  }
+  return id;
+}
+
 std::vector<const Request*> Engine::SplitCached(
-    const std::vector<const Request*>& mine) {
+    const std::vector<Pending*>& mine) {
+  ++cycle_serial_;
   std::vector<const Request*> uncached;
-  for (const Request* r : mine) {
+  for (Pending* p : mine) {
+    const Request* r = &p->request;
     std::optional<uint32_t> id;
     if (cache_enabled_ &&
         (r->type == OpType::kAllreduce || r->type == OpType::kBroadcast ||
          r->type == OpType::kReducescatter)) {
-      id = cache_.Lookup(*r);
+      id = CachedIdOf(*p);
     }
     if (cache_enabled_) tally_->CacheLookup(id.has_value());
     if (id) {
       my_cached_.insert(*id);
+      if (cached_now_.size() < cache_.capacity()) {
+        cached_now_.resize(cache_.capacity());
+      }
+      cached_now_[*id] = {p, cycle_serial_};
     } else {
       uncached.push_back(r);
     }
@@ -124,7 +150,7 @@ Status Engine::ExchangeMessages(uint8_t stop,
   bool urgent;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    urgent = !pending_.empty();
+    urgent = live_ > 0;
   }
   const auto exchange_start = std::chrono::steady_clock::now();
   HVD_RETURN_IF_ERROR(control_->Exchange(BuildMessage(stop, uncached),
@@ -178,8 +204,7 @@ void Engine::ResendDropped(const Negotiation& round) {
     // This rank had it pending through the dropped entry: in full next.
     if (my_cached_.erase(id)) {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(name);
-      if (it != pending_.end()) fresh_.push_back(&it->second.request);
+      if (Pending* p = FindPendingLocked(name)) fresh_.push_back(p);
     }
   }
 }
@@ -188,12 +213,10 @@ void Engine::CompleteJoins() {
   std::shared_ptr<Completion> done;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(kJoinName);
-    if (it != pending_.end()) {
-      done = it->second.done;
-      flight_.Finished(it->second.flight, std::chrono::steady_clock::now(),
-                       true);
-      pending_.erase(it);
+    if (Pending* p = FindPendingLocked(kJoinName)) {
+      done = std::move(p->done);
+      flight_.Finished(p->flight, std::chrono::steady_clock::now(), true);
+      EndPendingLocked(*p);
     }
   }
   if (done) done->Set(Status::Ok(), negotiator_.last_joined());
@@ -202,7 +225,7 @@ void Engine::CompleteJoins() {
 
 Status Engine::RunCycle(uint8_t stop, uint8_t* everyone_stop, bool driver,
                         bool* handed_off) {
-  std::vector<const Request*> mine;
+  std::vector<Pending*> mine;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Under the lock that queues them, so no GPU tensor slips in after.

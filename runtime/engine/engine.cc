@@ -47,42 +47,36 @@ bool Completion::done() const { return done_.load(std::memory_order_acquire); }
 Status Completion::Wait() {
   if (!done()) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
+    sleeper_.store(true, std::memory_order_seq_cst);
+    cv_.wait(lock, [this] { return done_.load(std::memory_order_seq_cst); });
   }
   Collect();
   return status_;  // written before done_ (Set), never after
 }
 
 void Completion::Set(Status s, int64_t value) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_.load(std::memory_order_relaxed)) return;
-    status_ = std::move(s);
-    value_ = value;
-    done_.store(true, std::memory_order_release);
-  }
+  // One thread completes a request (Refuse or the cycle's runner): no
+  // second Set races this one.
+  if (done_.load(std::memory_order_relaxed)) return;
+  status_ = std::move(s);
+  value_ = value;
+  done_.store(true, std::memory_order_seq_cst);
+  if (!sleeper_.load(std::memory_order_seq_cst)) return;
+  // The sleeper holds mu_ from its flag until it sleeps: taking it here
+  // waits for that, so the notify cannot come between.
+  { std::lock_guard<std::mutex> lock(mu_); }
   cv_.notify_all();
 }
 
 void Completion::Refuse(Status s) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_.load(std::memory_order_relaxed)) return;
-    refused_ = true;
-  }
+  if (done_.load(std::memory_order_relaxed)) return;
+  refused_ = true;
   Set(std::move(s));
 }
 
-bool Completion::refused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refused_;
-}
+bool Completion::refused() const { return done() && refused_; }
 
-int64_t Completion::value() const {
-  if (done()) return value_;
-  std::lock_guard<std::mutex> lock(mu_);
-  return value_;
-}
+int64_t Completion::value() const { return done() ? value_ : 0; }
 
 Engine::Engine(EngineOptions options, BackendSet* backends,
                ControlPlane* control)
@@ -225,80 +219,93 @@ void Engine::AddLocked(Request request, void* data, Output* out,
   CountQueuedLocked();
   // (A pending request's completion is not done, so not collected: its
   // name is held.)
-  if (refuse.ok() &&
-      (FastNameLocked(request.name) || !HoldNameLocked(request.name, done))) {
+  Pending* held = nullptr;
+  if (refuse.ok() && (FastNameLocked(request.name) ||
+                      (held = HoldLocked(request.name, done)) == nullptr)) {
     refuse = Status::InvalidArgument(
         who(), "is already in flight on rank " + std::to_string(options_.rank) +
                    "; wait for it before submitting the name again");
   }
   if (!refuse.ok()) return;
-  if (request.shape.empty() && request.type != OpType::kJoin &&
-      request.type != OpType::kBarrier) {
-    request.shape = {request.count};
-  }
+  Pending& p = *held;
+  const bool flat = request.shape.empty() && request.type != OpType::kJoin &&
+                    request.type != OpType::kBarrier;
   if (request.device >= 0) device_seen_ = true;
   const bool allreduce = request.type == OpType::kAllreduce;
-  // Not pending (checked above): the entry is new.
-  Pending& p = NewPendingLocked(request.name);
+  // A flat tensor's one dimension goes into the entry's shape, whose
+  // buffer the name's last request used: no allocation.
+  std::vector<int64_t> shape = std::move(p.request.shape);
   p.request = std::move(request);
+  if (flat) {
+    shape.assign(1, p.request.count);
+    p.request.shape = std::move(shape);
+  }
   p.data = data;
   p.out = out;
   p.done = done;
   p.flight = flight != 0 ? flight
                          : flight_.Submitted(p.request,
                                              std::chrono::steady_clock::now());
-  fresh_.push_back(&p.request);
+  fresh_.push_back(&p);
   if (allreduce && allreduces_pending_++ == 0) {
     allreduce_since_ = std::chrono::steady_clock::now();
   }
 }
 
-Pending& Engine::NewPendingLocked(const std::string& name) {
-  if (spare_pending_.empty()) return pending_.try_emplace(name).first->second;
-  auto node = std::move(spare_pending_.back());
-  spare_pending_.pop_back();
-  node.key() = name;
-  node.mapped() = Pending{};  // allocates nothing
-  return pending_.insert(std::move(node)).position->second;
+Pending* Engine::FindPendingLocked(const std::string& name) {
+  auto it = names_.find(name);
+  return it != names_.end() && it->second.live ? &it->second : nullptr;
 }
 
-void Engine::ErasePendingLocked(const std::string& name) {
-  auto node = pending_.extract(name);
-  if (!node.empty() && spare_pending_.size() < kSparePending) {
-    spare_pending_.push_back(std::move(node));
-  }
+void Engine::EndPendingLocked(Pending& p) {
+  p.live = false;
+  --live_;
+  p.done.reset();
+  p.data = nullptr;
+  p.out = nullptr;
+  p.own.clear();
+  p.counts.clear();
+  p.all_splits.clear();
 }
 
 bool Engine::FastNameLocked(const std::string& name) const {
   return fast_busy_.load(std::memory_order_seq_cst) && name == fast_name_;
 }
 
-bool Engine::NameHeldLocked(const std::string& name) const {
-  if (FastNameLocked(name)) return true;
-  auto it = held_names_.find(name);
-  if (it == held_names_.end()) return false;
-  std::shared_ptr<Completion> c = it->second.lock();
+bool Engine::Holds(const Pending& p) {
+  if (p.live) return true;
+  // (An expired hold, the usual case, needs no lock of its own.)
+  if (p.held.expired()) return false;
+  std::shared_ptr<Completion> c = p.held.lock();
   return c && !c->collected();
 }
 
-bool Engine::HoldNameLocked(const std::string& name,
+bool Engine::NameHeldLocked(const std::string& name) const {
+  if (FastNameLocked(name)) return true;
+  auto it = names_.find(name);
+  return it != names_.end() && Holds(it->second);
+}
+
+Pending* Engine::HoldLocked(const std::string& name,
                             const std::shared_ptr<Completion>& done) {
-  auto [it, added] = held_names_.try_emplace(name);
-  // (An expired hold, the usual case, needs no lock of its own.)
-  if (!added && !it->second.expired()) {
-    std::shared_ptr<Completion> c = it->second.lock();
-    if (c && !c->collected()) return false;
+  auto [it, added] = names_.try_emplace(name);
+  Pending& p = it->second;
+  if (!added && Holds(p)) return nullptr;
+  p.held = done;
+  p.live = true;
+  ++live_;
+  p.flight = 0;
+  p.cache_id = UINT32_MAX;
+  p.cache_generation = 0;
+  p.placeholder = false;
+  // Entries of collected or forgotten results are dropped now and then.
+  if (names_.size() >= prune_at_) {
+    for (auto h = names_.begin(); h != names_.end();) {
+      h = Holds(h->second) ? std::next(h) : names_.erase(h);
+    }
+    prune_at_ = std::max<size_t>(64, 2 * names_.size());
   }
-  it->second = done;
-  // Names of collected or forgotten results are dropped now and then, so
-  // a program naming every step anew does not grow the map.
-  if (held_names_.size() < prune_at_) return true;
-  for (auto h = held_names_.begin(); h != held_names_.end();) {
-    std::shared_ptr<Completion> c = h->second.lock();
-    h = (!c || c->collected()) ? held_names_.erase(h) : std::next(h);
-  }
-  prune_at_ = std::max<size_t>(64, 2 * held_names_.size());
-  return true;
+  return &p;
 }
 
 void Engine::AllreducesDoneLocked(int n,
@@ -378,22 +385,26 @@ void Engine::Shutdown() {
 }
 
 void Engine::FailAll(const Status& s) {
-  std::unordered_map<std::string, Pending> pending;
+  std::vector<std::pair<uint64_t, std::shared_ptr<Completion>>> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.ok()) failed_ = s;
     CountQueuedLocked();
-    pending.swap(pending_);
+    for (auto& [name, p] : names_) {
+      if (!p.live) continue;
+      pending.emplace_back(p.flight, std::move(p.done));
+      EndPendingLocked(p);
+    }
     fresh_.clear();
     AllreducesDoneLocked(allreduces_pending_);
   }
   flight_.FinishedEach(
-      pending, [](const auto& entry) { return entry.second.flight; },
+      pending, [](const auto& entry) { return entry.first; },
       std::chrono::steady_clock::now(), false);
   if (!pending.empty() && options_.on_collectives_failed) {
     options_.on_collectives_failed();
   }
-  for (auto& [name, p] : pending) p.done->Set(s);
+  for (auto& [flight, done] : pending) done->Set(s);
 }
 
 void Engine::Loop(std::promise<void>* ready) {
@@ -430,7 +441,7 @@ bool Engine::Due() {
 
 bool Engine::HasPending() {
   std::lock_guard<std::mutex> lock(mu_);
-  return !pending_.empty();
+  return live_ > 0;
 }
 
 bool Engine::Unfinished() {
@@ -442,7 +453,7 @@ bool Engine::Unfinished() {
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  return !pending_.empty() || stop_ || !fresh_.empty();
+  return live_ > 0 || stop_ || !fresh_.empty();
 }
 
 size_t Engine::Fresh() {

@@ -165,14 +165,12 @@ class Engine : private CycleDriver::Cycles {
   // before collecting the first is refused every time, however fast the
   // first completed. (`mu_` held.)
   bool NameHeldLocked(const std::string& name) const;
+  static bool Holds(const Pending& p);
   // Whether the fast lane's call of `name` is in flight (`mu_` held).
   bool FastNameLocked(const std::string& name) const;
   // Whether the fast lane's checks under mu_ still hold for cache entry
   // `id` (nothing queued since they passed), its flag then set.
   bool FastStillClear(uint32_t id);
-  // Holds `name` for `done`; false (and nothing changes) when it is held.
-  bool HoldNameLocked(const std::string& name,
-                      const std::shared_ptr<Completion>& done);
   // `ready` is set once the thread is named and bound.
   void Loop(std::promise<void>* ready);
   // What the cycle driver asks (CycleDriver::Cycles; each takes `mu_`):
@@ -211,8 +209,11 @@ class Engine : private CycleDriver::Cycles {
                            const std::vector<const Request*>& uncached);
   // The cycle's phases (cycle.cc). Requests the cache knows only set
   // their bit; the rest, returned, travel in full.
-  std::vector<const Request*> SplitCached(
-      const std::vector<const Request*>& mine);
+  std::vector<const Request*> SplitCached(const std::vector<Pending*>& mine);
+  // The cache's id of `p`'s request, if it holds it: from the id the
+  // name's entry found last time while the cache is unchanged (no hash),
+  // else looked up.
+  std::optional<uint32_t> CachedIdOf(Pending& p);
   // Sends this rank's message; every rank's lands in cycle_messages_.
   Status ExchangeMessages(uint8_t stop,
                           const std::vector<const Request*>& uncached);
@@ -294,27 +295,31 @@ class Engine : private CycleDriver::Cycles {
   BackendSet* backends_;
   ControlPlane* control_;
   std::mutex mu_;
-  // Guarded by mu_: not yet sent; each points to its pending_ entry's
-  // request (entries leave pending_ only at the cycle's runner, after
-  // fresh_ was taken, or with it in FailAll).
-  std::vector<const Request*> fresh_;
-  // Hashed, not ordered: a step's tensors are found here three times each
-  // (queued, grouped, finished), and string compares down a tree cost
-  // more than the hash (fused 64-tensor step).
-  std::unordered_map<std::string, Pending> pending_;  // guarded by mu_
-  // Entries of pending_ taken out as they completed, for the next ones: a
-  // step's tensors allocate no node (guarded by mu_).
-  std::vector<std::unordered_map<std::string, Pending>::node_type>
-      spare_pending_;
-  static constexpr size_t kSparePending = 1024;
-  // A new entry of pending_ for `name` (not pending), default-valued.
-  Pending& NewPendingLocked(const std::string& name);
-  // Completed: out of pending_ (its node kept for the next).
-  void ErasePendingLocked(const std::string& name);
-  // Names whose latest result may not be collected yet (guarded by mu_).
-  std::unordered_map<std::string, std::weak_ptr<Completion>> held_names_;
+  // Guarded by mu_: not yet sent; each a live entry of names_ (an entry
+  // stops being live only at the cycle's runner, after fresh_ was taken,
+  // or with it in FailAll).
+  std::vector<Pending*> fresh_;
+  // Every name this rank submitted, pending or not (guarded by mu_): while
+  // pending, its request (Pending::live); after, until its result is
+  // collected, its hold on the name. A submission finds both with one
+  // hash, and a step's tensors reuse last step's entries: a steady loop
+  // allocates and frees no node. Entries of collected results are dropped
+  // now and then (HoldLocked), so a program naming every step anew does
+  // not grow it. Hashed, not ordered: a step's tensors are found here
+  // several times each, and string compares down a tree cost more than
+  // the hash (fused 64-tensor step).
+  std::unordered_map<std::string, Pending> names_;
+  size_t live_ = 0;       // entries of names_ pending (guarded by mu_)
   size_t prune_at_ = 64;  // guarded by mu_
-  // Allreduces in pending_, and since when one has been (guarded by mu_):
+  // The pending entry of `name`, or null (`mu_` held).
+  Pending* FindPendingLocked(const std::string& name);
+  // `p` is pending no more (`mu_` held); its completion taken already.
+  void EndPendingLocked(Pending& p);
+  // Takes `name`'s entry for a new request completing `done`: null (and
+  // nothing changes) when the name is still held.
+  Pending* HoldLocked(const std::string& name,
+                      const std::shared_ptr<Completion>& done);
+  // Allreduces pending, and since when one has been (guarded by mu_):
   // the time a rank waits on allreduces, for the metrics.
   int allreduces_pending_ = 0;
   std::chrono::steady_clock::time_point allreduce_since_;
@@ -339,6 +344,15 @@ class Engine : private CycleDriver::Cycles {
   ResponseCache cache_;
   FlightRecorder flight_;
   CachedIds my_cached_;  // cache ids this rank has pending
+  // By cache id, the entry this rank sent by that id in the cycle
+  // numbered `serial` (SplitCached): live until this runner ends it, so an
+  // express group of this cycle's tensors finds each without a hash.
+  struct CachedNow {
+    Pending* pending = nullptr;
+    uint64_t serial = 0;
+  };
+  std::vector<CachedNow> cached_now_;
+  uint64_t cycle_serial_ = 0;
   std::map<std::string, Pending> placeholders_;
   // This cycle's small-tensor data: name -> each rank's bytes (views into
   // cycle_messages_).

@@ -27,8 +27,9 @@ bool Engine::Remember(const Request& r) {
   // that tensor pending through the cache, it is sent again in full.
   if (my_cached_.erase(evicted->id)) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(evicted->name);
-    if (it != pending_.end()) fresh_.push_back(&it->second.request);
+    if (Pending* p = FindPendingLocked(evicted->name)) {
+      fresh_.push_back(p);
+    }
   }
   return true;
 }
@@ -47,8 +48,7 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
     Pending* p = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(name);
-      if (it != pending_.end()) p = &it->second;
+      p = FindPendingLocked(name);
     }
     std::string mismatch = std::move(agreed.mismatch);
     if (mismatch.empty() && any_joined && meta.type != OpType::kBarrier &&
@@ -81,8 +81,9 @@ Status Engine::Execute(std::vector<Agreed>& ready) {
       std::shared_ptr<Completion> done = p->done;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (pending_.erase(name) && meta.type == OpType::kAllreduce) {
-          AllreducesDoneLocked(1);
+        if (!p->placeholder) {
+          EndPendingLocked(*p);
+          if (meta.type == OpType::kAllreduce) AllreducesDoneLocked(1);
         }
       }
       done->Set(err);
@@ -234,7 +235,7 @@ void Engine::Finish(const std::vector<Pending*>& group) {
       }
       done.push_back(std::move(p->done));
       allreduces += p->request.type == OpType::kAllreduce;
-      ErasePendingLocked(p->request.name);
+      EndPendingLocked(*p);
     }
     AllreducesDoneLocked(allreduces);
   }

@@ -71,8 +71,7 @@ bool Engine::TryExpress(Status* ran) {
   Pending* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(cache_.Get(id).name);
-    if (it != pending_.end()) p = &it->second;
+    p = FindPendingLocked(cache_.Get(id).name);
   }
   if (p == nullptr) return false;
   const size_t data_bytes = ExpressViews(cycle_messages_[options_.rank]);
@@ -90,7 +89,7 @@ bool Engine::TryExpress(Status* ran) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     done = std::move(p->done);
-    ErasePendingLocked(p->request.name);
+    EndPendingLocked(*p);
     // AllreducesDoneLocked's bookkeeping, its metric in the one call below.
     if (allreduces_pending_ > 0 && --allreduces_pending_ == 0) {
       busy =
@@ -114,11 +113,14 @@ bool Engine::ExpressGroup(Status* ran) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (uint32_t id : express_ids_) {
-      auto it = pending_.find(cache_.Get(id).name);
-      if (it == pending_.end()) return false;
-      express_group_pending_.push_back(&it->second);
-      it->second.cache_id = id;
-      it->second.cache_generation = cache_.generation();
+      Pending* p =
+          id < cached_now_.size() && cached_now_[id].serial == cycle_serial_
+              ? cached_now_[id].pending
+              : FindPendingLocked(cache_.Get(id).name);
+      if (p == nullptr) return false;
+      express_group_pending_.push_back(p);
+      p->cache_id = id;
+      p->cache_generation = cache_.generation();
     }
   }
   if (exchange_seconds_ >= 0) Metrics::Process().Negotiation(exchange_seconds_);
@@ -189,7 +191,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
   fast_quiet_ = false;
   if (!FastStillClear(*id)) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || !failed_.ok() || device_seen_ || !pending_.empty() ||
+    if (stop_ || !failed_.ok() || device_seen_ || live_ > 0 ||
         !fresh_.empty() || NameHeldLocked(r.name)) {
       return Turn::kIdle;
     }

@@ -34,19 +34,34 @@ class Completion {
 
  private:
   std::atomic<bool> collected_{false};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Set last, with release, under mu_: a reader that sees it true reads
-  // the result without the lock (a step waits on each of its tensors,
-  // most of them done by then).
+  // Set last, with release: a reader that sees it true reads the result
+  // without a lock (a step waits on each of its tensors, most of them done
+  // by then).
   std::atomic<bool> done_{false};
+  // A thread sleeps in Wait: only then does Set take mu_ to wake it (a
+  // step's completions otherwise cost a lock and a notify each). Set
+  // stores done_, then reads this; Wait stores this, then reads done_,
+  // both sequentially consistent: one of them sees the other.
+  std::atomic<bool> sleeper_{false};
+  // Set once, by the one thread that completes the request: the engine's
+  // cycle runner, or the submitter that refuses it before the engine holds
+  // it (Refuse).
   bool refused_ = false;
   Status status_;
   int64_t value_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
 };
 
-// One request of this rank between its submission and its completion.
+// One request of this rank between its submission and its completion,
+// in the engine's table of names (Engine::names_), which keeps the entry
+// after it completes, for the name's next submission.
 struct Pending {
+  // Submitted and not yet completed.
+  bool live = false;
+  // The name's latest completion: the name stays taken until its result
+  // is collected (or every handle to it is gone).
+  std::weak_ptr<Completion> held;
   Request request;
   void* data = nullptr;
   Output* out = nullptr;
@@ -57,6 +72,11 @@ struct Pending {
   // lookup); UINT32_MAX when not known.
   uint32_t cache_id = UINT32_MAX;
   uint64_t cache_generation = 0;
+  // The id the name's request was found at when last looked up, and the
+  // cache's generation then: kept across the name's submissions, so a
+  // loop's same tensor is found again without the lookup's hash.
+  uint32_t last_id = UINT32_MAX;
+  uint64_t last_generation = 0;
   // A joined rank's stand-in for a tensor it never submitted: zeros it
   // owns, and nobody waits on `done`.
   bool placeholder = false;

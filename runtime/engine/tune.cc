@@ -53,8 +53,9 @@ void Engine::SetCacheEnabled(bool on) {
   if (!on) {
     std::lock_guard<std::mutex> lock(mu_);
     for (uint32_t id : my_cached_.ids()) {
-      auto it = pending_.find(cache_.Get(id).name);
-      if (it != pending_.end()) fresh_.push_back(&it->second.request);
+      if (Pending* p = FindPendingLocked(cache_.Get(id).name)) {
+        fresh_.push_back(p);
+      }
     }
   }
   my_cached_.clear();

@@ -122,4 +122,17 @@ inline void RunRanks(int size, const std::function<void(Context&, int)>& body,
   for (auto& t : threads) t.join();
 }
 
+// The same, with the engine's fusion threshold and Gloo's timeout set.
+inline void RunRanks(
+    int size, size_t fusion_bytes,
+    const std::function<void(Context&, int)>& body,
+    std::chrono::milliseconds gloo_timeout = std::chrono::milliseconds(20000),
+    const std::function<void(WorkerConfig&)>& tune = nullptr) {
+  RunRanks(size, body, [&](WorkerConfig& c) {
+    c.gloo_timeout = gloo_timeout;
+    c.engine.fusion_threshold_bytes = fusion_bytes;
+    if (tune) tune(c);
+  });
+}
+
 }  // namespace hvd::runtime
