@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "common/status.h"
 #include "runtime/dtype.h"
 
@@ -26,14 +27,14 @@ struct Piece {
 inline void PackPieces(const std::vector<Piece>& pieces, size_t esize,
                        uint8_t* into) {
   for (const Piece& p : pieces) {
-    if (p.count) std::memcpy(into, p.data, p.count * esize);
+    if (p.count) CopyBytes(into, p.data, p.count * esize);
     into += p.count * esize;
   }
 }
 inline void UnpackPieces(const std::vector<Piece>& pieces, size_t esize,
                          const uint8_t* from) {
   for (const Piece& p : pieces) {
-    if (p.count) std::memcpy(p.data, from, p.count * esize);
+    if (p.count) CopyBytes(p.data, from, p.count * esize);
     from += p.count * esize;
   }
 }

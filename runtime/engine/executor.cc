@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "runtime/timeline.h"
 #include "runtime/transport/shm/shm_heap.h"
 
@@ -323,7 +324,7 @@ uint64_t Executor::ReduceEager(const Request& r, void* data,
   // are copied out first (a message's bytes need not be aligned).
   if (bytes == 0) return 0;
   uint8_t* acc = static_cast<uint8_t*>(data);
-  std::memcpy(acc, from[0].data(), bytes);
+  CopyBytes(acc, from[0].data(), bytes);
   if (r.prescale != 1.0) ScaleBuffer(r.dtype, acc, r.count, r.prescale);
   const double post = r.postscale * (r.average ? 1.0 / size_ : 1.0);
   if (from.size() == 1 && post != 1.0) ScaleBuffer(r.dtype, acc, r.count, post);
@@ -332,7 +333,8 @@ uint64_t Executor::ReduceEager(const Request& r, void* data,
         AddFewFloats(r.dtype, r.reduce, acc, from[q].data(), r.count)) {
       continue;
     }
-    eager_next_.assign(from[q].begin(), from[q].end());
+    eager_next_.resize(bytes);
+    CopyBytes(eager_next_.data(), from[q].data(), bytes);
     if (r.prescale != 1.0) {
       ScaleBuffer(r.dtype, eager_next_.data(), r.count, r.prescale);
     }

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "runtime/engine/engine.h"
 #include "runtime/engine/message.h"
 #include "runtime/metrics.h"
@@ -141,7 +142,7 @@ void Engine::BuildFastMessage(uint32_t id, const Request& r, const void* data) {
   // unchanged since, by the cache's generation, is the same name and
   // size.)
   if (FastMessageFor(id)) {
-    std::memcpy(msg.data() + fast_data_at_, data, bytes);
+    CopyBytes(msg.data() + fast_data_at_, data, bytes);
     express_at_ = fast_data_at_;
     return;
   }

@@ -223,7 +223,7 @@ StatusOr<bool> ShmBackend::AllInBlocks(int set, bool in_block, uint8_t* slot,
   const int in_blocks = BuffersInBlocks(set);
   if (in_blocks == o_.size) return true;
   if (in_blocks == 0) return false;
-  if (in_block) std::memcpy(slot, chunk, bytes);
+  if (in_block) CopyBytes(slot, chunk, bytes);
   HVD_RETURN_IF_ERROR(seg_->Barrier("allreduce"));
   return false;
 }
@@ -268,7 +268,7 @@ Status ShmBackend::AllreduceInBlocks(int set, void* data, size_t count,
                          q == n - 1 ? post : 1.0);
     }
     for (int q = 0; q < n; ++q) {
-      if (q != o_.rank) std::memcpy(block_base_[q] + off, out, c * esize);
+      if (q != o_.rank) CopyBytes(block_base_[q] + off, out, c * esize);
     }
   }
   return seg_->Barrier("allreduce");

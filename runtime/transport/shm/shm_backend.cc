@@ -145,15 +145,15 @@ Status ShmBackend::Allgatherv(const void* in, void* out,
       if (most == 0) break;
       const int set = NextSet();
       if (off < bytes[o_.rank]) {
-        std::memcpy(In(set, o_.rank), mine + off,
-                    std::min(o_.slot_bytes, bytes[o_.rank] - off));
+        CopyBytes(In(set, o_.rank), mine + off,
+                  std::min(o_.slot_bytes, bytes[o_.rank] - off));
       }
       HVD_RETURN_IF_ERROR(seg_->Barrier("allgatherv"));
       for (int q = 0; q < o_.size; ++q) {
         if (q == o_.rank && in_place) continue;
         if (off < bytes[q]) {
-          std::memcpy(dst + at[q] + off, In(set, q),
-                      std::min(o_.slot_bytes, bytes[q] - off));
+          CopyBytes(dst + at[q] + off, In(set, q),
+                    std::min(o_.slot_bytes, bytes[q] - off));
         }
       }
     }
@@ -172,9 +172,9 @@ Status ShmBackend::Broadcast(void* data, size_t bytes, int root) {
     for (size_t off = 0; off < bytes; off += o_.slot_bytes) {
       const size_t c = std::min(o_.slot_bytes, bytes - off);
       const int set = NextSet();
-      if (o_.rank == root) std::memcpy(In(set, root), p + off, c);
+      if (o_.rank == root) CopyBytes(In(set, root), p + off, c);
       HVD_RETURN_IF_ERROR(seg_->Barrier("broadcast"));
-      if (o_.rank != root) std::memcpy(p + off, In(set, root), c);
+      if (o_.rank != root) CopyBytes(p + off, In(set, root), c);
     }
     return Status::Ok();
   });
@@ -204,8 +204,8 @@ Status ShmBackend::Alltoallv(const void* in,
       bool more = false;
       for (size_t d = 0; d < n; ++d) {
         if (off < send_bytes[d]) {
-          std::memcpy(In(set, o_.rank) + d * piece, src + sent_at[d] + off,
-                      std::min(piece, send_bytes[d] - off));
+          CopyBytes(In(set, o_.rank) + d * piece, src + sent_at[d] + off,
+                    std::min(piece, send_bytes[d] - off));
         }
         more |= off + piece < send_bytes[d];
       }
@@ -214,8 +214,8 @@ Status ShmBackend::Alltoallv(const void* in,
       bool anyone = false;
       for (size_t q = 0; q < n; ++q) {
         if (off < recv_bytes[q]) {
-          std::memcpy(dst + recv_at[q] + off, In(set, q) + o_.rank * piece,
-                      std::min(piece, recv_bytes[q] - off));
+          CopyBytes(dst + recv_at[q] + off, In(set, q) + o_.rank * piece,
+                    std::min(piece, recv_bytes[q] - off));
         }
         anyone |= seg_->state(q).more[set].load(std::memory_order_relaxed) != 0;
       }
@@ -238,7 +238,7 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
   }
   const size_t esize = DataTypeSize(type);
   if (o_.size == 1) {
-    if (total) std::memcpy(out, in, total * esize);
+    if (total) CopyBytes(out, in, total * esize);
     return Status::Ok();
   }
   if (total == 0) return Status::Ok();
@@ -260,11 +260,11 @@ Status ShmBackend::Reducescatter(const void* in, void* out,
       const size_t lo = std::max(lo_mine, off), hi = std::min(hi_mine, off + c);
       uint8_t* slot = In(set, o_.rank);
       if (hi > lo) {
-        std::memcpy(slot, src + off * esize, (lo - off) * esize);
-        std::memcpy(slot + (hi - off) * esize, src + hi * esize,
-                    (off + c - hi) * esize);
+        CopyBytes(slot, src + off * esize, (lo - off) * esize);
+        CopyBytes(slot + (hi - off) * esize, src + hi * esize,
+                  (off + c - hi) * esize);
       } else {
-        std::memcpy(slot, src + off * esize, c * esize);
+        CopyBytes(slot, src + off * esize, c * esize);
       }
       HVD_RETURN_IF_ERROR(seg_->Barrier("reducescatter"));
       if (hi > lo) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/copy_bytes.h"
 #include "runtime/transport/shm/shm_backend.h"
 #include "runtime/transport/shm/shm_heap.h"
 #include "runtime/transport/shm/shm_segment.h"
@@ -57,12 +58,12 @@ class PieceWalk {
   }
   void CopyOut(size_t bytes, uint8_t* to) {
     Each(bytes, [to](uint8_t* p, size_t b, size_t from) {
-      std::memcpy(to + from, p, b);
+      CopyBytes(to + from, p, b);
     });
   }
   void CopyIn(size_t bytes, const uint8_t* from_buf) {
     Each(bytes, [from_buf](uint8_t* p, size_t b, size_t from) {
-      std::memcpy(p, from_buf + from, b);
+      CopyBytes(p, from_buf + from, b);
     });
   }
   void Skip(size_t bytes) {

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/copy_bytes.h"
 #include "runtime/transport/shm/shm_awake.h"
 #include "runtime/transport/shm/shm_backend.h"
 
@@ -193,7 +194,7 @@ class ShmControlPlane final : public ControlPlane {
     const int set = static_cast<int>(count & 1);
     Line& own = line(set, o_.rank);
     own.length = mine.size();
-    std::memcpy(own.bytes, mine.data(), std::min(kInline, mine.size()));
+    CopyBytes(own.bytes, mine.data(), std::min(kInline, mine.size()));
     // A plain store: it drains while this rank looks for its peers, where
     // a fenced one would first wait for the line to leave the peers that
     // spin on it (one cross-core trip more per exchange). The fence that
@@ -277,7 +278,11 @@ class ShmControlPlane final : public ControlPlane {
       // The steady state: every message rode in its line.
       for (int q = 0; q < n; ++q) {
         if (q == o_.rank) continue;
-        (*all)[q].assign(line(line_set, q).bytes, lengths[q]);
+        // Resized only when the length changed (a loop's messages keep
+        // theirs), then copied as the segment's other copies are.
+        std::string& theirs = (*all)[q];
+        theirs.resize(lengths[q]);
+        CopyBytes(theirs.data(), line(line_set, q).bytes, lengths[q]);
       }
       if (!timed || !timed->keeps_mine) (*all)[o_.rank] = mine;
       return Status::Ok();
@@ -290,8 +295,8 @@ class ShmControlPlane final : public ControlPlane {
     for (size_t off = 0;; off += slot) {
       const int set = static_cast<int>(set_counter_++ & 1);
       if (off < mine.size()) {
-        std::memcpy(Slot(set, o_.rank), mine.data() + off,
-                    std::min(slot, mine.size() - off));
+        CopyBytes(Slot(set, o_.rank), mine.data() + off,
+                  std::min(slot, mine.size() - off));
       }
       HVD_RETURN_IF_ERROR(seg_->Barrier("control exchange"));
       for (int q = 0; q < n; ++q) {
