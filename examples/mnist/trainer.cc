@@ -20,11 +20,11 @@
 #include "hvd/hvd.h"
 #include "mnist/adadelta.h"
 #include "mnist/augment.h"
-#include "mnist/idx.h"
+#include "mnist/checkpoint.h"
+#include "mnist/images.h"
 #include "mnist/model.h"
 #include "mnist/numbers.h"
 #include "mnist/progress.h"
-#include "mnist/safetensors.h"
 #include "mnist/schedule.h"
 #include "mnist/tensorboard.h"
 
@@ -50,60 +50,6 @@ std::string DefaultDataDir() {
       return installed.lexically_normal().string();
   }
   return HVD_MNIST_DATA_DIR;
-}
-
-constexpr int kPixels = kImageSide * kImageSide;
-
-struct Images {
-  int count = 0;
-  std::vector<float> pixels;  // count x 784 in [0, 1]
-  std::vector<uint8_t> labels;
-};
-
-StatusOr<Images> Load(const std::string& dir, const std::string& prefix,
-                      int limit) {
-  HVD_ASSIGN_OR_RETURN(Dataset d, ReadIdxPair(dir, prefix));
-  Images out;
-  out.count = limit > 0 ? std::min(limit, d.count) : d.count;
-  out.pixels.resize(static_cast<size_t>(out.count) * kPixels);
-  for (size_t i = 0; i < out.pixels.size(); ++i) {
-    out.pixels[i] = d.pixels[i] / 255.0f;
-  }
-  out.labels.assign(d.labels.begin(), d.labels.begin() + out.count);
-  return out;
-}
-
-// How pixels in [0, 1] become the network's inputs: (x - mean) / std.
-struct InputScaling {
-  double mean = 0, std = 1;  // 0 and 1: Keras' examples' plain x / 255
-};
-
-// The pixel mean and standard deviation of `images`, for standardising
-// (every rank computes the same values from the same data).
-InputScaling Measure(const Images& images) {
-  double sum = 0, squares = 0;
-  for (float v : images.pixels) sum += v;
-  const double n = std::max<double>(1, images.pixels.size());
-  const double mean = sum / n;
-  for (float v : images.pixels) squares += (v - mean) * (v - mean);
-  const double std = std::sqrt(squares / n);
-  return {mean, std > 1e-6 ? std : 1.0};
-}
-
-void Apply(const InputScaling& s, Images& images) {
-  if (s.mean == 0 && s.std == 1) return;
-  const auto mean = static_cast<float>(s.mean), std = static_cast<float>(s.std);
-  for (float& v : images.pixels) v = (v - mean) / std;
-}
-
-// Everything that defines the training state: weights, then the
-// optimizer's slots.
-std::vector<std::pair<std::string, std::vector<float>*>> StateBuffers(
-    Model& model, Adadelta& opt) {
-  std::vector<std::pair<std::string, std::vector<float>*>> out;
-  for (Param& p : model.params()) out.push_back({p.name, &p.value});
-  for (const Adadelta::Slot& s : opt.slots()) out.push_back({s.name, s.data});
-  return out;
 }
 
 // Horovod's BroadcastGlobalVariablesCallback(0): every rank takes rank 0's
@@ -145,10 +91,6 @@ StatusOr<bool> RanksAgree(Model& model, Adadelta& opt, int epoch) {
   return v[0] == -v[1];
 }
 
-struct Metrics {
-  double loss = 0, accuracy = 0, val_loss = 0, val_accuracy = 0;
-};
-
 // Horovod's MetricAverageCallback: the epoch's metrics averaged over ranks.
 Status AverageMetrics(Metrics* m, int epoch) {
   double v[4] = {m->loss, m->accuracy, m->val_loss, m->val_accuracy};
@@ -187,79 +129,6 @@ StatusOr<std::pair<double, double>> Evaluate(Model& model, const Images& data,
 
 std::string Join(const std::string& dir, const std::string& file) {
   return dir.empty() || dir == "." ? file : dir + "/" + file;
-}
-
-Status SaveCheckpoint(const std::string& path, Model& model, Adadelta& opt,
-                      int epoch, double lr, const Metrics& m,
-                      const std::string& mode, const InputScaling& scaling) {
-  Checkpoint ckpt;
-  for (const Param& p : model.params()) {
-    ckpt.tensors.push_back({p.name, p.dims, p.value});
-  }
-  for (const Adadelta::Slot& s : opt.slots()) {
-    ckpt.tensors.push_back(
-        {s.name, {static_cast<int64_t>(s.data->size())}, *s.data});
-  }
-  char buf[32];
-  auto num = [&](double v) {
-    std::snprintf(buf, sizeof(buf), "%.9g", v);
-    return std::string(buf);
-  };
-  ckpt.metadata = {{"format", "hvd-mnist-1"},
-                   {"mode", mode},
-                   {"epoch", std::to_string(epoch)},
-                   {"lr", num(lr)},
-                   {"loss", num(m.loss)},
-                   {"accuracy", num(m.accuracy)},
-                   {"val_loss", num(m.val_loss)},
-                   {"val_accuracy", num(m.val_accuracy)},
-                   {"input_mean", num(scaling.mean)},
-                   {"input_std", num(scaling.std)}};
-  return WriteSafetensors(path, ckpt);
-}
-
-struct Resumed {
-  int epoch = 0;  // epochs done
-  double lr = 0;
-  InputScaling scaling;
-};
-
-// Restores weights and optimizer state; returns where training stood and
-// the input scaling it was trained with (a checkpoint without one was
-// trained on plain x / 255).
-StatusOr<Resumed> Resume(const std::string& path, Model& model, Adadelta& opt) {
-  HVD_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadSafetensors(path));
-  std::map<std::string, const NamedTensor*> by_name;
-  for (const NamedTensor& t : ckpt.tensors) by_name[t.name] = &t;
-  for (auto& [name, buf] : StateBuffers(model, opt)) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      return Status::DataLoss(path, "has no tensor '" + name +
-                                        "' (not a checkpoint of this model)");
-    }
-    if (it->second->data.size() != buf->size()) {
-      return Status::DataLoss(
-          path, "tensor '" + name + "' has " +
-                    std::to_string(it->second->data.size()) +
-                    " elements, the model " + std::to_string(buf->size()));
-    }
-    *buf = it->second->data;
-  }
-  HVD_ASSIGN_OR_RETURN(int64_t epoch,
-                       ParseNumber<int64_t>(ckpt.metadata["epoch"],
-                                            path + " epoch", 0, 1 << 20));
-  HVD_ASSIGN_OR_RETURN(
-      double lr, ParseNumber(ckpt.metadata["lr"], path + " lr", 0.0, 1e9));
-  Resumed out{static_cast<int>(epoch), lr, {}};
-  if (ckpt.metadata.count("input_mean") || ckpt.metadata.count("input_std")) {
-    HVD_ASSIGN_OR_RETURN(out.scaling.mean,
-                         ParseNumber(ckpt.metadata["input_mean"],
-                                     path + " input_mean", -1e6, 1e6));
-    HVD_ASSIGN_OR_RETURN(out.scaling.std,
-                         ParseNumber(ckpt.metadata["input_std"],
-                                     path + " input_std", 1e-6, 1e6));
-  }
-  return out;
 }
 
 class Trainer {
