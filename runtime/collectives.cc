@@ -141,25 +141,49 @@ runtime::Request RequestFor(const std::string& name, runtime::OpType type,
   return r;
 }
 
-// The calling thread's request, reset, with the buffers of its last one:
-// a blocking allreduce on the fast lane then allocates nothing.
-runtime::Request& ReusedRequest(const std::string& name, runtime::OpType type,
-                                const Tensor& tensor) {
-  thread_local runtime::Request r;
-  // Field by field: a fresh Request assigned over it would build and free
-  // three strings and two vectors per call.
-  static const runtime::Request kDefault;
-  r.reduce = kDefault.reduce;
-  r.average = kDefault.average;
-  r.adasum = kDefault.adasum;
-  r.prescale = kDefault.prescale;
-  r.postscale = kDefault.postscale;
-  r.root = kDefault.root;
-  r.splits.clear();
-  r.group.clear();
-  FillRequest(name, type, tensor, r);
-  return r;
-}
+// The calling thread's blocking allreduce: its request, kept between calls
+// with the buffers of its last one (the fast lane then allocates nothing),
+// and the stamp of its content for the engine (Engine::AllreduceNow): the
+// same while each call asks for the same, a new one from a process-wide
+// count whenever anything changed.
+struct BlockingAllreduce {
+  runtime::Request request;
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t stamp = 0;
+
+  // Whether the request already says this (every field it is made from).
+  bool Same(const std::string& name, const Tensor& tensor, ReduceOp o,
+            double prescale, double postscale) const {
+    const runtime::Request& r = request;
+    if (stamp == 0 || o != op || r.name != name || r.dtype != tensor.dtype ||
+        r.prescale != prescale || r.postscale != postscale ||
+        r.device != (tensor.device < 0 ? -1 : tensor.device)) {
+      return false;
+    }
+    return tensor.shape.empty()
+               ? r.shape.size() == 1 && r.shape[0] == 1
+               : std::equal(r.shape.begin(), r.shape.end(),
+                            tensor.shape.begin(), tensor.shape.end());
+  }
+
+  void Fill(const std::string& name, const Tensor& tensor, ReduceOp o,
+            double prescale, double postscale) {
+    static std::atomic<uint64_t> stamps{0};
+    // Field by field: a fresh Request assigned over it would build and
+    // free three strings and two vectors.
+    static const runtime::Request kDefault;
+    runtime::Request& r = request;
+    r.root = kDefault.root;
+    r.splits.clear();
+    r.group.clear();
+    FillRequest(name, runtime::OpType::kAllreduce, tensor, r);
+    SetReduceOp(o, r);
+    r.prescale = prescale;
+    r.postscale = postscale;
+    op = o;
+    stamp = stamps.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+};
 
 Tensor Flat(const void* data, int64_t count, DataType dtype) {
   return Tensor{const_cast<void*>(data), dtype, {count}, kCPU};
@@ -386,13 +410,12 @@ Status allreduce(const std::string& name, const Tensor& tensor, ReduceOp op,
                  double prescale, double postscale) {
   StatusOr<runtime::Context*> c = internal::ContextFor(0, name);
   if (!c.ok()) return c.status();
-  runtime::Request& r =
-      ReusedRequest(name, runtime::OpType::kAllreduce, tensor);
-  SetReduceOp(op, r);
-  r.prescale = prescale;
-  r.postscale = postscale;
+  thread_local BlockingAllreduce b;
+  if (!b.Same(name, tensor, op, prescale, postscale)) {
+    b.Fill(name, tensor, op, prescale, postscale);
+  }
   // A blocking allreduce may take the engine's fast lane.
-  return (*c)->engine().AllreduceNow(r, tensor.data);
+  return (*c)->engine().AllreduceNow(b.request, tensor.data, b.stamp);
 }
 
 Status allreduce(float* data, size_t count, ReduceOp op) {

@@ -124,8 +124,11 @@ class Engine : private CycleDriver::Cycles {
   // A blocking host allreduce: through the fast lane when this rank has
   // nothing else in flight and the tensor is in the response cache (its
   // cycle runs straight from this call, see express.cc), else queued and
-  // waited for as any request.
-  Status AllreduceNow(const Request& request, void* data);
+  // waited for as any request. `stamp` (0: none) names the request's
+  // content: a caller passes the same stamp only for the same request
+  // (every field), and never one it passed for another, so the fast lane
+  // may skip comparing a request it checked last time.
+  Status AllreduceNow(const Request& request, void* data, uint64_t stamp = 0);
 
   // Queues several requests at once, so they reach the negotiation in the
   // same cycle on this rank and, when every rank groups them alike, run
@@ -241,7 +244,8 @@ class Engine : private CycleDriver::Cycles {
   // does not apply. Otherwise `*result` is the allreduce's, or `*queued`
   // the request's completion when the cycle turned out not to be express
   // and it became an ordinary pending request of that cycle.
-  CycleDriver::Turn FastTurn(const Request& r, void* data, Status* result,
+  CycleDriver::Turn FastTurn(const Request& r, uint64_t stamp, void* data,
+                             Status* result,
                              std::shared_ptr<Completion>* queued);
   // The message a cycle sends for one cached allreduce (`id`) of `data`
   // and nothing else, into fast_msg_ (express_at_ set).
@@ -379,6 +383,9 @@ class Engine : private CycleDriver::Cycles {
   bool FastMessageFor(uint32_t id) const {
     return id == fast_msg_id_ && cache_.generation() == fast_msg_generation_;
   }
+  // The caller's stamp of the request fast_msg_ was last built for (0:
+  // none), so a loop's next call of it needs no compare (AllreduceNow).
+  uint64_t fast_stamp_ = 0;
   // The fast lane's last turn found nothing pending, and queued_ was
   // fast_quiet_at_ then (the cycles' runner's).
   bool fast_quiet_ = false;

@@ -175,17 +175,23 @@ bool Engine::FastStillClear(uint32_t id) {
   return false;
 }
 
-CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
+CycleDriver::Turn Engine::FastTurn(const Request& r, uint64_t stamp, void* data,
+                                   Status* result,
                                    std::shared_ptr<Completion>* queued) {
   using Turn = CycleDriver::Turn;
   if (!cache_enabled_ || tuner_ || !negotiator_.Idle() || !my_cached_.empty() ||
       outgoing_knobs_ || (options_.timeline && options_.timeline->enabled())) {
     return Turn::kIdle;
   }
-  // A loop's same tensor again: its entry, if still the same, spares the
-  // lookup's hash.
+  // A loop's same tensor again: the caller's stamp says the request is the
+  // one the fast lane's message was last built for, and the cache's
+  // generation that its entry is unchanged (no compare at all); else its
+  // entry, if still the same, spares the lookup's hash.
+  const bool known =
+      stamp != 0 && stamp == fast_stamp_ && FastMessageFor(fast_msg_id_);
+  fast_stamp_ = 0;
   const std::optional<uint32_t> id =
-      cache_.Has(fast_msg_id_) && cache_.Get(fast_msg_id_) == r
+      known || (cache_.Has(fast_msg_id_) && cache_.Get(fast_msg_id_) == r)
           ? std::optional<uint32_t>(fast_msg_id_)
           : cache_.Lookup(r);
   if (!id) return Turn::kIdle;
@@ -203,6 +209,7 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, void* data, Status* result,
     fast_clear_ = true;
   }
   BuildFastMessage(*id, r, data);
+  fast_stamp_ = stamp;  // the message is entry *id's, as `r` is
   // Recorded in the flight recorder as soon as the peers keep this rank
   // waiting (a rank stuck there shows what it waits on in a dump), else
   // once done, in one go.
@@ -294,7 +301,8 @@ CycleDriver::Turn Engine::FallBackFromFast(
   return Conclude(ran, everyone);
 }
 
-Status Engine::AllreduceNow(const Request& request, void* data) {
+Status Engine::AllreduceNow(const Request& request, void* data,
+                            uint64_t stamp) {
   const size_t bytes =
       static_cast<size_t>(std::max<int64_t>(request.count, 0)) *
       DataTypeSize(request.dtype);
@@ -318,7 +326,7 @@ Status Engine::AllreduceNow(const Request& request, void* data) {
     if (driver_.TryTurn(
             [&] {
               const CycleDriver::Turn t =
-                  FastTurn(request, data, &result, &queued);
+                  FastTurn(request, stamp, data, &result, &queued);
               drives = queued != nullptr;
               return t;
             },

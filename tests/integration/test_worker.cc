@@ -237,6 +237,58 @@ bool DenyCrossMemory() {
          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
+// The blocking named allreduce of one name whose description changes
+// between calls (its length, its shape, its op, its scale), each asked
+// twice in a row so that the second takes the fast lane as the same
+// request: every call reduces what it asked for. False (and a line on
+// stderr) when one does not.
+bool ExactChangingAllreduce(int rank, int size) {
+  struct Ask {
+    std::vector<int64_t> shape;
+    hvd::ReduceOp op;
+    double prescale;
+  };
+  const std::vector<Ask> asks = {
+      {{4}, hvd::ReduceOp::kSum, 1},    {{8}, hvd::ReduceOp::kSum, 1},
+      {{2, 4}, hvd::ReduceOp::kSum, 1}, {{8}, hvd::ReduceOp::kMax, 1},
+      {{8}, hvd::ReduceOp::kSum, 2},    {{4}, hvd::ReduceOp::kSum, 1}};
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 0; k < 2 * asks.size(); ++k) {
+      const Ask& a = asks[k / 2];
+      int64_t n = 1;
+      for (int64_t d : a.shape) n *= d;
+      std::vector<float> x(static_cast<size_t>(n) + 4,
+                           static_cast<float>(rank + 1));
+      hvd::Status s = hvd::allreduce(
+          "exact.changing",
+          hvd::Tensor{x.data(), hvd::DataType::kFloat32, a.shape}, a.op,
+          a.prescale);
+      const float want =
+          a.op == hvd::ReduceOp::kMax
+              ? static_cast<float>(size)
+              : static_cast<float>(a.prescale * size * (size + 1) / 2);
+      for (size_t i = 0; s.ok() && i < x.size(); ++i) {
+        // The 4 elements past the tensor are not its own.
+        const float expect =
+            i < static_cast<size_t>(n) ? want : static_cast<float>(rank + 1);
+        if (x[i] != expect) {
+          std::fprintf(stderr,
+                       "exact: changing allreduce, ask %zu: element %zu is "
+                       "%g, not %g\n",
+                       k, i, x[i], expect);
+          return false;
+        }
+      }
+      if (!s.ok()) {
+        std::fprintf(stderr, "exact: changing allreduce: %s\n",
+                     s.ToString().c_str());
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   bool init = true, spawn_child = false, check_token = false;
   bool deny_cross_memory = false;
@@ -402,6 +454,7 @@ int main(int argc, char** argv) {
     std::printf("token hidden\n");
   }
   if (exact) {
+    if (!ExactChangingAllreduce(rank, hvd::size())) return 9;
     // Allreduce and allgather results every rank can check exactly (small
     // integers in floats), in sizes that go through the backend.
     // Each size in a plain buffer and in one from hvd::alloc_shared; 10 MB
