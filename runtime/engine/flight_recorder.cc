@@ -8,7 +8,9 @@
 namespace hvd::runtime {
 
 FlightRecorder::FlightRecorder(size_t capacity, int process_set)
-    : process_set_(process_set), ring_(capacity) {}
+    : process_set_(process_set),
+      ring_(capacity),
+      next_slot_(capacity > 0 ? 1 % capacity : 0) {}
 
 namespace {
 
@@ -21,8 +23,9 @@ void FlightRecorder::SetThreadSite(const std::string& site) { t_site = site; }
 
 FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
                                                   Clock::time_point at) {
-  Entry& e = SlotLocked(++last_);
-  e.seq = last_;
+  Entry& e = ring_[next_slot_];
+  if (++next_slot_ == ring_.size()) next_slot_ = 0;
+  e.seq = ++last_;
   e.name.assign(r.name);  // the slot's buffer is reused: no allocation
   e.op = r.type;
   e.dtype = r.dtype;

@@ -103,6 +103,10 @@ class FlightRecorder {
   mutable SpinLock mu_;      // short sections: a spin lock (common/spin_lock.h)
   std::vector<Entry> ring_;  // guarded by mu_
   uint64_t last_ = 0;        // guarded by mu_: the newest entry's seq
+  // The slot of the next entry, (last_ + 1) % ring_.size() (entry `seq`
+  // lies at seq % ring_.size()), kept so that recording one (every call
+  // on the fast lane) divides nothing.
+  size_t next_slot_;  // guarded by mu_
 };
 
 template <typename Items, typename SeqOf>

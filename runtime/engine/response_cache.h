@@ -69,7 +69,12 @@ class ResponseCache {
     std::string name;
   };
   // Marks the entry `id` used now, as Put of its own request does.
-  void Touch(uint32_t id) { order_.splice(order_.begin(), order_, by_id_[id]); }
+  void Touch(uint32_t id) {
+    // (A loop's one tensor is the most recent already: nothing to move.)
+    if (by_id_[id] != order_.begin()) {
+      order_.splice(order_.begin(), order_, by_id_[id]);
+    }
+  }
 
   // Moves whenever an id may come to stand for another request (an entry
   // added, replaced, updated or erased): an id found at one generation
