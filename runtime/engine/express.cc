@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "common/copy_bytes.h"
+#include "common/equal_bytes.h"
 #include "runtime/engine/engine.h"
 #include "runtime/engine/message.h"
 #include "runtime/metrics.h"
@@ -40,7 +41,7 @@ bool Engine::SameButData(const std::string& mine) const {
     const std::string& theirs = cycle_messages_[q];
     // The message ends with the data and the knobs flag (no knobs).
     if (theirs.size() != mine.size() ||
-        std::memcmp(theirs.data(), mine.data(), express_at_) != 0 ||
+        !EqualBytes(theirs.data(), mine.data(), express_at_) ||
         theirs.back() != mine.back()) {
       return false;
     }
