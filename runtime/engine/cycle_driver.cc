@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/single_writer.h"
+
 namespace hvd::runtime {
 
 CycleDriver::Turn CycleDriver::TakeTurnLocked(bool peer, bool driver) {
@@ -78,7 +80,9 @@ void CycleDriver::Drive(const std::function<bool()>& finished, bool notified) {
       break;
     }
     const Turn t = TakeTurnLocked(true, /*driver=*/true);
-    if (t == Turn::kRan || t == Turn::kEnded) ++cycles_by_callers_;
+    if (t == Turn::kRan || t == Turn::kEnded) {
+      SingleWriterAdd<uint64_t>(cycles_by_callers_, 1);
+    }
     running = t == Turn::kIdle || t == Turn::kRan;
     if (t == Turn::kHandOff) break;
   }
@@ -104,7 +108,7 @@ bool CycleDriver::EndTurn(Turn t, const bool* then_drives,
                           std::unique_lock<std::mutex>& cycle) {
   if (t == Turn::kRan || t == Turn::kEnded) {
     ++cycles_run_;
-    ++cycles_by_callers_;
+    SingleWriterAdd<uint64_t>(cycles_by_callers_, 1);
   }
   if (t == Turn::kEnded) ended_ = true;
   // As Drive leaves: work for the engine thread (no ring was held back).

@@ -137,6 +137,8 @@ class CycleDriver {
   std::mutex cycle_mu_;
   bool ended_ = false;       // guarded by cycle_mu_: no cycle runs any more
   uint64_t cycles_run_ = 0;  // guarded by cycle_mu_
+  // Written under cycle_mu_ (a plain add: a locked one is a fenced
+  // instruction on every call of the fast lane), read from any thread.
   std::atomic<uint64_t> cycles_by_callers_{0};
 };
 
