@@ -13,7 +13,10 @@
 #   hvd_base     with BASE_DIR=DIR: the engine of another build (the commit
 #                before a change), in the same rounds
 # and one core's memcpy as the physical reference. The contenders run in
-# turn, RUNS times (3), each figure the median over the runs; then the
+# turn, RUNS times (5), each figure the median over the runs (this VM's
+# speed shifts by a third for seconds at a time, for every contender
+# alike: a median of five rounds is seldom one taken in a slow spell,
+# where one of three often was); then the
 # fusion step (64 tensors of 16 KiB: fused by the engine, as the backend's
 # 64 calls, and the engine's data path alone, one backend call over the 64)
 # and the 4-byte latency at -np 4 and 8.
@@ -40,7 +43,7 @@ raw=$(mktemp) table=$(mktemp)
 trap 'rm -f "$raw" "$table"' EXIT
 rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
 
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode engine | rank0 engine hvd >> "$raw"
   if [[ -n ${BASE_DIR:-} ]]; then
