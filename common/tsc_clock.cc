@@ -30,7 +30,11 @@ constexpr uint64_t kPairTicks = 20000;
 }  // namespace
 
 TscClock::TscClock(bool use_counter, double rate_skew)
-    : counter_(use_counter && KernelClockIsTsc()), rate_skew_(rate_skew) {}
+    : counter_(use_counter && KernelClockIsTsc()), rate_skew_(rate_skew) {
+  // The first pair now: a clock made well before its first read (a
+  // control plane, at start-up) has its rate by then.
+  if (counter_) (void)Steer();
+}
 
 TscClock::Clock::time_point TscClock::Steer() {
 #if defined(__x86_64__)

@@ -13,8 +13,9 @@
 // steered to it once a millisecond of reads: each window starts at the
 // later of steady_clock and this clock's own reading (so it never goes
 // back), and runs slower by whatever it led steady_clock by, so that it
-// meets steady_clock again by the window's end (as NTP slews). Until the
-// first millisecond has passed, Now() is steady_clock's reading.
+// meets steady_clock again by the window's end (as NTP slews). Until a
+// millisecond has passed since the clock was made, Now() is steady_clock's
+// reading (a 4-byte allreduce measured in that time was 20 % slower).
 //
 // Not thread-safe: one thread at a time reads an instance.
 #pragma once
