@@ -45,6 +45,11 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+const std::string& Status::NoMessage() {
+  static const std::string* const kNone = new std::string();
+  return *kNone;
+}
+
 std::string Status::Join(std::string_view context, std::string_view detail) {
   std::string out(context);
   if (!context.empty() && !detail.empty()) out += ": ";
@@ -54,15 +59,15 @@ std::string Status::Join(std::string_view context, std::string_view detail) {
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  std::string out(StatusCodeName(code_));
+  std::string out(StatusCodeName(error_->code));
   out += ": ";
-  out += message_;
+  out += error_->message;
   return out;
 }
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, Join(context, message_));
+  return Status(error_->code, Join(context, error_->message));
 }
 
 void DieOnBadStatusOrAccess(const Status& status) {

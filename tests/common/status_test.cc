@@ -46,6 +46,32 @@ Status Quarter(int x, int* out) {
   return Status::Ok();
 }
 
+// An error's copies are whole and its own (an OK status holds nothing,
+// an error its code and message): changing or dropping one leaves the
+// other as it was; a moved status keeps the error.
+TEST(StatusTest, CopiesAndMovesKeepTheError) {
+  Status error = Status::NotFound("rank 3", "gone");
+  Status copy = error;
+  EXPECT_EQ(copy, error);
+  EXPECT_EQ(copy.code(), StatusCode::kNotFound);
+  EXPECT_EQ(copy.message(), "rank 3: gone");
+  copy = Status::Ok();
+  EXPECT_TRUE(copy.ok());
+  EXPECT_EQ(copy.message(), "");
+  EXPECT_EQ(error.ToString(), "not found: rank 3: gone");
+  copy = error;
+  error = Status::Aborted("x");
+  EXPECT_EQ(copy.ToString(), "not found: rank 3: gone");
+  copy = copy;  // NOLINT: assigned to itself on purpose
+  EXPECT_EQ(copy.message(), "rank 3: gone");
+  Status moved = std::move(copy);
+  EXPECT_EQ(moved.code(), StatusCode::kNotFound);
+  EXPECT_NE(moved, Status::Ok());
+  // kOk with a message is OK.
+  EXPECT_TRUE(Status(StatusCode::kOk, "fine").ok());
+  EXPECT_EQ(Status(StatusCode::kOk, "fine"), Status::Ok());
+}
+
 TEST(StatusOrTest, ValueAndErrorPropagate) {
   int out = 0;
   EXPECT_TRUE(Quarter(8, &out).ok());

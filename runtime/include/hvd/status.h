@@ -8,6 +8,7 @@
 //   -> "invalid argument: -np: must be at least 1 (got 0)"
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,11 +39,30 @@ enum class StatusCode {
 // The codes mirror gRPC's on purpose, so the service maps them one to one.
 std::string_view StatusCodeName(StatusCode code);
 
+// An OK status is a null pointer (as LevelDB's): made, copied, moved and
+// dropped with no string, since every call returns one and most are OK
+// (a 4-byte allreduce handles about ten). An error holds its code and
+// message.
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
+  // kOk with a message is OK: the message is dropped.
   Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+      : error_(code == StatusCode::kOk
+                   ? nullptr
+                   : std::make_unique<Error>(Error{code, std::move(message)})) {
+  }
+  Status(const Status& other)
+      : error_(other.error_ ? std::make_unique<Error>(*other.error_)
+                            : nullptr) {}
+  Status& operator=(const Status& other) {
+    if (this != &other) {
+      error_ = other.error_ ? std::make_unique<Error>(*other.error_) : nullptr;
+    }
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status Ok() { return Status(); }
 #define HVD_STATUS_FACTORY(Name)                                          \
@@ -70,9 +90,12 @@ class [[nodiscard]] Status {
   HVD_STATUS_FACTORY(Unauthenticated)
 #undef HVD_STATUS_FACTORY
 
-  bool ok() const { return code_ == StatusCode::kOk; }
-  StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  bool ok() const { return error_ == nullptr; }
+  StatusCode code() const { return error_ ? error_->code : StatusCode::kOk; }
+  // "" when OK.
+  const std::string& message() const {
+    return error_ ? error_->message : NoMessage();
+  }
 
   // "invalid argument: -np: must be at least 1", or "OK".
   std::string ToString() const;
@@ -87,15 +110,19 @@ class [[nodiscard]] Status {
 
   // Spelled out rather than defaulted: the public headers are C++17.
   bool operator==(const Status& other) const {
-    return code_ == other.code_ && message_ == other.message_;
+    return code() == other.code() && message() == other.message();
   }
   bool operator!=(const Status& other) const { return !(*this == other); }
 
  private:
   static std::string Join(std::string_view context, std::string_view detail);
+  static const std::string& NoMessage();
 
-  StatusCode code_ = StatusCode::kOk;
-  std::string message_;
+  struct Error {
+    StatusCode code;
+    std::string message;
+  };
+  std::unique_ptr<Error> error_;  // null: OK
 };
 
 // Holds a T or an error. Accessing value() of an error aborts: callers check
