@@ -55,7 +55,8 @@ size_t Engine::ExpressViews(const std::string& mine) {
   for (size_t q = 0; q < cycle_messages_.size(); ++q) {
     const std::string& m =
         static_cast<int>(q) == options_.rank ? mine : cycle_messages_[q];
-    express_views_[q] = std::string_view(m).substr(express_at_, data_bytes);
+    // Every message is as long as this rank's (SameButData).
+    express_views_[q] = std::string_view(m.data() + express_at_, data_bytes);
   }
   return data_bytes;
 }

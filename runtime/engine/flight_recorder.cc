@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/equal_bytes.h"
 #include "runtime/dtype.h"
 
 namespace hvd::runtime {
@@ -14,19 +15,30 @@ FlightRecorder::FlightRecorder(size_t capacity, int process_set)
 
 namespace {
 
-// The submitting thread's site (hvd::set_submission_site).
+// The submitting thread's site (hvd::set_submission_site), and whether it
+// has one: a plain flag is read without the string's thread-local guard
+// (every call of the fast lane records an entry, most with no site).
 thread_local std::string t_site;
+thread_local bool t_has_site = false;
 
 }  // namespace
 
-void FlightRecorder::SetThreadSite(const std::string& site) { t_site = site; }
+void FlightRecorder::SetThreadSite(const std::string& site) {
+  t_site = site;
+  t_has_site = !site.empty();
+}
 
 FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
                                                   Clock::time_point at) {
   Entry& e = ring_[next_slot_];
   if (++next_slot_ == ring_.size()) next_slot_ = 0;
   e.seq = ++last_;
-  e.name.assign(r.name);  // the slot's buffer is reused: no allocation
+  // The slot's buffer is reused (no allocation), and a loop's tensor
+  // finds its own name there often: then nothing is copied.
+  if (e.name.size() != r.name.size() ||
+      !EqualBytes(e.name.data(), r.name.data(), r.name.size())) {
+    e.name.assign(r.name);
+  }
   e.op = r.type;
   e.dtype = r.dtype;
   e.bytes = std::max<int64_t>(r.count, 0) *
@@ -35,7 +47,12 @@ FlightRecorder::Entry& FlightRecorder::NextLocked(const Request& r,
   e.submitted = at;
   e.negotiated = e.started = e.finished = Clock::time_point{};
   e.failed = false;
-  e.site.assign(t_site);  // NextLocked runs on the submitting thread
+  // NextLocked runs on the submitting thread.
+  if (t_has_site) {
+    e.site.assign(t_site);
+  } else if (!e.site.empty()) {
+    e.site.clear();
+  }
   return e;
 }
 

@@ -57,6 +57,30 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesWithTheirPhases) {
   EXPECT_TRUE(got[2].failed);
 }
 
+// A slot reused by another collective holds that one's name and this
+// thread's site as it is now (a name of the same length, one longer, one
+// shorter; a site set, then cleared).
+TEST(FlightRecorderTest, AReusedSlotHoldsItsNewNameAndSite) {
+  FlightRecorder rec(2, 0);
+  const std::vector<std::string> names = {"grad.1", "grad.2",  "grad.1",
+                                          "g",      "grad.10", "grad.2"};
+  const std::vector<std::string> sites = {"", "train.py:10", "train.py:10",
+                                          "", "x.py:7",      ""};
+  for (size_t i = 0; i < names.size(); ++i) {
+    FlightRecorder::SetThreadSite(sites[i]);
+    if (i % 2 == 0) {
+      rec.Submitted(AllreduceRequest(names[i], 4), Clock::now());
+    } else {
+      rec.Completed(AllreduceRequest(names[i], 4), Clock::now(), Clock::now());
+    }
+    const std::vector<FlightRecorder::Entry> last = rec.Snapshot(1);
+    ASSERT_EQ(last.size(), 1u);
+    EXPECT_EQ(last[0].name, names[i]) << i;
+    EXPECT_EQ(last[0].site, sites[i]) << i;
+  }
+  FlightRecorder::SetThreadSite("");
+}
+
 TEST(FlightRecorderTest, DumpsJsonWithNullForPhasesNotReached) {
   FlightRecorder rec(4, 2);
   // Times in the past: the dump, made now, comes after the entry finished
