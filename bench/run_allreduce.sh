@@ -16,7 +16,8 @@
 # turn, RUNS times (5), each figure the median over the runs (this VM's
 # speed shifts by a third for seconds at a time, for every contender
 # alike: a median of five rounds is seldom one taken in a slow spell,
-# where one of three often was); then the
+# where one of three often was), the engine and OpenMPI one after the
+# other, and then for 4 B to 4 KiB RUNS times more in pairs; then the
 # fusion step (64 tensors of 16 KiB: fused by the engine, as the backend's
 # 64 calls, and the engine's data path alone, one backend call over the 64)
 # and the 4-byte latency at -np 4 and 8.
@@ -46,6 +47,7 @@ rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
 runs=${RUNS:-5}
 for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode engine | rank0 engine hvd >> "$raw"
+  [[ ${#mpi[@]} -gt 0 ]] && "${mpi[@]}" -np $np "$mpi_prog" >> "$raw"
   if [[ -n ${BASE_DIR:-} ]]; then
     "$BASE_DIR/launcher/horovodrun" -np $np "$BASE_DIR/bench/allreduce_bench" --mode engine | rank0 engine hvd_base >> "$raw"
   fi
@@ -53,8 +55,14 @@ for ((i = 0; i < runs; ++i)); do
   "$run" -np $np "$prog" --mode backend | rank0 backend hvd_backend >> "$raw"
   HOROVOD_SHM_DISABLE=1 "$run" -np $np "$prog" --mode engine | rank0 engine hvd_tcp >> "$raw"
   HOROVOD_SHM_DISABLE=1 HOROVOD_TCP_RING_DISABLE=1 "$run" -np $np "$prog" --mode backend | rank0 backend gloo >> "$raw"
-  [[ ${#mpi[@]} -gt 0 ]] && "${mpi[@]}" -np $np "$mpi_prog" >> "$raw"
   "$prog" --mode memcpy >> "$raw"
+done
+# The small sizes, whose figures a slow spell of the VM moves most, again
+# in pairs: the engine and OpenMPI within a second of each other.
+small=(4 16 64 256 1024 4096)
+for ((i = 0; i < runs && ${#mpi[@]} > 0; ++i)); do
+  "$run" -np $np "$prog" --mode engine "${small[@]}" | rank0 engine hvd | grep -v fusion >> "$raw"
+  "${mpi[@]}" -np $np "$mpi_prog" "${small[@]}" >> "$raw"
 done
 # Latency of 4 bytes with more ranks than cores.
 for n in 4 8; do
