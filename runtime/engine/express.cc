@@ -24,7 +24,6 @@
 // request of this cycle by its bit, and the cycle goes on in full.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "common/copy_bytes.h"
 #include "common/equal_bytes.h"

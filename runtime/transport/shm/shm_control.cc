@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstring>
 #include <optional>
 
 #include "common/copy_bytes.h"
