@@ -61,97 +61,13 @@ fi
 max_hosts=0
 for h in $hosts_list; do ((h > max_hosts)) && max_hosts=$h; done
 
-# Names of this bench's own (the tests use hvdt*): hvdbN, 10.212.0.N+2.
-ns() { echo "hvdb$1"; }
-addr() { echo "10.212.0.$(($1 + 2))"; }
-work=$(mktemp -d)
-sshd_pids=()
-cleanup() {
-  for p in "${sshd_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for ((i = 0; i < max_hosts; ++i)); do
-    ip link del "$(ns "$i")a" 2>/dev/null || true
-    ip netns del "$(ns "$i")" 2>/dev/null || true
-  done
-  ip link del hvdbbr0 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# The hosts: a bridge, a namespace per host, a veth into each.
-ip link add hvdbbr0 type bridge
-ip addr add 10.212.0.1/24 dev hvdbbr0
-ip link set hvdbbr0 up
-for ((i = 0; i < max_hosts; ++i)); do
-  n=$(ns "$i")
-  ip netns add "$n"
-  ip link add "${n}a" type veth peer name "${n}b"
-  ip link set "${n}b" netns "$n"
-  ip link set "${n}a" master hvdbbr0 up
-  ip netns exec "$n" ip addr add "$(addr "$i")/24" dev "${n}b"
-  ip netns exec "$n" ip link set "${n}b" up
-  ip netns exec "$n" ip link set lo up
-done
-
-# An sshd per host, one key for all; known hosts in a HOME of our own.
-mkdir -p /run/sshd "$work/home/.ssh"
-ssh-keygen -q -t ed25519 -N '' -f "$work/user_key"
-ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
-cp "$work/user_key.pub" "$work/authorized_keys"
-cat > "$work/sshd_config" <<EOF
-Port 22
-HostKey $work/host_key
-AuthorizedKeysFile $work/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-LogLevel ERROR
-MaxStartups 200
-EOF
-for ((i = 0; i < max_hosts; ++i)); do
-  ip netns exec "$(ns "$i")" /usr/sbin/sshd -D -e -f "$work/sshd_config" \
-    -o "ListenAddress=$(addr "$i")" -o "PidFile=$work/sshd$i.pid" &
-  sshd_pids+=($!)
-done
-for ((i = 0; i < max_hosts; ++i)); do
-  for ((t = 0; t < 200; ++t)); do
-    bash -c "exec 3<>/dev/tcp/$(addr "$i")/22" 2>/dev/null && break
-    sleep 0.05
-  done
-done
-ssh_opts="-i $work/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
-
-# Each host's link at `rate` Gbit/s, both ways: tbf on both ends of its
-# veth. The bucket holds 1 ms at the rate (at least 64 KiB).
-# Rate 0: unshaped (the veths' own speed).
-shape() {
-  local rate=$1 burst
-  if ((rate == 0)); then
-    for ((i = 0; i < max_hosts; ++i)); do
-      tc qdisc del dev "$(ns "$i")a" root 2>/dev/null || true
-      ip netns exec "$(ns "$i")" tc qdisc del dev "$(ns "$i")b" root 2>/dev/null || true
-    done
-    return
-  fi
-  burst=$((rate * 125000))
-  ((burst < 65536)) && burst=65536
-  for ((i = 0; i < max_hosts; ++i)); do
-    local n
-    n=$(ns "$i")
-    tc qdisc replace dev "${n}a" root tbf rate "${rate}gbit" burst "$burst" latency 20ms
-    ip netns exec "$n" tc qdisc replace dev "${n}b" root tbf rate "${rate}gbit" burst "$burst" latency 20ms
-  done
-}
+# shellcheck source=bench/namespace_hosts.sh
+source "$here/namespace_hosts.sh"
+hosts_up "$max_hosts"
+shape() { hosts_shape "$1"; }
 
 raw=$(mktemp -p "$work") table=$(mktemp -p "$work")
 rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
-host_list() {  # hosts ranks
-  local out="" i
-  for ((i = 0; i < $1; ++i)); do out+="${out:+,}$(addr "$i"):$2"; done
-  echo "$out"
-}
 hvd() {  # label hosts ranks mode [env...]
   local label=$1 h=$2 r=$3 mode=$4
   shift 4

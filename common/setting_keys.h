@@ -42,6 +42,8 @@ inline constexpr Key<bool> kTcpRingDisable{"tcp_ring_disable"};
 inline constexpr Key<int64_t> kTcpStreams{"tcp_streams"};
 inline constexpr Key<int64_t> kTcpStreamBytes{"tcp_stream_bytes"};
 inline constexpr Key<int64_t> kTcpDoublingBytes{"tcp_doubling_bytes"};
+inline constexpr Key<int64_t> kTcpHalvingBytes{"tcp_halving_bytes"};
+inline constexpr Key<int64_t> kControlMeshRanks{"control_mesh_ranks"};
 inline constexpr Key<int64_t> kShmSingleCopyThreshold{
     "shm_single_copy_threshold"};
 inline constexpr Key<int64_t> kShmSingleCopyLimit{"shm_single_copy_limit"};
@@ -126,6 +128,8 @@ inline std::vector<KeyShape> AllKeys() {
           ShapeOf(kTcpStreams),
           ShapeOf(kTcpStreamBytes),
           ShapeOf(kTcpDoublingBytes),
+          ShapeOf(kTcpHalvingBytes),
+          ShapeOf(kControlMeshRanks),
           ShapeOf(kShmSingleCopyThreshold),
           ShapeOf(kShmSingleCopyLimit),
           ShapeOf(kAutotune),

@@ -180,6 +180,21 @@ std::vector<Setting> Build() {
                   "buffer) instead of the ring (2(ranks - 1) trips, each "
                   "with a slice of it); 0 never",
                   "B"));
+  t.push_back(Int("tcp_halving_bytes", {}, "HOROVOD_TCP_HALVING_BYTES", "",
+                  kTune, 0, int64_t{1} << 40, "4194304",
+                  "allreduces over TCP past HOROVOD_TCP_DOUBLING_BYTES and up "
+                  "to this many bytes, on more than three ranks, take "
+                  "reduce-scatter by recursive halving and allgather by "
+                  "recursive doubling (2 log2(ranks) trips) instead of the "
+                  "ring (2(ranks - 1) trips); the same bytes either way",
+                  "B"));
+  t.push_back(Int("control_mesh_ranks", {}, "HOROVOD_CONTROL_MESH_RANKS", "",
+                  kTune, 1, 1 << 20, "2",
+                  "jobs over TCP of at most this many ranks negotiate over a "
+                  "full mesh (every rank sends each cycle's message to every "
+                  "other: one trip, ranks - 1 sockets each); larger ones by "
+                  "recursive doubling (log2(ranks) trips, log2(ranks) sockets)",
+                  ""));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
           "", kTune, 0, int64_t{1} << 40, "0",

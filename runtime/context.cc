@@ -70,6 +70,7 @@ GlooOptions GlooFor(const WorkerConfig& config, int rank, int size) {
   gloo.ring_streams = config.tcp_streams;
   gloo.ring_stream_bytes = config.tcp_stream_bytes;
   gloo.ring_doubling_bytes = config.tcp_doubling_bytes;
+  gloo.ring_halving_bytes = config.tcp_halving_bytes;
   return gloo;
 }
 
@@ -257,6 +258,14 @@ Context::~Context() {
   if (engine_) engine_->Shutdown();
   engine_made_.store(nullptr, std::memory_order_release);
   engine_.reset();
+  // What negotiating cost this rank (tests/integration read it).
+  if (control_ && control_->traffic().exchanges > 0 &&
+      control_->traffic().sockets > 0) {
+    const ControlPlane::Traffic t = control_->traffic();
+    HVD_LOG(Debug) << "control plane: " << t.exchanges << " exchanges, "
+                   << t.frames << " frames, " << t.bytes << " bytes sent, "
+                   << t.sockets << " sockets";
+  }
   timeline_.reset();  // after the engine: it may still write events
 }
 
@@ -602,6 +611,8 @@ Status Context::Connect(const WorkerConfig& config) {
       ControlOptions control;
       // Where to listen and how long to wait, as Gloo; sockets of its own.
       static_cast<TcpOptions&>(control) = gloo;
+      control.exchange =
+          ChooseControlExchange(a.size, config.control_mesh_ranks);
       std::unique_ptr<Store> control_store = GenerationStore("control/");
       HVD_ASSIGN_OR_RETURN(control_,
                            CreateTcpControlPlane(control, *control_store));

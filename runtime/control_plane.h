@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,16 @@ class ControlPlane {
   // woken), so the engine thread must answer. Planes that cannot tell say
   // whether a peer has started an exchange.
   virtual bool PeerRangWhileDriving() { return PeerWaiting(); }
+
+  // What this rank's plane has sent over the network since it was made:
+  // its exchanges, their frames (one per peer per trip) and bytes, and the
+  // sockets it holds. Planes that use no network count nothing. Read by
+  // the thread that exchanges, or once the engine has stopped.
+  struct Traffic {
+    uint64_t exchanges = 0, frames = 0, bytes = 0;
+    int sockets = 0;
+  };
+  virtual Traffic traffic() const { return {}; }
 };
 
 }  // namespace hvd::runtime

@@ -134,6 +134,10 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   c.tcp_stream_bytes = static_cast<size_t>(stream_bytes);
   HVD_ASSIGN_OR_RETURN(int64_t doubling, read.Get(key::kTcpDoublingBytes));
   c.tcp_doubling_bytes = static_cast<size_t>(doubling);
+  HVD_ASSIGN_OR_RETURN(int64_t halving, read.Get(key::kTcpHalvingBytes));
+  c.tcp_halving_bytes = static_cast<size_t>(halving);
+  HVD_ASSIGN_OR_RETURN(int64_t mesh_ranks, read.Get(key::kControlMeshRanks));
+  c.control_mesh_ranks = mesh_ranks;
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
                        read.Get(key::kShmSingleCopyThreshold));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);

@@ -67,6 +67,10 @@ struct WorkerConfig {
   // HOROVOD_TCP_DOUBLING_BYTES: its allreduces of at most this many bytes
   // take recursive doubling.
   size_t tcp_doubling_bytes = size_t{64} << 10;
+  size_t tcp_halving_bytes = size_t{4} << 20;
+  // The control plane's full mesh up to this many ranks, its recursive
+  // doubling past them (ChooseControlExchange).
+  int64_t control_mesh_ranks = 2;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
   // ranks and shared memory is on; "0" pins it off.

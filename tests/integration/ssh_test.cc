@@ -309,9 +309,8 @@ class TroubleAcrossHostsTest : public TwoSshHostsTest {
         << r.err;
   }
   std::vector<std::string> Trouble(const std::string& kind) {
-    return {HVD_TROUBLE_WORKER, "--trouble", kind,
-            "--rank",           "1",       "--pid-dir",
-            pids_.path()};
+    return {HVD_TROUBLE_WORKER, "--trouble", kind, "--rank", "1",
+            "--pid-dir",        pids_.path()};
   }
   // Every worker the job started (they wrote their pids) is gone.
   void TearDown() override {
@@ -483,6 +482,78 @@ TEST_F(TwoSshHostsTest, HierarchicalCollectivesAreExactAcrossHosts) {
       EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     }
     EXPECT_EQ(r.err.find(used) != std::string::npos, c.hierarchical) << r.err;
+  }
+}
+
+// Four namespace hosts that all accept the first's user key.
+class FourSshHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    net_ = std::make_unique<TestNetwork>(4);
+    if (!net_->ok()) {
+      GTEST_SKIP() << "no network namespaces here: " << net_->error();
+    }
+    for (int i = 0; i < 4; ++i) {
+      hosts_.push_back(std::make_unique<SshHost>(
+          dir_, "h" + std::to_string(i), net_->address(i), net_->ns(i)));
+      ASSERT_TRUE(hosts_.back()->ok()) << hosts_.back()->error();
+      if (i > 0) hosts_.back()->AcceptKeyOf(*hosts_[0]);
+    }
+  }
+
+  TempDir dir_, home_;
+  std::unique_ptr<TestNetwork> net_;
+  std::vector<std::unique_ptr<SshHost>> hosts_;
+};
+
+// What negotiating costs each rank as the job grows: at 2, 6 and 32 ranks
+// over namespace hosts, every cycle a rank sends one frame per doubling
+// round (log2 of the largest power of two q <= N, two more for a rank
+// that an extra rank past q folds into, one in all for that extra rank)
+// and holds two sockets per peer of the doubling; the full mesh of old
+// took N - 1 of each. Each rank's context that negotiated says so when it
+// ends (debug log).
+TEST_F(FourSshHostsTest, NegotiationPerRankGrowsWithTheLogOfTheRanks) {
+  struct Case {
+    int hosts, per_host;
+    std::vector<std::string> worker;
+  };
+  // Six ranks fold two into the doubling of four; their every collective
+  // is checked exactly.
+  for (const Case& c :
+       {Case{2, 1, {HVD_HELLO}}, Case{3, 2, {HVD_TEST_WORKER, "--exact"}},
+        Case{4, 8, {HVD_HELLO}}}) {
+    const int n = c.hosts * c.per_host;
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    std::string spec;
+    for (int i = 0; i < c.hosts; ++i) {
+      spec +=
+          (i ? "," : "") + net_->address(i) + ":" + std::to_string(c.per_host);
+    }
+    std::vector<std::string> args = {
+        "-i", hosts_[0]->user_key(), "-np",  std::to_string(n), "-H",
+        spec, "--log-level",         "DEBUG"};
+    args.insert(args.end(), c.worker.begin(), c.worker.end());
+    Result r = Horovodrun(home_, args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    int q = 1, log2q = 0;
+    while (q * 2 <= n) q *= 2, ++log2q;
+    const std::regex said(
+        R"(\[(\d+)\]<stderr>:.*control plane: (\d+) exchanges, (\d+) frames, \d+ bytes sent, (\d+) sockets)");
+    std::set<int> ranks;
+    for (const std::string& l : Lines(r.err)) {
+      std::smatch m;
+      if (!std::regex_search(l, m, said)) continue;
+      const int rank = std::stoi(m[1]);
+      const long exchanges = std::stol(m[2]), frames = std::stol(m[3]);
+      const int peers = rank >= q ? 1 : log2q + (rank + q < n ? 1 : 0);
+      // A rank with an extra also tells it of each start.
+      const int sends = rank >= q ? 1 : peers + (rank + q < n ? 1 : 0);
+      EXPECT_EQ(frames, exchanges * sends) << l;
+      EXPECT_EQ(std::stoi(m[4]), 2 * peers) << l;
+      ranks.insert(rank);
+    }
+    EXPECT_EQ(ranks.size(), static_cast<size_t>(n)) << r.err;
   }
 }
 

@@ -27,7 +27,7 @@ double Value(int rank, size_t i) { return 1 + (i + rank) % 3; }
 // Which backend the ranks get: TCP (hvd's ring for allreduce, Gloo for the
 // rest; the test's sizes take recursive doubling), TCP with every size on
 // the ring proper, cutting every step over three streams, the same with
-// every size on recursive doubling, Gloo
+// every size on recursive doubling, and on recursive halving, Gloo
 // alone (HOROVOD_TCP_RING_DISABLE), shared memory (the default for ranks of
 // one host), shared memory with slots so small that every collective runs
 // in many chunks (and always through the segment: two copies), or shared
@@ -42,6 +42,13 @@ void RunRanksOn(int size, const std::function<void(Context&, int)>& body) {
       c.tcp_streams = 3;
       c.tcp_stream_bytes = 4096;
       c.tcp_doubling_bytes = 0;
+      c.tcp_halving_bytes = 0;
+    }
+    if (b == "gloo-halving") {
+      c.tcp_streams = 3;
+      c.tcp_stream_bytes = 4096;
+      c.tcp_doubling_bytes = 0;
+      c.tcp_halving_bytes = size_t{1} << 40;
     }
     if (b == "gloo-doubling") {
       c.tcp_streams = 3;
@@ -457,6 +464,14 @@ TEST_P(SharedBufferTest, ReduceBetweenTheBuffersWithThePlainPathsBits) {
   }
 }
 
+// "np4_gloo_halving": a (ranks, backend) case's name.
+std::string RanksAndBackendName(
+    const ::testing::TestParamInfo<std::tuple<int, const char*>>& info) {
+  std::string b = std::get<1>(info.param);
+  std::replace(b.begin(), b.end(), '-', '_');
+  return "np" + std::to_string(std::get<0>(info.param)) + "_" + b;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Ranks, SharedBufferTest,
     ::testing::Values(SharedCase{2, false}, SharedCase{3, false},
@@ -467,15 +482,20 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.small_slots ? "_small_slots" : "");
     });
 
-INSTANTIATE_TEST_SUITE_P(
-    WorldSizesAndShm, ShmInPlaceTest,
-    ::testing::Combine(::testing::Values(2, 3, 4),
-                       ::testing::Values("shm", "shm-small")),
-    [](const auto& info) {
-      std::string b = std::get<1>(info.param);
-      std::replace(b.begin(), b.end(), '-', '_');
-      return "np" + std::to_string(std::get<0>(info.param)) + "_" + b;
-    });
+INSTANTIATE_TEST_SUITE_P(WorldSizesAndShm, ShmInPlaceTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4),
+                                            ::testing::Values("shm",
+                                                              "shm-small")),
+                         RanksAndBackendName);
+
+// Past four ranks the doubling and the halving fold the ranks beyond a
+// power of two in (5, 6, 7); the halving takes more than three. (At 8 the
+// int8 product of the test's values would wrap.)
+INSTANTIATE_TEST_SUITE_P(WorldSizesPastFour, BackendMatrixTest,
+                         ::testing::Combine(::testing::Values(4, 5, 6, 7),
+                                            ::testing::Values("gloo-halving",
+                                                              "gloo-doubling")),
+                         RanksAndBackendName);
 
 INSTANTIATE_TEST_SUITE_P(
     WorldSizesAndBackends, BackendMatrixTest,
@@ -483,11 +503,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values("gloo", "gloo-streams",
                                          "gloo-doubling", "gloo-only", "shm",
                                          "shm-small", "shm-direct")),
-    [](const auto& info) {
-      std::string b = std::get<1>(info.param);
-      std::replace(b.begin(), b.end(), '-', '_');
-      return "np" + std::to_string(std::get<0>(info.param)) + "_" + b;
-    });
+    RanksAndBackendName);
 
 }  // namespace
 }  // namespace hvd::runtime

@@ -27,22 +27,29 @@ namespace {
 
 using std::chrono::milliseconds;
 
-ControlOptions Options(int rank, int size) {
+ControlOptions Options(int rank, int size,
+                       ControlExchange exchange = ControlExchange::kMesh) {
   ControlOptions o;
   o.rank = rank;
   o.size = size;
+  o.exchange = exchange;
   o.connect_timeout = milliseconds(10000);
   o.op_timeout = milliseconds(2000);
   return o;
 }
 
-// Builds the mesh of `size` ranks in threads.
-std::vector<std::unique_ptr<ControlPlane>> Mesh(int size, MemoryStore& store) {
+constexpr ControlExchange kExchanges[] = {ControlExchange::kMesh,
+                                          ControlExchange::kDoubling};
+
+// Builds the planes of `size` ranks in threads.
+std::vector<std::unique_ptr<ControlPlane>> Mesh(
+    int size, MemoryStore& store,
+    ControlExchange exchange = ControlExchange::kMesh) {
   std::vector<std::unique_ptr<ControlPlane>> planes(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      auto p = CreateTcpControlPlane(Options(r, size), store);
+      auto p = CreateTcpControlPlane(Options(r, size, exchange), store);
       ASSERT_TRUE(p.ok()) << p.status().ToString();
       planes[r] = std::move(*p);
     });
@@ -52,32 +59,35 @@ std::vector<std::unique_ptr<ControlPlane>> Mesh(int size, MemoryStore& store) {
 }
 
 TEST(ControlPlaneTest, EveryRankGetsEveryMessageOfAnySize) {
-  for (int size : {2, 3, 4}) {
-    MemoryStore store;
-    auto planes = Mesh(size, store);
-    ASSERT_EQ(planes.size(), static_cast<size_t>(size));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < size; ++r) {
-      threads.emplace_back([&, r] {
-        // Sizes: empty, tiny, and far past the socket buffers (8 MiB).
-        for (size_t bytes : {size_t{0}, size_t{5}, size_t{8} << 20}) {
-          for (int round = 0; round < 3; ++round) {
-            std::string mine(bytes + r, static_cast<char>('a' + r + round));
-            std::vector<std::string> all;
-            Status s = planes[r]->Exchange(mine, &all);
-            ASSERT_TRUE(s.ok()) << s.ToString();
-            ASSERT_EQ(all.size(), static_cast<size_t>(size));
-            for (int q = 0; q < size; ++q) {
-              ASSERT_EQ(all[q], std::string(bytes + q,
-                                            static_cast<char>('a' + q + round)))
-                  << "rank " << r << " from " << q << " bytes " << bytes;
+  for (ControlExchange exchange : kExchanges)
+    for (int size : {2, 3, 4, 5}) {
+      SCOPED_TRACE(ControlExchangeName(exchange));
+      MemoryStore store;
+      auto planes = Mesh(size, store, exchange);
+      ASSERT_EQ(planes.size(), static_cast<size_t>(size));
+      std::vector<std::thread> threads;
+      for (int r = 0; r < size; ++r) {
+        threads.emplace_back([&, r] {
+          // Sizes: empty, tiny, and far past the socket buffers (8 MiB).
+          for (size_t bytes : {size_t{0}, size_t{5}, size_t{8} << 20}) {
+            for (int round = 0; round < 3; ++round) {
+              std::string mine(bytes + r, static_cast<char>('a' + r + round));
+              std::vector<std::string> all;
+              Status s = planes[r]->Exchange(mine, &all);
+              ASSERT_TRUE(s.ok()) << s.ToString();
+              ASSERT_EQ(all.size(), static_cast<size_t>(size));
+              for (int q = 0; q < size; ++q) {
+                ASSERT_EQ(
+                    all[q],
+                    std::string(bytes + q, static_cast<char>('a' + q + round)))
+                    << "rank " << r << " from " << q << " bytes " << bytes;
+              }
             }
           }
-        }
-      });
+        });
+      }
+      for (auto& t : threads) t.join();
     }
-    for (auto& t : threads) t.join();
-  }
 }
 
 TEST(ControlPlaneTest, AStrangerWithoutTheTicketCannotPoseAsARank) {
@@ -125,35 +135,47 @@ TEST(ControlPlaneTest, AStrangerWithoutTheTicketCannotPoseAsARank) {
 }
 
 TEST(ControlPlaneTest, DeadPeerAndSilentPeerAreErrorsNamingThem) {
-  MemoryStore store;
-  auto planes = Mesh(3, store);
-  // Rank 2 goes away; rank 1 says nothing.
-  planes[2].reset();
-  std::vector<std::string> all;
-  auto start = std::chrono::steady_clock::now();
-  Status s = planes[0]->Exchange("x", &all);
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
-  EXPECT_NE(s.message().find("rank 2 closed its connection"), std::string::npos)
-      << s.message();
-  // The failure sticks.
-  EXPECT_EQ(planes[0]->Exchange("x", &all).code(), StatusCode::kUnavailable);
-  s = planes[1]->Exchange("y", &all);  // rank 0 sent, rank 2 is gone
-  EXPECT_FALSE(s.ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  for (ControlExchange exchange : kExchanges) {
+    SCOPED_TRACE(ControlExchangeName(exchange));
+    MemoryStore store;
+    auto planes = Mesh(3, store, exchange);
+    // Rank 2 goes away; rank 1 says nothing.
+    planes[2].reset();
+    std::vector<std::string> all;
+    auto start = std::chrono::steady_clock::now();
+    Status s = planes[0]->Exchange("x", &all);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("rank 2 closed its connection"),
+              std::string::npos)
+        << s.message();
+    // The failure sticks.
+    EXPECT_EQ(planes[0]->Exchange("x", &all).code(), StatusCode::kUnavailable);
+    s = planes[1]->Exchange("y", &all);  // rank 0 sent, rank 2 is gone
+    EXPECT_FALSE(s.ok());
+    // Told why, by rank 0 if not by rank 2's own socket.
+    EXPECT_NE(s.message().find("rank 2 closed its connection"),
+              std::string::npos)
+        << s.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start,
+              std::chrono::seconds(5));
+  }
 }
 
 TEST(ControlPlaneTest, SilentPeerTimesOut) {
-  MemoryStore store;
-  auto planes = Mesh(2, store);
-  std::vector<std::string> all;
-  auto start = std::chrono::steady_clock::now();
-  Status s = planes[0]->Exchange("x", &all);  // rank 1 never calls
-  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
-  EXPECT_NE(s.message().find("no message from rank(s) 1"), std::string::npos)
-      << s.message();
-  EXPECT_NE(s.message().find("HOROVOD_GLOO_TIMEOUT_SECONDS"),
-            std::string::npos);
-  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1900));
+  for (ControlExchange exchange : kExchanges) {
+    SCOPED_TRACE(ControlExchangeName(exchange));
+    MemoryStore store;
+    auto planes = Mesh(2, store, exchange);
+    std::vector<std::string> all;
+    auto start = std::chrono::steady_clock::now();
+    Status s = planes[0]->Exchange("x", &all);  // rank 1 never calls
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+    EXPECT_NE(s.message().find("no message from rank(s) 1"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("HOROVOD_GLOO_TIMEOUT_SECONDS"),
+              std::string::npos);
+    EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1900));
+  }
 }
 
 TEST(ControlPlaneTest, LocalPlaneEchoes) {

@@ -32,6 +32,41 @@ WorkerConfig TcpConfig(const TestJob& job, int r) {
   return c;
 }
 
+// One pure choice per (size, ranks): the doubling up to its crossover,
+// the halving up to its own where it saves trips (more than three ranks),
+// the ring past both; a crossover of 0 turns its algorithm off.
+TEST(AllreduceAlgorithmTest, ChosenBySizeAndRanks) {
+  using A = AllreduceAlgorithm;
+  const AllreduceCrossovers standard;  // 64 KiB, 4 MiB
+  const AllreduceCrossovers no_halving{size_t{64} << 10, 0};
+  const AllreduceCrossovers ring_only{0, 0};
+  struct Row {
+    size_t bytes;
+    int ranks;
+    const AllreduceCrossovers& c;
+    A want;
+  };
+  const std::vector<Row> rows = {
+      {4, 2, standard, A::kDoubling},
+      {64 << 10, 16, standard, A::kDoubling},
+      {(64 << 10) + 4, 16, standard, A::kHalving},
+      {1 << 20, 2, standard, A::kRing},
+      {1 << 20, 3, standard, A::kRing},
+      {1 << 20, 4, standard, A::kHalving},
+      {1 << 20, 4096, standard, A::kHalving},
+      {4 << 20, 8, standard, A::kHalving},
+      {(4 << 20) + 4, 8, standard, A::kRing},
+      {16 << 20, 32, standard, A::kRing},
+      {1 << 20, 16, no_halving, A::kRing},
+      {4, 16, ring_only, A::kRing},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(ChooseAllreduce(r.bytes, r.ranks, r.c), r.want)
+        << r.bytes << " bytes on " << r.ranks << " ranks: "
+        << AllreduceAlgorithmName(ChooseAllreduce(r.bytes, r.ranks, r.c));
+  }
+}
+
 TEST(TcpRingTest, APeerThatExitsIsAnErrorNamingARankNotAHang) {
   TestJob job(3);
   ASSERT_TRUE(job.ok());
@@ -158,7 +193,7 @@ TEST(TcpRingTest, SeveralStreamsOffKeepsEveryStepOnOne) {
       o.size = 2;
       o.streams = 3;
       o.stream_bytes = 4096;
-      o.doubling_bytes = 0;
+      o.crossovers.doubling_bytes = 0;
       auto ring = TcpRing::Connect(o, store);
       ASSERT_TRUE(ring.ok()) << ring.status().ToString();
       EXPECT_EQ((*ring)->StreamsFor(1 << 20), 3);

@@ -291,7 +291,8 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
     static_cast<TcpOptions&>(r) = options;
     r.streams = options.ring_streams;
     r.stream_bytes = options.ring_stream_bytes;
-    r.doubling_bytes = options.ring_doubling_bytes;
+    r.crossovers.doubling_bytes = options.ring_doubling_bytes;
+    r.crossovers.halving_bytes = options.ring_halving_bytes;
     HVD_ASSIGN_OR_RETURN(ring, TcpRing::Connect(r, store));
   }
   // Nobody may tear down before everyone has finished connecting: a rank

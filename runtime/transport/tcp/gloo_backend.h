@@ -19,6 +19,7 @@ struct GlooOptions : TcpOptions {
   int ring_streams = 1;
   size_t ring_stream_bytes = size_t{1} << 20;
   size_t ring_doubling_bytes = size_t{64} << 10;
+  size_t ring_halving_bytes = size_t{4} << 20;
 };
 
 // Connects the full mesh through `store` (which must outlive the call only).

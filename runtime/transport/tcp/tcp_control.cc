@@ -8,32 +8,62 @@
 #include <array>
 #include <cstring>
 
+#include "runtime/transport/tcp/control_frame.h"
+#include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_mesh.h"
 #include "runtime/wake_fd.h"
 
 namespace hvd::runtime {
+
+const char* ControlExchangeName(ControlExchange e) {
+  return e == ControlExchange::kMesh ? "mesh" : "recursive doubling";
+}
+
+ControlExchange ChooseControlExchange(int size, int64_t mesh_max_ranks) {
+  return size <= mesh_max_ranks ? ControlExchange::kMesh
+                                : ControlExchange::kDoubling;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Far above any cycle's message; a length past it means a corrupt stream.
-constexpr uint32_t kMaxMessage = 1u << 30;
+// Far above any cycle's frame; a length past it means a corrupt stream.
+constexpr uint32_t kMaxFrame = 1u << 30;
+
+// The peers of an exchange: every other rank, or the doubling's.
+std::vector<int> ExchangePeers(const ControlOptions& o) {
+  if (o.exchange == ControlExchange::kDoubling) {
+    return DoublingPeers(o.rank, o.size);
+  }
+  std::vector<int> all;
+  for (int p = 0; p < o.size; ++p) {
+    if (p != o.rank) all.push_back(p);
+  }
+  return all;
+}
 
 class TcpControlPlane final : public ControlPlane {
  public:
-  // `peers`: the message connection to each peer; `bells`: a second one,
-  // which carries a byte when a peer gave up waiting for this rank's
-  // callers (its engine thread must answer).
-  TcpControlPlane(const ControlOptions& o, std::vector<Fd> peers,
-                  std::vector<Fd> bells)
-      : options_(o), peers_(std::move(peers)), bells_(std::move(bells)) {
+  // `socks[p]`: the frame connection to peer p; `bells[p]`: a second one,
+  // which carries a byte when p gave up waiting for this rank's callers
+  // (its engine thread must answer). Empty for ranks that are no peer.
+  TcpControlPlane(const ControlOptions& o, std::vector<int> peers,
+                  std::vector<Fd> socks, std::vector<Fd> bells)
+      : options_(o),
+        peers_(std::move(peers)),
+        socks_(std::move(socks)),
+        bells_(std::move(bells)),
+        doubling_(PlanDoubling(o.rank, o.size)) {
     const size_t n = static_cast<size_t>(o.size);
     in_.resize(n);
     in_len_.resize(n);
     in_got_.resize(n);
+    len_buf_.resize(n);
     out_sent_.resize(n);
-    pfds_.resize(n);
     rang_.resize(n);
+    pfds_.resize(2 * n);
+    traffic_.sockets = 2 * static_cast<int>(peers_.size());
   }
 
   void Notify() override { wake_.Notify(); }
@@ -46,9 +76,11 @@ class TcpControlPlane final : public ControlPlane {
   }
 
   // A caller may run the cycles: whether a peer has started an exchange is
-  // whether its bytes wait on the socket.
+  // whether its bytes wait on a socket (a doubling peer sends only once
+  // its earlier trips are done, and every exchange reaches every rank's
+  // first peer within a trip).
   bool Drivable() const override { return true; }
-  bool PeerWaiting() override { return Readable(peers_, 0); }
+  bool PeerWaiting() override { return Readable(socks_, 0); }
   bool AwaitPeer() override {
     const auto until = Clock::now() + options_.spin;
     do {
@@ -61,98 +93,121 @@ class TcpControlPlane final : public ControlPlane {
   // thread reads the bells.
   bool PeerRangWhileDriving() override { return Readable(bells_, 0); }
 
+  Traffic traffic() const override { return traffic_; }
+
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
                   bool urgent) override {
     if (!broken_.ok()) return broken_;
     spin_ = urgent ? options_.spin : std::chrono::microseconds(0);
+    for (int p : peers_) rang_[p] = false;
+    traffic_.exchanges++;
     Status s = Run(mine, all);
-    if (!s.ok()) broken_ = s;
+    if (!s.ok()) {
+      broken_ = s;
+      TellPeers(s);
+    }
     return s;
   }
 
  private:
   Status Run(const std::string& mine, std::vector<std::string>* all) {
     const int n = options_.size, me = options_.rank;
-    const uint32_t len = static_cast<uint32_t>(mine.size());
-    if (mine.size() >= kMaxMessage) {
+    all->resize(n);
+    known_.assign(n, false);
+    (*all)[me] = mine;
+    known_[me] = true;
+    if (options_.exchange == ControlExchange::kMesh) {
+      HVD_RETURN_IF_ERROR(Send(*all, peers_, peers_));
+    } else {
+      HVD_RETURN_IF_ERROR(Doubling(all));
+    }
+    for (int r = 0; r < n; ++r) {
+      if (!known_[r]) {
+        return Status::DataLoss(
+            Where(), "the exchange ended without rank " + std::to_string(r) +
+                         "'s message (a peer sent a corrupt frame)");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Doubling(std::vector<std::string>* all) {
+    const DoublingPlan& plan = doubling_;
+    const std::vector<int> fold = {plan.fold}, none;
+    if (plan.extra) {
+      HVD_RETURN_IF_ERROR(Send(*all, fold, none));
+      return Send(*all, none, fold);
+    }
+    // A rank waits only on peers it has sent something in this exchange,
+    // so a peer asleep until one starts (Wait) is woken by it: the extra
+    // rank's first word would come only after its own, so it is told of
+    // the start.
+    if (plan.fold >= 0) {
+      HVD_RETURN_IF_ERROR(Send(*all, fold, fold, FrameKind::kStart));
+    }
+    for (int partner : plan.partners) {
+      partner_[0] = partner;
+      HVD_RETURN_IF_ERROR(Send(*all, partner_, partner_));
+    }
+    if (plan.fold >= 0) return Send(*all, fold, none);
+    return Status::Ok();
+  }
+
+  // One trip: the frame of every rank known so far to each of `to` (or a
+  // start frame), while each of `from` sends its own, read into `all`.
+  Status Send(std::vector<std::string>& all, const std::vector<int>& to,
+              const std::vector<int>& from,
+              FrameKind kind = FrameKind::kParts) {
+    frame_.clear();
+    if (kind == FrameKind::kStart) {
+      PutStartFrame(&frame_);
+    } else if (!to.empty()) {
+      PutPartsFrame(all, known_, &frame_);
+    }
+    if (frame_.size() - 4 >= kMaxFrame && !to.empty()) {
       return Status::InvalidArgument(Where(), "control message too large");
     }
-    char header[4];
-    std::memcpy(header, &len, 4);
-    int sends = n - 1, recvs = n - 1;
-    for (int p = 0; p < n; ++p) {
+    for (int p : to) {
       out_sent_[p] = 0;
-      in_got_[p] = 0;
-      in_len_[p] = UINT32_MAX;
-      rang_[p] = false;
+      sending_[p] = true;
+      traffic_.frames++;
+      traffic_.bytes += frame_.size();
     }
-    const size_t total_out = 4 + mine.size();
-    auto deadline = Clock::now() + options_.op_timeout;
+    for (int p : from) {
+      in_len_[p] = UINT32_MAX;
+      in_got_[p] = 0;
+    }
+    HVD_RETURN_IF_ERROR(Trip(all, to, from));
+    for (int p : to) sending_[p] = false;
+    return Status::Ok();
+  }
+
+  // Moves the bytes of a trip until every frame is out and in.
+  Status Trip(std::vector<std::string>& all, const std::vector<int>& to,
+              const std::vector<int>& from) {
+    size_t sends = to.size(), recvs = from.size();
+    const auto deadline = Clock::now() + options_.op_timeout;
     auto spin_until = Clock::now() + spin_;
     while (sends > 0 || recvs > 0) {
       bool progress = false;
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        int fd = peers_[p].get();
-        // Send what is left of [length][message].
-        while (out_sent_[p] < total_out) {
-          iovec iov[2];
-          int cnt = 0;
-          size_t at = out_sent_[p];
-          if (at < 4) iov[cnt++] = {header + at, 4 - at};
-          size_t body_at = at < 4 ? 0 : at - 4;
-          if (body_at < mine.size()) {
-            iov[cnt++] = {const_cast<char*>(mine.data()) + body_at,
-                          mine.size() - body_at};
-          }
-          msghdr msg{};
-          msg.msg_iov = iov;
-          msg.msg_iovlen = cnt;
-          ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-          if (w > 0) {
-            out_sent_[p] += static_cast<size_t>(w);
-            progress = true;
-            if (out_sent_[p] == total_out) --sends;
-            continue;
-          }
-          if (errno == EINTR) continue;
-          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-          if (errno == EPIPE || errno == ECONNRESET) return PeerGone(p);
-          return PeerFailed(p, Errno("send"));
+      for (int p : to) {
+        if (out_sent_[p] == frame_.size()) continue;
+        HVD_RETURN_IF_ERROR(SendSome(p, &progress));
+        if (out_sent_[p] == frame_.size()) --sends;
+      }
+      for (int p : from) {
+        if (in_len_[p] != UINT32_MAX && in_got_[p] == in_len_[p]) continue;
+        bool done = false;
+        HVD_RETURN_IF_ERROR(ReceiveSome(p, &progress, &done));
+        if (done && in_[p][0] == static_cast<char>(FrameKind::kStart)) {
+          // The peer's exchange has begun; its parts come next.
+          in_len_[p] = UINT32_MAX;
+          in_got_[p] = 0;
+          done = false;
         }
-        // Receive [length][message].
-        while (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) {
-          ssize_t r;
-          if (in_len_[p] == UINT32_MAX) {
-            r = ::recv(fd, len_buf_[p].data() + in_got_[p], 4 - in_got_[p],
-                       MSG_DONTWAIT);
-          } else {
-            r = ::recv(fd, in_[p].data() + in_got_[p], in_len_[p] - in_got_[p],
-                       MSG_DONTWAIT);
-          }
-          if (r == 0) return PeerGone(p);
-          if (r < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == ECONNRESET) return PeerGone(p);
-            return PeerFailed(p, Errno("recv"));
-          }
-          progress = true;
-          in_got_[p] += static_cast<size_t>(r);
-          if (in_len_[p] == UINT32_MAX && in_got_[p] == 4) {
-            uint32_t l;
-            std::memcpy(&l, len_buf_[p].data(), 4);
-            if (l >= kMaxMessage) {
-              return PeerFailed(p, "sent a corrupt control message");
-            }
-            in_len_[p] = l;
-            in_got_[p] = 0;
-            in_[p].resize(l);
-          }
-          if (in_len_[p] != UINT32_MAX && in_got_[p] == in_len_[p]) {
-            --recvs;
-            break;
-          }
+        if (done) {
+          HVD_RETURN_IF_ERROR(TakeFrame(p, all));
+          --recvs;
         }
       }
       if (sends == 0 && recvs == 0) break;
@@ -160,54 +215,162 @@ class TcpControlPlane final : public ControlPlane {
         spin_until = Clock::now() + spin_;
         continue;
       }
-      auto now = Clock::now();
+      const auto now = Clock::now();
       if (now < spin_until) {
         sched_yield();  // see ControlOptions::spin
         continue;
       }
-      if (now >= deadline) return TimedOut();
-      // Peers that have not started this exchange: their callers did not
-      // come within the spin, so their engine threads answer.
-      for (int p = 0; p < n; ++p) {
-        if (p != me && in_len_[p] == UINT32_MAX && in_got_[p] == 0) Ring(p);
+      if (now >= deadline) return TimedOut(from);
+      // Peers that have not started this trip: their callers did not come
+      // within the spin (or they wait on peers of their own), so their
+      // engine threads answer.
+      for (int p : from) {
+        if (in_len_[p] == UINT32_MAX && in_got_[p] == 0) Ring(p);
       }
-      int k = 0;
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        short ev = 0;
-        if (out_sent_[p] < total_out) ev |= POLLOUT;
-        if (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) ev |= POLLIN;
-        if (ev) pfds_[k++] = {peers_[p].get(), ev, 0};
-      }
-      int ready = ::poll(pfds_.data(), k, RemainingMs(deadline));
-      if (ready < 0 && errno != EINTR) {
-        return Status::Internal(Where(), Errno("poll"));
-      }
+      HVD_RETURN_IF_ERROR(Poll(to, from, deadline));
       spin_until = Clock::now() + spin_;
     }
-    all->resize(n);
-    for (int p = 0; p < n; ++p) {
-      if (p == me) {
-        (*all)[p] = mine;
-      } else {
-        (*all)[p].swap(in_[p]);
+    return Status::Ok();
+  }
+
+  // Writes what the socket takes of frame_ to peer p.
+  Status SendSome(int p, bool* progress) {
+    const int fd = socks_[p].get();
+    while (out_sent_[p] < frame_.size()) {
+      const ssize_t w =
+          ::send(fd, frame_.data() + out_sent_[p], frame_.size() - out_sent_[p],
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w > 0) {
+        out_sent_[p] += static_cast<size_t>(w);
+        *progress = true;
+        continue;
       }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EPIPE || errno == ECONNRESET) return PeerGone(p);
+      return PeerFailed(p, Errno("send"));
     }
     return Status::Ok();
+  }
+
+  // Reads what has come of peer p's frame: its length, then the rest.
+  Status ReceiveSome(int p, bool* progress, bool* done) {
+    const int fd = socks_[p].get();
+    for (;;) {
+      const bool head = in_len_[p] == UINT32_MAX;
+      char* at =
+          head ? len_buf_[p].data() + in_got_[p] : in_[p].data() + in_got_[p];
+      const size_t want = head ? 4 - in_got_[p] : in_len_[p] - in_got_[p];
+      const ssize_t r = ::recv(fd, at, want, MSG_DONTWAIT);
+      if (r == 0) return PeerGone(p);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::Ok();
+        if (errno == ECONNRESET) return PeerGone(p);
+        return PeerFailed(p, Errno("recv"));
+      }
+      *progress = true;
+      in_got_[p] += static_cast<size_t>(r);
+      if (head && in_got_[p] == 4) {
+        uint32_t len;
+        std::memcpy(&len, len_buf_[p].data(), 4);
+        if (len == 0 || len >= kMaxFrame) {
+          return PeerFailed(p, "sent a corrupt control frame");
+        }
+        in_len_[p] = len;
+        in_got_[p] = 0;
+        in_[p].resize(len);
+      }
+      if (in_len_[p] != UINT32_MAX && in_got_[p] == in_len_[p]) {
+        *done = true;
+        return Status::Ok();
+      }
+    }
+  }
+
+  // A whole frame from peer p: its ranks' messages, or its failure.
+  Status TakeFrame(int p, std::vector<std::string>& all) {
+    const std::string_view frame(in_[p]);
+    const std::string_view body = frame.substr(1);
+    if (frame[0] == static_cast<char>(FrameKind::kAbort) && !body.empty()) {
+      // The reason as the rank that failed first put it, passed on.
+      forwarded_ = true;
+      const auto code = static_cast<StatusCode>(body[0]);
+      return Status(code == StatusCode::kOk ? StatusCode::kUnavailable : code,
+                    Where() + ": " + std::string(body.substr(1)));
+    }
+    if (frame[0] != static_cast<char>(FrameKind::kParts) ||
+        !ReadPartsFrame(body, &all, &known_)) {
+      return PeerFailed(p, "sent a corrupt control frame");
+    }
+    return Status::Ok();
+  }
+
+  // Sleeps until a socket of the trip is ready or the deadline passes.
+  Status Poll(const std::vector<int>& to, const std::vector<int>& from,
+              Clock::time_point deadline) {
+    int k = 0;
+    for (int p : to) {
+      if (out_sent_[p] < frame_.size())
+        pfds_[k++] = {socks_[p].get(), POLLOUT, 0};
+    }
+    for (int p : from) {
+      if (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) {
+        pfds_[k++] = {socks_[p].get(), POLLIN, 0};
+      }
+    }
+    const int ready = ::poll(pfds_.data(), k, RemainingMs(deadline));
+    if (ready < 0 && errno != EINTR) {
+      return Status::Internal(Where(), Errno("poll"));
+    }
+    return Status::Ok();
+  }
+
+  // After this rank's exchange failed: each peer gets the reason (a peer
+  // halfway through a frame from this rank cannot read one, so its
+  // connection is cut, which it reads as this rank gone), and a ring, so
+  // that a peer asleep learns of it too.
+  void TellPeers(const Status& s) {
+    std::string reason(1, static_cast<char>(s.code()));
+    const std::string& message = s.message();
+    const std::string mine = Where() + ": ";
+    // A reason passed on keeps its words; one found here says who found it.
+    if (message.compare(0, mine.size(), mine) == 0) {
+      reason += message.substr(mine.size());
+    } else {
+      reason += message;
+    }
+    if (!forwarded_)
+      reason += " (found by rank " + std::to_string(options_.rank) + ")";
+    std::string abort;
+    PutAbortFrame(reason, &abort);
+    for (int p : peers_) {
+      const int fd = socks_[p].get();
+      const bool halfway =
+          sending_[p] && out_sent_[p] > 0 && out_sent_[p] < frame_.size();
+      if (halfway ||
+          ::send(fd, abort.data(), abort.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+              static_cast<ssize_t>(abort.size())) {
+        ::shutdown(fd, SHUT_RDWR);
+      }
+      Ring(p);
+    }
   }
 
   // Whether a byte (or a hang-up) waits on any of `fds` within
   // `timeout_ms` (any thread: the caller that drives and the engine
   // thread both look).
   bool Readable(const std::vector<Fd>& fds, int timeout_ms) const {
-    std::vector<pollfd> p;
-    p.reserve(fds.size());
-    for (int q = 0; q < options_.size; ++q) {
-      if (q != options_.rank && fds[q].get() >= 0) {
-        p.push_back({fds[q].get(), POLLIN, 0});
-      }
+    std::array<pollfd, 64> some;
+    std::vector<pollfd> many;
+    pollfd* p = some.data();
+    if (peers_.size() > some.size()) {
+      many.resize(peers_.size());
+      p = many.data();
     }
-    return ::poll(p.data(), p.size(), timeout_ms) > 0;
+    size_t k = 0;
+    for (int q : peers_) p[k++] = {fds[q].get(), POLLIN, 0};
+    return ::poll(p, k, timeout_ms) > 0;
   }
 
   // The engine thread's sleep until a Notify, a ring, a peer's exchange
@@ -218,16 +381,14 @@ class TcpControlPlane final : public ControlPlane {
     *peer = false;
     if (!broken_.ok()) return;
     std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
-    for (int q = 0; q < options_.size; ++q) {
-      if (q == options_.rank) continue;
-      if (bells_[q].get() >= 0) fds.push_back({bells_[q].get(), POLLIN, 0});
-      if (started_wakes) fds.push_back({peers_[q].get(), POLLIN, 0});
+    for (int q : peers_) {
+      fds.push_back({bells_[q].get(), POLLIN, 0});
+      if (started_wakes) fds.push_back({socks_[q].get(), POLLIN, 0});
     }
     (void)::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
     wake_.Drain();
     char sink[64];
-    for (int q = 0; q < options_.size; ++q) {
-      if (q == options_.rank || bells_[q].get() < 0) continue;
+    for (int q : peers_) {
       ssize_t r;
       while ((r = ::recv(bells_[q].get(), sink, sizeof(sink), MSG_DONTWAIT)) >
              0) {
@@ -241,7 +402,7 @@ class TcpControlPlane final : public ControlPlane {
   // Wakes peer `p`'s engine thread: its callers did not come within the
   // spin (once per exchange).
   void Ring(int p) {
-    if (rang_[p] || bells_[p].get() < 0) return;
+    if (rang_[p]) return;
     rang_[p] = true;
     const char one = 1;
     (void)!::send(bells_[p].get(), &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -260,10 +421,12 @@ class TcpControlPlane final : public ControlPlane {
     return PeerFailed(p, "closed its connection (it exited or crashed)");
   }
 
-  Status TimedOut() const {
+  // Names the peers of the trip whose frame did not come: in a doubling
+  // they may themselves wait on a rank further off, whose silence they
+  // then report to their peers.
+  Status TimedOut(const std::vector<int>& from) const {
     std::string silent;
-    for (int p = 0; p < options_.size; ++p) {
-      if (p == options_.rank) continue;
+    for (int p : from) {
       if (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) {
         silent += (silent.empty() ? "" : ", ") + std::to_string(p);
       }
@@ -276,18 +439,28 @@ class TcpControlPlane final : public ControlPlane {
   }
 
   const ControlOptions options_;
+  const std::vector<int> peers_;
+  std::vector<Fd> socks_, bells_;  // by rank; empty for ranks not peers
+  const DoublingPlan doubling_;
   WakeFd wake_;
   std::chrono::microseconds spin_{0};  // this exchange's
-  std::vector<Fd> peers_;
-  std::vector<Fd> bells_;
-  std::vector<bool> rang_;  // this exchange's rings, by peer
+  std::vector<bool> rang_;             // this exchange's rings, by rank
   Status broken_;
+  bool forwarded_ = false;  // broken_ came from a peer's abort frame
+  Traffic traffic_;
+  // The exchange: which ranks' messages are known, the frame going out
+  // (and how far it went to each peer, whether it is still going), and
+  // each peer's frame coming in (its length once read).
+  std::vector<bool> known_;
+  std::string frame_;
+  std::vector<size_t> out_sent_;
+  std::vector<bool> sending_ =
+      std::vector<bool>(static_cast<size_t>(options_.size), false);
   std::vector<std::string> in_;
   std::vector<uint32_t> in_len_;
   std::vector<size_t> in_got_;
-  std::vector<size_t> out_sent_;
-  std::vector<std::array<char, 4>> len_buf_ =
-      std::vector<std::array<char, 4>>(static_cast<size_t>(options_.size));
+  std::vector<std::array<char, 4>> len_buf_;
+  std::vector<int> partner_ = std::vector<int>(1);  // a doubling round's
   std::vector<pollfd> pfds_;
 };
 
@@ -295,16 +468,17 @@ class TcpControlPlane final : public ControlPlane {
 
 StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
     const ControlOptions& o, Store& store) {
+  std::vector<int> peers = ExchangePeers(o);
   HVD_ASSIGN_OR_RETURN(std::vector<std::vector<Fd>> mesh,
-                       ConnectMesh(o, store, "ctl", "control plane",
-                                   /*streams=*/2));
-  std::vector<Fd> peers, bells;
+                       ConnectPeers(o, store, "ctl", "control plane", peers,
+                                    /*streams=*/2));
+  std::vector<Fd> socks, bells;
   for (auto& streams : mesh) {
-    peers.push_back(streams.empty() ? Fd() : std::move(streams[0]));
+    socks.push_back(streams.empty() ? Fd() : std::move(streams[0]));
     bells.push_back(streams.size() < 2 ? Fd() : std::move(streams[1]));
   }
-  return std::unique_ptr<ControlPlane>(
-      new TcpControlPlane(o, std::move(peers), std::move(bells)));
+  return std::unique_ptr<ControlPlane>(new TcpControlPlane(
+      o, std::move(peers), std::move(socks), std::move(bells)));
 }
 
 }  // namespace hvd::runtime

@@ -1,8 +1,26 @@
-// The TCP control plane: a full mesh of sockets the engine thread writes
-// and reads itself (runtime/control_plane.h says why not through Gloo).
+// The TCP control plane: sockets the engine thread writes and reads itself
+// (runtime/control_plane.h says why not through Gloo), in one of two
+// shapes:
+//
+//   mesh      every rank sends its message to every other at once: one
+//             trip, but n - 1 frames and sockets per rank, n(n - 1) in all
+//   doubling  recursive doubling (doubling.h): log2(n) trips (two more
+//             where n is no power of two), each with one partner, whose
+//             frame carries the messages of every rank it has heard of so
+//             far (control_frame.h: equal messages once, so a cycle of
+//             cached tensors costs the same bytes per trip at any n);
+//             log2(n) sockets per rank
+//
+// ChooseControlExchange picks; the mesh only where it is as few trips.
+//
+// A rank whose exchange fails tells its peers why (an abort frame) before
+// it gives up, and each of them tells theirs: where no rank is connected
+// to every other, a dead rank is still everyone's error within a few
+// trips, named as the rank that found it saw it.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -13,7 +31,16 @@
 
 namespace hvd::runtime {
 
+enum class ControlExchange { kMesh, kDoubling };
+
+const char* ControlExchangeName(ControlExchange e);
+
+// The mesh up to `mesh_max_ranks` ranks (HOROVOD_CONTROL_MESH_RANKS), the
+// doubling past them. Every rank picks the same from the same inputs.
+ControlExchange ChooseControlExchange(int size, int64_t mesh_max_ranks);
+
 struct ControlOptions : TcpOptions {
+  ControlExchange exchange = ControlExchange::kDoubling;
   // How long a caller's Exchange (and AwaitPeer) polls its sockets before
   // it rings the peers and sleeps: a peer a few microseconds behind answers
   // before a sleep-and-wake would. Each turn yields the CPU (a system call
@@ -25,7 +52,7 @@ struct ControlOptions : TcpOptions {
   std::chrono::microseconds spin{500};
 };
 
-// Connects the mesh through `store` (tcp_mesh.h).
+// Connects to the exchange's peers through `store` (tcp_mesh.h).
 StatusOr<std::unique_ptr<ControlPlane>> CreateTcpControlPlane(
     const ControlOptions& options, Store& store);
 

@@ -168,6 +168,16 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& o,
                                                    const std::string& prefix,
                                                    const std::string& what,
                                                    int streams) {
+  std::vector<int> everyone;
+  for (int p = 0; p < o.size; ++p) {
+    if (p != o.rank) everyone.push_back(p);
+  }
+  return ConnectPeers(o, store, prefix, what, everyone, streams);
+}
+
+StatusOr<std::vector<std::vector<Fd>>> ConnectPeers(
+    const TcpOptions& o, Store& store, const std::string& prefix,
+    const std::string& what, const std::vector<int>& wanted, int streams) {
   const std::string where = "rank " + std::to_string(o.rank) + ": " + what;
   auto deadline = Clock::now() + o.connect_timeout;
   socklen_t alen = 0;
@@ -181,7 +191,8 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& o,
     reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = 0;
   }
   if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), alen) != 0 ||
-      ::listen(listener.get(), o.size * streams) != 0) {
+      ::listen(listener.get(), static_cast<int>(wanted.size() + 1) * streams) !=
+          0) {
     return Status::InvalidArgument(
         where, Errno(("cannot listen on " + NumericHost(addr, alen)).c_str()) +
                    " (check --network-interface)");
@@ -198,8 +209,13 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& o,
                                 me.ToString() + " " + ticket));
 
   std::vector<std::vector<Fd>> peers(static_cast<size_t>(o.size));
-  // Connect to every lower rank, presenting its ticket.
+  std::vector<bool> is_peer(static_cast<size_t>(o.size), false);
+  for (int p : wanted) {
+    if (p >= 0 && p < o.size && p != o.rank) is_peer[p] = true;
+  }
+  // Connect to every lower peer, presenting its ticket.
   for (int p = 0; p < o.rank; ++p) {
+    if (!is_peer[p]) continue;
     const std::string peer = where + ": rank " + std::to_string(p);
     HVD_ASSIGN_OR_RETURN(
         std::vector<std::string> got,
@@ -224,16 +240,21 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& o,
       peers[p].push_back(std::move(fd));
     }
   }
-  // Accept every higher rank's streams; a connection without the right
-  // ticket is dropped and does not count.
-  for (int p = o.rank + 1; p < o.size; ++p) peers[p].resize(streams);
-  int missing = (o.size - 1 - o.rank) * streams;
+  // Accept every higher peer's streams; a connection without the right
+  // ticket, or from a rank that is no peer, is dropped and does not count.
+  int missing = 0;
+  for (int p = o.rank + 1; p < o.size; ++p) {
+    if (!is_peer[p]) continue;
+    peers[p].resize(streams);
+    missing += streams;
+  }
   while (missing > 0) {
     pollfd pfd{listener.get(), POLLIN, 0};
     int ready = ::poll(&pfd, 1, RemainingMs(deadline));
     if (ready == 0 || Clock::now() >= deadline) {
       std::string absent;
       for (int p = o.rank + 1; p < o.size; ++p) {
+        if (!is_peer[p]) continue;
         bool all = true;
         for (const Fd& f : peers[p]) all = all && f.get() >= 0;
         if (!all) absent += (absent.empty() ? "" : ", ") + std::to_string(p);
@@ -258,7 +279,7 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& o,
     int32_t id[2];
     std::memcpy(id, hello.data(), 8);
     const int r = id[0], s = id[1];
-    if (r <= o.rank || r >= o.size || s < 0 || s >= streams ||
+    if (r <= o.rank || r >= o.size || !is_peer[r] || s < 0 || s >= streams ||
         peers[r][s].get() >= 0 ||
         !ConstantTimeEquals(hello.substr(8), ticket)) {
       continue;

@@ -1,6 +1,7 @@
-// A full mesh of TCP sockets between the ranks, connected through the
-// store, for the transports that read and write their own sockets (the
-// control plane, the TCP ring): rank r listens and publishes its address
+// TCP sockets between the ranks (to all of them, or to the peers an
+// algorithm needs), connected through the store, for the transports that
+// read and write their own sockets (the control plane, the TCP ring):
+// rank r listens and publishes its address
 // and a random ticket under `<prefix>/r`; lower ranks accept, higher ranks
 // connect and must present the ticket they read from the (authenticated)
 // store, so no other process on the network can pose as a rank. Sockets
@@ -38,6 +39,13 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectMesh(const TcpOptions& options,
                                                    const std::string& prefix,
                                                    const std::string& what,
                                                    int streams = 1);
+
+// As ConnectMesh, to the ranks in `peers` only (the others' entries stay
+// empty): a rank opens the sockets its algorithms use, not N - 1 of them.
+// Every rank must name a symmetric set (p names q exactly when q names p).
+StatusOr<std::vector<std::vector<Fd>>> ConnectPeers(
+    const TcpOptions& options, Store& store, const std::string& prefix,
+    const std::string& what, const std::vector<int>& peers, int streams = 1);
 
 // "what: <strerror(errno)>".
 std::string Errno(const char* what);

@@ -31,9 +31,19 @@ size_t BlockBegin(size_t count, int n, int b) {
 
 StatusOr<std::unique_ptr<TcpRing>> TcpRing::Connect(
     const TcpRingOptions& options, Store& store) {
+  // The ring's neighbours, and the doubling's partners where small buffers
+  // take it: 2 + log2(n) peers, not n - 1.
+  const int n = options.size, me = options.rank;
+  std::vector<int> peers = {(me + n - 1) % n, (me + 1) % n};
+  if (options.crossovers.doubling_bytes > 0 ||
+      options.crossovers.halving_bytes > 0) {
+    for (int p : DoublingPeers(me, n)) peers.push_back(p);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   HVD_ASSIGN_OR_RETURN(
       std::vector<std::vector<Fd>> mesh,
-      ConnectMesh(options, store, "ring", "TCP ring", options.streams));
+      ConnectPeers(options, store, "ring", "TCP ring", peers, options.streams));
   return std::unique_ptr<TcpRing>(new TcpRing(options, std::move(mesh)));
 }
 
@@ -42,7 +52,8 @@ TcpRing::TcpRing(const TcpRingOptions& options,
     : options_(options),
       mesh_(std::move(mesh)),
       left_((options.rank + options.size - 1) % options.size),
-      right_((options.rank + 1) % options.size) {}
+      right_((options.rank + 1) % options.size),
+      doubling_(PlanDoubling(options.rank, options.size)) {}
 
 std::string TcpRing::Where() const {
   return "rank " + std::to_string(options_.rank) + ": TCP ring";
@@ -54,8 +65,18 @@ Status TcpRing::Allreduce(void* data, size_t count, DataType type,
   if (options_.size == 1 || count == 0) return Status::Ok();
   const size_t bytes = count * DataTypeSize(type);
   uint8_t* d = static_cast<uint8_t*>(data);
-  Status s = bytes <= options_.doubling_bytes ? Doubling(d, count, type, op)
-                                              : Ring(d, count, type, op);
+  Status s;
+  switch (ChooseAllreduce(bytes, options_.size, options_.crossovers)) {
+    case AllreduceAlgorithm::kDoubling:
+      s = Doubling(d, count, type, op);
+      break;
+    case AllreduceAlgorithm::kHalving:
+      s = Halving(d, count, type, op);
+      break;
+    case AllreduceAlgorithm::kRing:
+      s = Ring(d, count, type, op);
+      break;
+  }
   if (!s.ok()) broken_ = s;
   return s;
 }
@@ -71,29 +92,80 @@ auto TcpRing::ReduceInto(uint8_t* acc, DataType type, ReduceOp op) {
 
 Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
                          ReduceOp op) {
-  const int n = options_.size, me = options_.rank;
+  const DoublingPlan& plan = doubling_;
   const size_t esize = DataTypeSize(type), bytes = count * esize;
-  int q = 1;
-  while (q * 2 <= n) q *= 2;
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   auto reduce = ReduceInto(data, type, op);
   auto none = [](size_t, size_t) {};
-  if (me >= q) {  // folds in, then waits for the result
+  const int fold = plan.fold;
+  if (plan.extra) {  // folds in, then waits for the result
     HVD_RETURN_IF_ERROR(
-        Step(me - q, data, bytes, me - q, nullptr, 0, esize, false, none));
-    return Step(me - q, nullptr, 0, me - q, data, bytes, esize, false, none);
+        Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
+    return Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
   }
-  if (me + q < n) {
-    HVD_RETURN_IF_ERROR(Step(me + q, nullptr, 0, me + q, scratch_.data(), bytes,
+  if (fold >= 0) {
+    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, scratch_.data(), bytes,
                              esize, false, reduce));
   }
-  for (int bit = 1; bit < q; bit <<= 1) {
-    const int partner = me ^ bit;
+  for (int partner : plan.partners) {
     HVD_RETURN_IF_ERROR(Step(partner, data, bytes, partner, scratch_.data(),
                              bytes, esize, true, reduce));
   }
-  if (me + q < n) {
-    return Step(me + q, data, bytes, me + q, nullptr, 0, esize, false, none);
+  if (fold >= 0) {
+    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Halving(uint8_t* data, size_t count, DataType type,
+                        ReduceOp op) {
+  const DoublingPlan& plan = doubling_;
+  const size_t esize = DataTypeSize(type), bytes = count * esize;
+  auto none = [](size_t, size_t) {};
+  const int fold = plan.fold;
+  if (plan.extra) {  // folds in, then waits for the result
+    HVD_RETURN_IF_ERROR(
+        Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
+    return Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
+  }
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  if (fold >= 0) {
+    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, scratch_.data(), bytes,
+                             esize, false, ReduceInto(data, type, op)));
+  }
+  // Reduce-scatter, the farthest partner first: each step keeps the half
+  // of the block on this rank's side (the lower half for the lower rank)
+  // and sends the other, so the block halves and its sums double.
+  const size_t rounds = plan.partners.size();
+  halves_.resize(rounds);
+  size_t lo = 0, hi = count;
+  for (size_t i = 0; i < rounds; ++i) {
+    const int partner = plan.partners[rounds - 1 - i];
+    const size_t mid = lo + (hi - lo) / 2;
+    const bool low = options_.rank < partner;
+    halves_[i] = {lo, mid, hi, low};
+    const size_t keep = low ? lo : mid, keep_end = low ? mid : hi;
+    const size_t give = low ? mid : lo, give_end = low ? hi : mid;
+    HVD_RETURN_IF_ERROR(Step(partner, data + give * esize,
+                             (give_end - give) * esize, partner,
+                             scratch_.data(), (keep_end - keep) * esize, esize,
+                             false, ReduceInto(data + keep * esize, type, op)));
+    lo = keep;
+    hi = keep_end;
+  }
+  // Allgather, the nearest partner first: each step swaps the reduced
+  // halves of the block it split.
+  for (size_t i = rounds; i-- > 0;) {
+    const Half& h = halves_[i];
+    const int partner = plan.partners[rounds - 1 - i];
+    const size_t keep = h.low ? h.lo : h.mid, keep_end = h.low ? h.mid : h.hi;
+    const size_t get = h.low ? h.mid : h.lo, get_end = h.low ? h.hi : h.mid;
+    HVD_RETURN_IF_ERROR(
+        Step(partner, data + keep * esize, (keep_end - keep) * esize, partner,
+             data + get * esize, (get_end - get) * esize, esize, false, none));
+  }
+  if (fold >= 0) {
+    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
   }
   return Status::Ok();
 }

@@ -23,6 +23,8 @@
 #include "common/status.h"
 #include "runtime/dtype.h"
 #include "runtime/store.h"
+#include "runtime/transport/tcp/allreduce_algorithm.h"
+#include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_mesh.h"
 #include "runtime/transport/tcp/tcp_options.h"
 
@@ -38,9 +40,9 @@ struct TcpRingOptions : TcpOptions {
   // virtual machine a wake-up from poll costs tens of microseconds, more
   // than a small block's whole trip (as ControlOptions::spin).
   std::chrono::microseconds spin{50};
-  // Buffers of at most this many bytes take recursive doubling instead of
-  // the ring (see Doubling).
-  size_t doubling_bytes = size_t{64} << 10;
+  // Which sizes take the doubling, the halving and the ring
+  // (allreduce_algorithm.h).
+  AllreduceCrossovers crossovers;
 };
 
 class TcpRing {
@@ -63,14 +65,19 @@ class TcpRing {
  private:
   TcpRing(const TcpRingOptions& options, std::vector<std::vector<Fd>> mesh);
   Status Ring(uint8_t* data, size_t count, DataType type, ReduceOp op);
-  // Recursive doubling: log2(n) steps, each swapping the whole buffer
-  // with the rank whose number differs in one bit, against the ring's
-  // 2(n - 1) steps of 1/n of it. Fewer trips, more bytes: the choice for
-  // small buffers (on 2 ranks it sends the same bytes in one trip instead
-  // of two, but reduces all of them, which loses from about 1 MiB). Beyond the
-  // largest power of two q <= n, rank q + i first folds its buffer into rank i
-  // and gets the result back at the end. Every rank computes the same values:
-  // each pair reduces the same two operands, and the ops are commutative.
+  // Reduce-scatter by recursive halving, then allgather by recursive
+  // doubling, after the same fold as Doubling's: 2 log2(n) steps, each
+  // rank sending 2(n - 1)/n of the buffer in all, as the ring does in
+  // 2(n - 1). Every rank ends with the same values: each element is
+  // reduced once, by the rank that keeps it, and then copied.
+  Status Halving(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // Recursive doubling (doubling.h): log2(n) steps, each swapping the
+  // whole buffer with the rank whose number differs in one bit, against
+  // the ring's 2(n - 1) steps of 1/n of it. Fewer trips, more bytes: the
+  // choice for small buffers (on 2 ranks it sends the same bytes in one
+  // trip instead of two, but reduces all of them, which loses from about
+  // 1 MiB). Every rank computes the same values: each pair reduces the
+  // same two operands, and the ops are commutative.
   Status Doubling(uint8_t* data, size_t count, DataType type, ReduceOp op);
   // Sends [out, out + out_bytes) to rank `to` while receiving in_bytes
   // from rank `from` into `in`, each over StreamsFor(bytes) streams;
@@ -104,6 +111,14 @@ class TcpRing {
   const TcpRingOptions options_;
   std::vector<std::vector<Fd>> mesh_;
   int left_, right_;
+  const DoublingPlan doubling_;
+  // The halving's blocks, by step: [lo, mid) and [mid, hi), and whether
+  // this rank kept the lower half.
+  struct Half {
+    size_t lo, mid, hi;
+    bool low;
+  };
+  std::vector<Half> halves_;
   bool several_ = true;
   std::vector<uint8_t> scratch_;
   std::vector<Slice> sends_, recvs_;  // the step's (Step)
