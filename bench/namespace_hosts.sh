@@ -71,9 +71,11 @@ MaxStartups 200
 EOF
   for ((i = 0; i < count; ++i)); do
     ip netns exec "$(ns "$i")" /usr/sbin/sshd -D -e -f "$work/sshd_config" \
-      -o "ListenAddress=$(addr "$i")" -o "PidFile=$work/sshd$i.pid" &
+      -o "ListenAddress=$(addr "$i")" -o "PidFile=$work/sshd$i.pid" \
+      2> "$work/sshd$i.log" &
     _sshd_pids+=($!)
   done
+  # (Each probe leaves a line in that host's sshd log.)
   for ((i = 0; i < count; ++i)); do
     for ((t = 0; t < 200; ++t)); do
       bash -c "exec 3<>/dev/tcp/$(addr "$i")/22" 2>/dev/null && break

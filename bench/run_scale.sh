@@ -117,6 +117,7 @@ table=$(mktemp -p "$work")
 awk -f "$here/medians.awk" "$raw" | sort -k1,1 -k2,2n > "$table"
 awk '
   function label(b) {
+    b += 0
     if (b >= 1048576) return b / 1048576 "MiB"
     if (b >= 1024) return b / 1024 "KiB"
     return b "B"

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -82,7 +83,7 @@ class TcpControlPlane final : public ControlPlane {
   bool Drivable() const override { return true; }
   bool PeerWaiting() override { return Readable(socks_, 0); }
   bool AwaitPeer() override {
-    const auto until = Clock::now() + options_.spin;
+    const auto until = Clock::now() + Spin();
     do {
       if (PeerWaiting()) return true;
       sched_yield();
@@ -95,16 +96,29 @@ class TcpControlPlane final : public ControlPlane {
 
   Traffic traffic() const override { return traffic_; }
 
+  // How long to spin for peers before ringing them and sleeping
+  // (ControlOptions::spin): 4 times an urgent exchange's recent time,
+  // within 1 to 16 times the option.
+  std::chrono::microseconds Spin() const {
+    return std::clamp(4 * typical_, options_.spin, 16 * options_.spin);
+  }
+
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
                   bool urgent) override {
     if (!broken_.ok()) return broken_;
-    spin_ = urgent ? options_.spin : std::chrono::microseconds(0);
+    spin_ = urgent ? Spin() : std::chrono::microseconds(0);
     for (int p : peers_) rang_[p] = false;
     traffic_.exchanges++;
+    const auto start = Clock::now();
     Status s = Run(mine, all);
     if (!s.ok()) {
       broken_ = s;
       TellPeers(s);
+    } else if (urgent) {
+      // A running mean over about the last 8 urgent exchanges.
+      const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+          Clock::now() - start);
+      typical_ += (took - typical_) / 8;
     }
     return s;
   }
@@ -444,7 +458,10 @@ class TcpControlPlane final : public ControlPlane {
   const DoublingPlan doubling_;
   WakeFd wake_;
   std::chrono::microseconds spin_{0};  // this exchange's
-  std::vector<bool> rang_;             // this exchange's rings, by rank
+  // An urgent exchange's recent time: written by Exchange and read by
+  // AwaitPeer, both under the engine's cycle lock (cycle_driver.h).
+  std::chrono::microseconds typical_{0};
+  std::vector<bool> rang_;  // this exchange's rings, by rank
   Status broken_;
   bool forwarded_ = false;  // broken_ came from a peer's abort frame
   Traffic traffic_;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -315,7 +316,13 @@ Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
       spin_until = now + options_.spin;
       continue;
     }
-    if (now < spin_until) continue;
+    if (now < spin_until) {
+      // The peer may need this CPU to answer: ranks sharing a host's cores
+      // (as many as a host runs, or hosts sharing a machine) would
+      // otherwise spin through each other's turns.
+      sched_yield();
+      continue;
+    }
     if (now >= deadline) return TimedOut(left_to_recv ? from : to);
     HVD_RETURN_IF_ERROR(Sleep(to, from, deadline));
     spin_until = Clock::now() + options_.spin;
