@@ -264,7 +264,7 @@ Context::~Context() {
     const ControlPlane::Traffic t = control_->traffic();
     HVD_LOG(Debug) << "control plane: " << t.exchanges << " exchanges, "
                    << t.frames << " frames, " << t.bytes << " bytes sent, "
-                   << t.sockets << " sockets";
+                   << t.sockets << " sockets, " << t.merges << " merges";
   }
   timeline_.reset();  // after the engine: it may still write events
 }

@@ -46,6 +46,7 @@ class Context {
   const rendezvous::Assignment& assignment() const { return assignment_; }
   // The host data backend in use (tests drive it directly).
   Backend& backend() { return backends_->host(); }
+  const ControlPlane& control() const { return *control_; }
 
   // Sum, then scale by 1/size for averages (directly on the backend).
   Status Allreduce(void* data, size_t count, DataType type, bool average);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -97,12 +98,34 @@ class ControlPlane {
   // whether a peer has started an exchange.
   virtual bool PeerRangWhileDriving() { return PeerWaiting(); }
 
+  // Merges two ranks' messages into one on the way, where the engine can
+  // (a cycle of one small cached allreduce: one message, its data reduced),
+  // so a plane that combines messages in steps carries one for a group of
+  // ranks. Must decide from the two messages alone (and what every rank
+  // holds alike), so that every rank that merges the same two merges them
+  // the same: `low`'s ranks lie below `high`'s, and *out is the same bytes
+  // everywhere. False: they stay apart.
+  class Merger {
+   public:
+    virtual ~Merger() = default;
+    virtual bool Merge(std::string_view low, std::string_view high,
+                       std::string* out) = 0;
+  };
+  // The engine's merger (null: none). Planes that cannot merge ignore it.
+  virtual void SetMerger(Merger*) {}
+  // After an exchange in which messages merged: by rank, the lowest rank
+  // of its group, whose entry of `all` holds the group's message (the
+  // others' are empty, this rank's own included). Null when none merged:
+  // every rank's entry is its own message.
+  virtual const std::vector<int>* MergedGroups() const { return nullptr; }
+
   // What this rank's plane has sent over the network since it was made:
-  // its exchanges, their frames (one per peer per trip) and bytes, and the
-  // sockets it holds. Planes that use no network count nothing. Read by
-  // the thread that exchanges, or once the engine has stopped.
+  // its exchanges, their frames (one per peer per trip) and bytes, the
+  // merges it made (Merger), and the sockets it holds. Planes that use no
+  // network count nothing. Read by the thread that exchanges, or once the
+  // engine has stopped.
   struct Traffic {
-    uint64_t exchanges = 0, frames = 0, bytes = 0;
+    uint64_t exchanges = 0, frames = 0, bytes = 0, merges = 0;
     int sockets = 0;
   };
   virtual Traffic traffic() const { return {}; }

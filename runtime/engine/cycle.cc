@@ -153,8 +153,11 @@ Status Engine::ExchangeMessages(uint8_t stop,
     urgent = live_ > 0;
   }
   const auto exchange_start = std::chrono::steady_clock::now();
-  HVD_RETURN_IF_ERROR(control_->Exchange(BuildMessage(stop, uncached),
-                                         &cycle_messages_, urgent));
+  merged_ = nullptr;
+  cycle_mine_ = BuildMessage(stop, uncached);
+  HVD_RETURN_IF_ERROR(
+      control_->Exchange(cycle_mine_, &cycle_messages_, urgent));
+  merged_ = control_->MergedGroups();
   exchanged_at_ = std::chrono::steady_clock::now();
   // A cycle with work in it: its wait for the other ranks goes to the
   // metrics (idle wake-ups would drown the figure), once the cycle knows
@@ -172,8 +175,13 @@ Status Engine::ReadOffers(uint8_t* everyone_stop,
                           std::optional<Knobs>* knobs) {
   const size_t n = static_cast<size_t>(options_.size);
   const std::vector<std::string>& all = cycle_messages_;
+  // A merged group's ranks said what its first rank's entry says; its
+  // data is the group's, reduced.
   std::vector<CycleMessage> msgs(n);
+  size_t groups = 0;
   for (size_t r = 0; r < n; ++r) {
+    if (!Leads(static_cast<int>(r))) continue;
+    ++groups;
     if (!ParseCycleMessage(all[r], &msgs[r]) || msgs[r].stop > 2) {
       return Status::DataLoss(
           "negotiation", "malformed message from rank " + std::to_string(r));
@@ -182,18 +190,24 @@ Status Engine::ReadOffers(uint8_t* everyone_stop,
   }
   offers->assign(n, RankOffer{});
   for (size_t r = 0; r < n; ++r) {
+    if (!Leads(static_cast<int>(r))) {
+      (*offers)[r] = (*offers)[(*merged_)[r]];  // its first rank is lower
+      continue;
+    }
     uint8_t unused = 0;
     (*offers)[r].cache_bits = msgs[r].bits;
     HVD_ASSIGN_OR_RETURN((*offers)[r].requests,
                          Decode(msgs[r].requests, &unused));
   }
   eager_.clear();
-  for (size_t r = 0; r < n; ++r) {
+  for (size_t r = 0, group = 0; r < n; ++r) {
+    if (!Leads(static_cast<int>(r))) continue;
     for (const auto& [name, data] : msgs[r].eager) {
       auto& v = eager_[std::string(name)];
-      v.resize(n);
-      v[r] = data;
+      v.resize(groups);
+      v[group] = data;
     }
+    ++group;
   }
   *knobs = msgs[0].knobs;
   return Status::Ok();

@@ -104,12 +104,14 @@ Engine::Engine(EngineOptions options, BackendSet* backends,
   // may run the first cycles itself, and tools look for the thread.
   std::promise<void> ready;
   std::future<void> started = ready.get_future();
+  control_->SetMerger(&merger_);
   thread_ = std::thread([this, &ready] { Loop(&ready); });
   started.wait();
 }
 
 Engine::~Engine() {
   Shutdown();
+  control_->SetMerger(nullptr);
   WriteAutotuneLog();
 }
 

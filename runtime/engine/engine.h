@@ -76,6 +76,7 @@
 #include "runtime/control_plane.h"
 #include "runtime/dtype.h"
 #include "runtime/engine/cycle_driver.h"
+#include "runtime/engine/eager_merge.h"
 #include "runtime/engine/engine_options.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/flight_recorder.h"
@@ -237,9 +238,12 @@ class Engine : private CycleDriver::Cycles {
   // Whether every rank's message of this cycle equals this rank's (`mine`)
   // but for the data from express_at_ on.
   bool SameButData(const std::string& mine) const;
-  // Points express_views_ at every rank's data in this cycle's messages
-  // (this rank's in `mine`); the data's size.
+  // Points express_views_ at every group's data in this cycle's messages
+  // (this rank's in `mine` where nothing merged); the data's size.
   size_t ExpressViews(const std::string& mine);
+  // Whether rank q's entry of cycle_messages_ holds a message: its own,
+  // or its group's where messages merged on the way (eager_merge.h).
+  bool Leads(int q) const { return merged_ == nullptr || (*merged_)[q] == q; }
   // The fast lane's turn (express.cc), under the cycle lock: kIdle when it
   // does not apply. Otherwise `*result` is the allreduce's, or `*queued`
   // the request's completion when the cycle turned out not to be express
@@ -346,6 +350,10 @@ class Engine : private CycleDriver::Cycles {
   Negotiator negotiator_;
   Executor executor_;
   ResponseCache cache_;
+  // Merges the ranks' small-tensor data on the way, where the plane can;
+  // the last exchange's groups (null: none merged).
+  EagerMerger merger_{cache_};
+  const std::vector<int>* merged_ = nullptr;
   FlightRecorder flight_;
   CachedIds my_cached_;  // cache ids this rank has pending
   // By cache id, the entry this rank sent by that id in the cycle
@@ -358,9 +366,10 @@ class Engine : private CycleDriver::Cycles {
   std::vector<CachedNow> cached_now_;
   uint64_t cycle_serial_ = 0;
   std::map<std::string, Pending> placeholders_;
-  // This cycle's small-tensor data: name -> each rank's bytes (views into
-  // cycle_messages_).
+  // This cycle's messages, by rank (a merged group's in its first rank's
+  // entry: Leads).
   std::vector<std::string> cycle_messages_;
+  std::string cycle_mine_;  // this rank's (its buffer reused)
   // Where the data starts in this cycle's message when it is express-
   // shaped (one cached allreduce with its data, nothing else); 0 when not.
   size_t express_at_ = 0;
@@ -405,6 +414,8 @@ class Engine : private CycleDriver::Cycles {
   static void CountOne(std::atomic<uint64_t>& c) {
     SingleWriterAdd<uint64_t>(c, 1);
   }
+  // This cycle's small-tensor data: name -> each group's bytes, in rank
+  // order (views into cycle_messages_).
   std::map<std::string, std::vector<std::string_view>> eager_;
   // The express cycles' metrics (written by the cycles' runner, no lock).
   Metrics::CycleTally* const tally_;

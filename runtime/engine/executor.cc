@@ -318,8 +318,9 @@ uint64_t Executor::ReduceEager(Pending* p,
 uint64_t Executor::ReduceEager(const Request& r, void* data,
                                const std::vector<std::string_view>& from) {
   const size_t bytes = static_cast<size_t>(r.count) * DataTypeSize(r.dtype);
-  // Every rank adds the same contributions in the same (rank) order, so
-  // every rank ends with the same bits. This rank's own data came along
+  // Every rank adds the same contributions (each rank's data, or a group's
+  // already reduced where messages merged on the way: eager_merge.h) in
+  // the same (rank) order, so every rank ends with the same bits. This rank's own data came along
   // in its message, so the result may be built in its buffer; the others'
   // are copied out first (a message's bytes need not be aligned).
   if (bytes == 0) return 0;

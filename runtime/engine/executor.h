@@ -34,7 +34,8 @@ class Executor {
   StatusOr<uint64_t> Run(const std::vector<Pending*>& group);
 
   // The allreduce of `p` from every rank's copy of its data (`from`, in
-  // rank order, each of its size): the same bits on every rank, with no
+  // rank order, each of its size; a group's, reduced, where ranks'
+  // messages merged on the way): the same bits on every rank, with no
   // collective. Returns the bytes reduced.
   uint64_t ReduceEager(Pending* p, const std::vector<std::string_view>& from);
   // The same into `data`, for a request that is not pending (untraced).

@@ -36,7 +36,7 @@ namespace hvd::runtime {
 
 bool Engine::SameButData(const std::string& mine) const {
   for (int q = 0; q < static_cast<int>(cycle_messages_.size()); ++q) {
-    if (q == options_.rank) continue;
+    if (q == options_.rank || !Leads(q)) continue;
     const std::string& theirs = cycle_messages_[q];
     // The message ends with the data and the knobs flag (no knobs).
     if (theirs.size() != mine.size() ||
@@ -50,12 +50,17 @@ bool Engine::SameButData(const std::string& mine) const {
 
 size_t Engine::ExpressViews(const std::string& mine) {
   const size_t data_bytes = mine.size() - express_at_ - 1;
-  express_views_.resize(cycle_messages_.size());
+  express_views_.clear();
   for (size_t q = 0; q < cycle_messages_.size(); ++q) {
+    if (!Leads(static_cast<int>(q))) continue;
+    // A plane that merged filled every group's entry, this rank's too.
     const std::string& m =
-        static_cast<int>(q) == options_.rank ? mine : cycle_messages_[q];
+        static_cast<int>(q) == options_.rank && merged_ == nullptr
+            ? mine
+            : cycle_messages_[q];
     // Every message is as long as this rank's (SameButData).
-    express_views_[q] = std::string_view(m.data() + express_at_, data_bytes);
+    express_views_.push_back(
+        std::string_view(m.data() + express_at_, data_bytes));
   }
   return data_bytes;
 }
@@ -65,7 +70,7 @@ bool Engine::TryExpress(Status* ran) {
   // whole cycles: both take the full path.
   if (tuner_ || !negotiator_.Idle() ||
       (options_.timeline && options_.timeline->enabled()) ||
-      !SameButData(cycle_messages_[options_.rank])) {
+      !SameButData(cycle_mine_)) {
     return false;
   }
   if (express_group_) return ExpressGroup(ran);
@@ -76,7 +81,7 @@ bool Engine::TryExpress(Status* ran) {
     p = FindPendingLocked(cache_.Get(id).name);
   }
   if (p == nullptr) return false;
-  const size_t data_bytes = ExpressViews(cycle_messages_[options_.rank]);
+  const size_t data_bytes = ExpressViews(cycle_mine_);
   // Timed from the exchange's end (a clock read costs tens of ns here,
   // and this path is a microsecond).
   cycle_bytes_ = executor_.ReduceEager(p, express_views_);
@@ -227,7 +232,9 @@ CycleDriver::Turn Engine::FastTurn(const Request& r, uint64_t stamp, void* data,
     Waiting& w = *static_cast<Waiting*>(arg);
     w.flight = w.engine->flight_.Submitted(*w.request, w.timed->sent);
   };
+  merged_ = nullptr;
   Status s = control_->TimedExchange(fast_msg_, &cycle_messages_, &timed);
+  if (s.ok()) merged_ = control_->MergedGroups();
   if (!s.ok() || !SameButData(fast_msg_)) {
     return FallBackFromFast(r, data, *id, s, timed, waiting.flight, queued);
   }
@@ -272,9 +279,9 @@ CycleDriver::Turn Engine::FallBackFromFast(
   if (flight == 0) flight = flight_.Submitted(r, timed.sent);
   exchanged_at_ = timed.came;
   // The cycle reads this rank's message where the exchange may have left
-  // it out (keeps_mine).
+  // it out (keeps_mine; a plane that merged filled it, or its group's).
   cycle_messages_.resize(options_.size);
-  cycle_messages_[options_.rank] = fast_msg_;
+  if (merged_ == nullptr) cycle_messages_[options_.rank] = fast_msg_;
   exchange_seconds_ =
       std::chrono::duration<double>(timed.came - timed.sent).count();
   CountOne(fast_fallbacks_);

@@ -76,61 +76,108 @@ TEST(DoublingTest, EveryRankLearnsEveryPartFromFewSymmetricPeers) {
   }
 }
 
-std::string Frame(const std::vector<std::string>& all,
-                  const std::vector<bool>& known) {
+// What a rank knows: `all`'s messages where `known`, groups as given
+// (each rank its own where empty).
+Parts Know(const std::vector<std::string>& all, const std::vector<bool>& known,
+           const std::vector<int>& groups = {}) {
+  Parts p;
+  p.Reset(static_cast<int>(all.size()));
+  p.all = all;
+  p.known = known;
+  if (!groups.empty()) {
+    p.group = groups;
+    for (size_t r = 0; r < groups.size(); ++r) {
+      if (groups[r] != static_cast<int>(r)) p.merged = true;
+    }
+  }
+  return p;
+}
+
+std::string Frame(const Parts& p) {
   std::string f;
-  PutPartsFrame(all, known, &f);
+  PutPartsFrame(p, &f);
   return f;
+}
+
+// Reads frame `f` into what a rank of `n` that knew nothing knows.
+bool Read(const std::string& f, size_t n, Parts* got) {
+  got->Reset(static_cast<int>(n));
+  return f.size() > kFrameHead &&
+         f[4] == static_cast<char>(FrameKind::kParts) &&
+         ReadPartsFrame(std::string_view(f).substr(kFrameHead), got);
 }
 
 TEST(ControlFrameTest, EqualMessagesTravelOnceAndComeBackWhole) {
   const std::string cached(24, 'c');
-  const std::vector<std::string> one_rank = {cached};
-  const std::string alone = Frame(one_rank, {true});
+  const std::string alone = Frame(Know({cached}, {true}));
   for (size_t n : {size_t{2}, size_t{32}, size_t{4096}}) {
     std::vector<std::string> all(n, cached);
-    const std::string f = Frame(all, std::vector<bool>(n, true));
+    const std::string f = Frame(Know(all, std::vector<bool>(n, true)));
     EXPECT_EQ(f.size(), alone.size()) << n << " equal messages";
-    std::vector<std::string> got(n);
-    std::vector<bool> known(n, false);
-    ASSERT_EQ(f[4], static_cast<char>(FrameKind::kParts));
-    ASSERT_TRUE(
-        ReadPartsFrame(std::string_view(f).substr(kFrameHead), &got, &known));
-    EXPECT_EQ(got, all);
-    EXPECT_EQ(known, std::vector<bool>(n, true));
+    Parts got;
+    ASSERT_TRUE(Read(f, n, &got));
+    EXPECT_EQ(got.all, all);
+    EXPECT_EQ(got.known, std::vector<bool>(n, true));
+    EXPECT_FALSE(got.merged);
+    EXPECT_EQ(got.learned.size(), n);
   }
   // Ranks apart, messages that differ, and some that repeat out of order.
   std::vector<std::string> all = {"a", "", "b", "a", "x", "b", "b", "zz"};
   const std::vector<bool> mask = {true, true, false, true,
                                   true, true, true,  false};
-  const std::string f = Frame(all, mask);
-  std::vector<std::string> got(all.size(), "untouched");
-  std::vector<bool> known(all.size(), false);
-  ASSERT_TRUE(
-      ReadPartsFrame(std::string_view(f).substr(kFrameHead), &got, &known));
-  EXPECT_EQ(known, mask);
+  Parts got;
+  got.Reset(8);
+  got.all.assign(8, "untouched");
+  ASSERT_TRUE(ReadPartsFrame(
+      std::string_view(Frame(Know(all, mask))).substr(kFrameHead), &got));
+  EXPECT_EQ(got.known, mask);
+  EXPECT_EQ(got.learned, (std::vector<int>{0, 1, 3, 4, 5, 6}));
   for (size_t r = 0; r < all.size(); ++r) {
-    EXPECT_EQ(got[r], mask[r] ? all[r] : "untouched") << r;
+    EXPECT_EQ(got.all[r], mask[r] ? all[r] : "untouched") << r;
   }
 }
 
+// Merged groups travel as one message each, their ranks' entries empty
+// but the first's, each rank told its group; equal messages of ranks in
+// no group are not taken for a group's.
+TEST(ControlFrameTest, GroupsTravelWithTheirRanks) {
+  // Groups {0, 4} (a fold) and {1, 2, 3}; 5, 6 and 7 alone, 5 and 6 with
+  // the same bytes as group 0's message.
+  const std::vector<std::string> all = {"g0", "g1", "",   "",
+                                        "",   "g0", "g0", "z"};
+  const std::vector<int> groups = {0, 1, 1, 1, 0, 5, 6, 7};
+  const Parts p = Know(all, std::vector<bool>(8, true), groups);
+  Parts got;
+  ASSERT_TRUE(Read(Frame(p), 8, &got));
+  EXPECT_TRUE(got.merged);
+  EXPECT_EQ(got.group, groups);
+  EXPECT_EQ(got.all, all);
+  // Sent on, the same again.
+  Parts again;
+  ASSERT_TRUE(Read(Frame(got), 8, &again));
+  EXPECT_EQ(again.group, groups);
+  EXPECT_EQ(again.all, all);
+}
+
 TEST(ControlFrameTest, MalformedFramesAreRefused) {
-  std::vector<std::string> all = {"a", "b", "c"};
-  const std::string f = Frame(all, {true, true, true});
+  const std::string f = Frame(Know({"a", "b", "c"}, {true, true, true}));
   const std::string_view body = std::string_view(f).substr(kFrameHead);
   for (size_t cut = 0; cut < body.size(); ++cut) {
-    std::vector<std::string> got(3);
-    std::vector<bool> known(3);
-    EXPECT_FALSE(ReadPartsFrame(body.substr(0, cut), &got, &known)) << cut;
+    Parts got;
+    got.Reset(3);
+    EXPECT_FALSE(ReadPartsFrame(body.substr(0, cut), &got)) << cut;
   }
-  // Naming a rank past the job's.
-  std::vector<std::string> got(2);
-  std::vector<bool> known(2);
-  EXPECT_FALSE(ReadPartsFrame(body, &got, &known));
-  // Trailing bytes.
-  std::vector<std::string> three(3);
-  std::vector<bool> known3(3);
-  EXPECT_FALSE(ReadPartsFrame(std::string(body) + "x", &three, &known3));
+  Parts two;  // naming a rank past the job's
+  two.Reset(2);
+  EXPECT_FALSE(ReadPartsFrame(body, &two));
+  Parts three;  // trailing bytes
+  three.Reset(3);
+  EXPECT_FALSE(ReadPartsFrame(std::string(body) + "x", &three));
+  // An entry's merged flag other than 0 or 1.
+  std::string bad(body);
+  bad[4] = 2;
+  three.Reset(3);
+  EXPECT_FALSE(ReadPartsFrame(bad, &three));
 }
 
 ControlOptions Options(int rank, int size, ControlExchange exchange) {
@@ -202,8 +249,7 @@ PerExchange Busiest(const std::vector<std::unique_ptr<ControlPlane>>& planes,
 TEST(ControlTrafficTest, PerRankCostGrowsWithTheLogOfTheRanks) {
   const std::string cached = std::string(1, '\0') + std::string(8, '\x55');
   const int rounds = 4;
-  std::string one_frame;
-  PutPartsFrame({cached}, {true}, &one_frame);
+  const std::string one_frame = Frame(Know({cached}, {true}));
   for (int n : {2, 3, 4, 8, 16, 32}) {
     SCOPED_TRACE("ranks " + std::to_string(n));
     const int log2n = static_cast<int>(std::floor(std::log2(n)));
@@ -282,6 +328,127 @@ TEST(ControlTrafficTest, ADeadRankIsEveryonesErrorThroughThePeers) {
   }
   // Well inside the 30 s a silent peer would take.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// Merges messages that start with "m" into "(low+high)": the result shows
+// which operands met in which order.
+class TreeMerger final : public ControlPlane::Merger {
+ public:
+  bool Merge(std::string_view low, std::string_view high,
+             std::string* out) override {
+    if (low.empty() || high.empty() || low[0] != 'm' || high[0] != 'm') {
+      return false;
+    }
+    *out = "m(" + std::string(low.substr(1)) + "+" +
+           std::string(high.substr(1)) + ")";
+    return true;
+  }
+};
+
+// Sums equal-length messages byte by byte (the bytes a cycle of one small
+// allreduce costs, as it merges).
+class SumMerger final : public ControlPlane::Merger {
+ public:
+  bool Merge(std::string_view low, std::string_view high,
+             std::string* out) override {
+    if (low.size() != high.size()) return false;
+    out->assign(low);
+    for (size_t i = 0; i < low.size(); ++i) (*out)[i] += high[i];
+    return true;
+  }
+};
+
+struct Exchanged {
+  std::vector<std::string> all;
+  std::vector<int> groups;  // empty: none merged
+};
+
+// One exchange on every rank with `merger`; what each rank got.
+std::vector<Exchanged> ExchangeMerging(
+    std::vector<std::unique_ptr<ControlPlane>>& planes,
+    ControlPlane::Merger& merger,
+    const std::function<std::string(int)>& message) {
+  const int n = static_cast<int>(planes.size());
+  std::vector<Exchanged> got(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      planes[r]->SetMerger(&merger);
+      Status s = planes[r]->Exchange(message(r), &got[r].all, true);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      if (const std::vector<int>* g = planes[r]->MergedGroups()) {
+        got[r].groups = *g;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return got;
+}
+
+// Every rank ends with the same groups and messages, merged in the same
+// order; where every message merges, one group of all ranks in the
+// doubling's order, folds first; where one cannot, the blocks it is in
+// stay apart and the rest still merge.
+TEST(ControlMergeTest, EveryRankGetsTheSameGroupsMergedAlike) {
+  // Separate mergers per rank would do as well: the rule is pure.
+  TreeMerger merger;
+  for (int n : {2, 3, 4, 5, 6, 8, 12}) {
+    for (int odd : {-1, 1, n - 1}) {  // the rank whose message cannot merge
+      SCOPED_TRACE("ranks " + std::to_string(n) + ", odd " +
+                   std::to_string(odd));
+      MemoryStore store;
+      auto planes = Planes(n, ControlExchange::kDoubling, store);
+      ASSERT_EQ(planes.size(), static_cast<size_t>(n));
+      auto got = ExchangeMerging(planes, merger, [&](int r) {
+        return (r == odd ? "x" : "m") + std::to_string(r);
+      });
+      for (int r = 1; r < n; ++r) {
+        EXPECT_EQ(got[r].all, got[0].all) << "rank " << r;
+        EXPECT_EQ(got[r].groups, got[0].groups) << "rank " << r;
+      }
+      if (odd < 0) {
+        ASSERT_EQ(got[0].groups, std::vector<int>(n, 0));
+        // Each rank's number once, inside a tree.
+        for (int r = 0; r < n; ++r) {
+          EXPECT_NE(got[0].all[0].find(std::to_string(r)), std::string::npos);
+        }
+        for (int r = 1; r < n; ++r) EXPECT_EQ(got[0].all[r], "");
+      }
+      if (n == 4 && odd < 0) {
+        EXPECT_EQ(got[0].all[0], "m((0+1)+(2+3))");
+      }
+      if (n == 5 && odd < 0) {
+        EXPECT_EQ(got[0].all[0], "m(((0+4)+1)+(2+3))");
+      }
+      if (odd >= 0 && !got[0].groups.empty()) {
+        EXPECT_EQ(got[0].groups[odd], odd);
+        EXPECT_EQ(got[0].all[odd], "x" + std::to_string(odd));
+      }
+    }
+  }
+}
+
+// Messages that all differ but merge cost each rank log2(n) frames of one
+// message each, not the allgather's n - 1 messages.
+TEST(ControlMergeTest, MergedDataCostsOneMessagePerTrip) {
+  SumMerger merger;
+  const size_t bytes = 4096;
+  for (int n : {4, 16, 32}) {
+    SCOPED_TRACE("ranks " + std::to_string(n));
+    MemoryStore store;
+    auto planes = Planes(n, ControlExchange::kDoubling, store);
+    ASSERT_EQ(planes.size(), static_cast<size_t>(n));
+    auto got = ExchangeMerging(planes, merger, [&](int r) {
+      return std::string(bytes, static_cast<char>(r + 1));
+    });
+    const char sum = static_cast<char>(n * (n + 1) / 2);
+    EXPECT_EQ(got[n - 1].all[0], std::string(bytes, sum));
+    const PerExchange d = Busiest(planes, 1);
+    const int log2n = static_cast<int>(std::log2(n));
+    EXPECT_EQ(d.frames, log2n);
+    // The message, its rank runs and the frame's head.
+    EXPECT_LE(d.bytes, d.frames * (bytes + 64));
+  }
 }
 
 TEST(ControlExchangeTest, TheMeshOnlyUpToItsRanks) {

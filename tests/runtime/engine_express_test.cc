@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -61,6 +62,76 @@ TEST(EngineExpressTest, FastLaneGivesTheNegotiationsResults) {
       }
       (void)rank;
     });
+  }
+}
+
+// Over TCP past two ranks the control plane merges the ranks' data on the
+// way (eager_merge.h, by recursive doubling): the results are the sums,
+// averages, scaled sums and maxima the full path gives, and every rank
+// gets the same bits where a float sum's order matters (rank parity picks
+// 1e8 or 1, so each partial sum rounds).
+TEST(EngineExpressTest, OverTcpMergedDataGivesEveryRankTheSameBits) {
+  for (int size : {3, 5}) {
+    SCOPED_TRACE("ranks " + std::to_string(size));
+    std::vector<std::vector<float>> sums(size);
+    std::vector<uint64_t> merges(size);
+    RunRanks(
+        size,
+        [&](Context& ctx, int rank) {
+          Engine& engine = ctx.engine();
+          for (int step = 0; step < 48; ++step) {
+            std::vector<float> x(7);
+            for (size_t i = 0; i < x.size(); ++i) {
+              x[i] = (rank % 2 ? 1e8f : 1.0f) * static_cast<float>(i + 1) +
+                     0.37f * static_cast<float>(rank + step);
+            }
+            Request r = AllreduceRequest("tcp." + std::to_string(step % 4), 7);
+            if (step % 4 == 1) r.average = true;
+            if (step % 4 == 2) {
+              r.prescale = 0.5;  // not merged: each rank's data is scaled
+              r.postscale = 4;
+            }
+            if (step % 4 == 3) r.reduce = ReduceOp::kMax;
+            std::vector<float> want(7, 0);
+            Status s = engine.AllreduceNow(r, x.data());
+            ASSERT_TRUE(s.ok()) << s.ToString();
+            if (step % 4 == 3) {
+              for (size_t i = 0; i < x.size(); ++i) {
+                float most = -1;
+                for (int q = 0; q < size; ++q) {
+                  most = std::max(
+                      most, (q % 2 ? 1e8f : 1.0f) * static_cast<float>(i + 1) +
+                                0.37f * static_cast<float>(q + step));
+                }
+                ASSERT_EQ(x[i], most) << "step " << step;
+              }
+            }
+            sums[rank].insert(sums[rank].end(), x.begin(), x.end());
+          }
+          merges[rank] = ctx.control().traffic().merges;
+        },
+        [](WorkerConfig& c) { c.shm = false; });
+    for (int r = 1; r < size; ++r) {
+      ASSERT_EQ(sums[r].size(), sums[0].size());
+      EXPECT_EQ(std::memcmp(sums[r].data(), sums[0].data(),
+                            sums[0].size() * sizeof(float)),
+                0)
+          << "rank " << r;
+    }
+    // And the sums are the sums, to float's precision.
+    for (int step = 0; step < 48; step += 4) {
+      double want = 0;
+      for (int q = 0; q < size; ++q) {
+        want += (q % 2 ? 1e8 : 1.0) + 0.37 * (q + step);
+      }
+      EXPECT_NEAR(sums[0][step * 7], want, want * 1e-6) << "step " << step;
+    }
+    // Every rank below the largest power of two merges (one past it only
+    // folds in and gets the result).
+    const int q = size < 4 ? 2 : 4;
+    for (int r = 0; r < q; ++r) {
+      EXPECT_GT(merges[r], 0u) << "rank " << r;
+    }
   }
 }
 

@@ -33,36 +33,65 @@ void CloseFrame(std::string* out, size_t start) {
 
 }  // namespace
 
-void PutPartsFrame(const std::vector<std::string>& all,
-                   const std::vector<bool>& known, std::string* out) {
-  std::vector<uint32_t> distinct;  // ranks whose message is sent
+void Parts::Reset(int size) {
+  const size_t n = static_cast<size_t>(size);
+  known.assign(n, false);
+  all.resize(n);
+  group.resize(n);
+  for (int r = 0; r < size; ++r) group[r] = r;
+  learned.clear();
+  merged = false;
+}
+
+void PutPartsFrame(const Parts& p, std::string* out) {
+  const std::vector<std::string>& all = p.all;
+  // Entries: a rank whose message is sent, and whether it leads a group.
+  struct Entry {
+    uint32_t rank;
+    bool merged;
+  };
+  std::vector<Entry> distinct;
   std::vector<Run> runs;
+  std::vector<int32_t> entry_of;  // a group leader's entry
+  if (p.merged) entry_of.assign(all.size(), -1);
   for (uint32_t r = 0; r < all.size(); ++r) {
-    if (!known[r]) continue;
-    if (!runs.empty() && runs.back().first + runs.back().ranks == r &&
-        all[distinct[runs.back().message]] == all[r]) {
-      ++runs.back().ranks;
-      continue;
-    }
+    if (!p.known[r]) continue;
     uint32_t m = static_cast<uint32_t>(distinct.size());
-    const size_t low =
-        distinct.size() > kDedupWindow ? distinct.size() - kDedupWindow : 0;
-    for (size_t i = distinct.size(); i > low; --i) {
-      if (all[distinct[i - 1]] == all[r]) {
-        m = static_cast<uint32_t>(i - 1);
-        break;
+    const int leader = p.group[r];
+    if (leader != static_cast<int>(r)) {
+      m = static_cast<uint32_t>(entry_of[leader]);  // known before r
+      distinct[m].merged = true;
+    } else if (p.merged) {
+      // A rank's entry may turn out a group's (its ranks follow it): none
+      // is shared by equal messages while groups are about.
+      distinct.push_back({r, false});
+      entry_of[r] = static_cast<int32_t>(m);
+    } else {
+      const size_t low =
+          distinct.size() > kDedupWindow ? distinct.size() - kDedupWindow : 0;
+      for (size_t i = distinct.size(); i > low; --i) {
+        if (all[distinct[i - 1].rank] == all[r]) {
+          m = static_cast<uint32_t>(i - 1);
+          break;
+        }
       }
+      if (m == distinct.size()) distinct.push_back({r, false});
     }
-    if (m == distinct.size()) distinct.push_back(r);
-    runs.push_back({r, 1, m});
+    if (!runs.empty() && runs.back().first + runs.back().ranks == r &&
+        runs.back().message == m) {
+      ++runs.back().ranks;
+    } else {
+      runs.push_back({r, 1, m});
+    }
   }
   const size_t start = out->size();
   PutU32(out, 0);
   out->push_back(static_cast<char>(FrameKind::kParts));
   PutU32(out, static_cast<uint32_t>(distinct.size()));
-  for (uint32_t r : distinct) {
-    PutU32(out, static_cast<uint32_t>(all[r].size()));
-    out->append(all[r]);
+  for (const Entry& e : distinct) {
+    out->push_back(e.merged ? 1 : 0);
+    PutU32(out, static_cast<uint32_t>(all[e.rank].size()));
+    out->append(all[e.rank]);
   }
   PutU32(out, static_cast<uint32_t>(runs.size()));
   for (const Run& run : runs) {
@@ -88,29 +117,53 @@ void PutStartFrame(std::string* out) {
   CloseFrame(out, start);
 }
 
-bool ReadPartsFrame(std::string_view body, std::vector<std::string>* all,
-                    std::vector<bool>* known) {
+bool ReadPartsFrame(std::string_view body, Parts* p) {
   uint32_t m;
-  if (!TakeU32(&body, &m) || m > body.size() / 4) return false;
-  std::vector<std::string_view> messages(m);
-  for (std::string_view& v : messages) {
+  if (!TakeU32(&body, &m) || m > body.size() / 5) return false;
+  struct Entry {
+    std::string_view bytes;
+    bool merged;
+    int leader = -1;  // a merged entry's first rank
+  };
+  std::vector<Entry> entries(m);
+  for (Entry& e : entries) {
     uint32_t len;
+    if (body.empty() || static_cast<uint8_t>(body[0]) > 1) return false;
+    e.merged = body[0] == 1;
+    body.remove_prefix(1);
     if (!TakeU32(&body, &len) || len > body.size()) return false;
-    v = body.substr(0, len);
+    e.bytes = body.substr(0, len);
     body.remove_prefix(len);
   }
   uint32_t runs;
   if (!TakeU32(&body, &runs) || runs > body.size() / 12) return false;
+  const size_t n = p->all.size();
+  p->learned.clear();
   for (uint32_t i = 0; i < runs; ++i) {
     Run run;
     if (!TakeU32(&body, &run.first) || !TakeU32(&body, &run.ranks) ||
-        !TakeU32(&body, &run.message) || run.message >= m ||
-        run.first > all->size() || run.ranks > all->size() - run.first) {
+        !TakeU32(&body, &run.message) || run.message >= m || run.first > n ||
+        run.ranks > n - run.first ||
+        (!p->learned.empty() &&
+         run.first <= static_cast<uint32_t>(p->learned.back()))) {
       return false;
     }
+    Entry& e = entries[run.message];
     for (uint32_t r = run.first; r < run.first + run.ranks; ++r) {
-      (*all)[r].assign(messages[run.message]);
-      (*known)[r] = true;
+      if (!e.merged) {
+        p->all[r].assign(e.bytes);
+        p->group[r] = static_cast<int>(r);
+      } else if (e.leader < 0) {
+        e.leader = static_cast<int>(r);
+        p->all[r].assign(e.bytes);
+        p->group[r] = e.leader;
+        p->merged = true;
+      } else {
+        p->all[r].clear();
+        p->group[r] = e.leader;
+      }
+      p->known[r] = true;
+      p->learned.push_back(static_cast<int>(r));
     }
   }
   return body.empty();

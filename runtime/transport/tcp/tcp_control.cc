@@ -96,6 +96,12 @@ class TcpControlPlane final : public ControlPlane {
 
   Traffic traffic() const override { return traffic_; }
 
+  // Only the doubling merges: the mesh's every message goes to everyone.
+  void SetMerger(Merger* m) override { merger_ = m; }
+  const std::vector<int>* MergedGroups() const override {
+    return parts_.merged ? &parts_.group : nullptr;
+  }
+
   // How long to spin for peers before ringing them and sleeping
   // (ControlOptions::spin): 4 times an urgent exchange's recent time,
   // within 1 to 16 times the option.
@@ -126,57 +132,91 @@ class TcpControlPlane final : public ControlPlane {
  private:
   Status Run(const std::string& mine, std::vector<std::string>* all) {
     const int n = options_.size, me = options_.rank;
-    all->resize(n);
-    known_.assign(n, false);
-    (*all)[me] = mine;
-    known_[me] = true;
+    parts_.Reset(n);
+    parts_.all[me] = mine;
+    parts_.known[me] = true;
     if (options_.exchange == ControlExchange::kMesh) {
-      HVD_RETURN_IF_ERROR(Send(*all, peers_, peers_));
+      HVD_RETURN_IF_ERROR(Send(peers_, peers_));
     } else {
-      HVD_RETURN_IF_ERROR(Doubling(all));
+      HVD_RETURN_IF_ERROR(Doubling());
     }
     for (int r = 0; r < n; ++r) {
-      if (!known_[r]) {
+      if (!parts_.known[r]) {
         return Status::DataLoss(
             Where(), "the exchange ended without rank " + std::to_string(r) +
                          "'s message (a peer sent a corrupt frame)");
       }
     }
+    all->swap(parts_.all);
     return Status::Ok();
   }
 
-  Status Doubling(std::vector<std::string>* all) {
+  Status Doubling() {
     const DoublingPlan& plan = doubling_;
     const std::vector<int> fold = {plan.fold}, none;
     if (plan.extra) {
-      HVD_RETURN_IF_ERROR(Send(*all, fold, none));
-      return Send(*all, none, fold);
+      HVD_RETURN_IF_ERROR(Send(fold, none));
+      return Send(none, fold);
     }
+    // This rank's block (the ranks it has heard of) is one group while
+    // every merge so far took: only then may it merge with the next.
+    one_group_ = merger_ != nullptr;
     // A rank waits only on peers it has sent something in this exchange,
     // so a peer asleep until one starts (Wait) is woken by it: the extra
     // rank's first word would come only after its own, so it is told of
     // the start.
     if (plan.fold >= 0) {
-      HVD_RETURN_IF_ERROR(Send(*all, fold, fold, FrameKind::kStart));
+      HVD_RETURN_IF_ERROR(Send(fold, fold, FrameKind::kStart));
+      MergeLearned();
     }
     for (int partner : plan.partners) {
       partner_[0] = partner;
-      HVD_RETURN_IF_ERROR(Send(*all, partner_, partner_));
+      HVD_RETURN_IF_ERROR(Send(partner_, partner_));
+      MergeLearned();
     }
-    if (plan.fold >= 0) return Send(*all, fold, none);
+    if (plan.fold >= 0) return Send(fold, none);
     return Status::Ok();
   }
 
+  // After a doubling step: the block just learned merges with this rank's
+  // where each is one group and the merger takes their messages. Both
+  // ends of the step hold the same two blocks and decide alike.
+  void MergeLearned() {
+    if (!one_group_ || parts_.learned.empty()) {
+      one_group_ = false;
+      return;
+    }
+    const int mine = parts_.group[options_.rank];
+    const int theirs = parts_.group[parts_.learned[0]];
+    for (int r : parts_.learned) {
+      if (parts_.group[r] != theirs) {
+        one_group_ = false;
+        return;
+      }
+    }
+    const int low = std::min(mine, theirs), high = std::max(mine, theirs);
+    if (!merger_->Merge(parts_.all[low], parts_.all[high], &merged_)) {
+      one_group_ = false;
+      return;
+    }
+    parts_.all[low].swap(merged_);
+    parts_.all[high].clear();
+    traffic_.merges++;
+    for (int r = 0; r < options_.size; ++r) {
+      if (parts_.known[r] && parts_.group[r] == high) parts_.group[r] = low;
+    }
+    parts_.merged = true;
+  }
+
   // One trip: the frame of every rank known so far to each of `to` (or a
-  // start frame), while each of `from` sends its own, read into `all`.
-  Status Send(std::vector<std::string>& all, const std::vector<int>& to,
-              const std::vector<int>& from,
+  // start frame), while each of `from` sends its own, read into parts_.
+  Status Send(const std::vector<int>& to, const std::vector<int>& from,
               FrameKind kind = FrameKind::kParts) {
     frame_.clear();
     if (kind == FrameKind::kStart) {
       PutStartFrame(&frame_);
     } else if (!to.empty()) {
-      PutPartsFrame(all, known_, &frame_);
+      PutPartsFrame(parts_, &frame_);
     }
     if (frame_.size() - 4 >= kMaxFrame && !to.empty()) {
       return Status::InvalidArgument(Where(), "control message too large");
@@ -191,14 +231,13 @@ class TcpControlPlane final : public ControlPlane {
       in_len_[p] = UINT32_MAX;
       in_got_[p] = 0;
     }
-    HVD_RETURN_IF_ERROR(Trip(all, to, from));
+    HVD_RETURN_IF_ERROR(Trip(to, from));
     for (int p : to) sending_[p] = false;
     return Status::Ok();
   }
 
   // Moves the bytes of a trip until every frame is out and in.
-  Status Trip(std::vector<std::string>& all, const std::vector<int>& to,
-              const std::vector<int>& from) {
+  Status Trip(const std::vector<int>& to, const std::vector<int>& from) {
     size_t sends = to.size(), recvs = from.size();
     const auto deadline = Clock::now() + options_.op_timeout;
     auto spin_until = Clock::now() + spin_;
@@ -220,7 +259,7 @@ class TcpControlPlane final : public ControlPlane {
           done = false;
         }
         if (done) {
-          HVD_RETURN_IF_ERROR(TakeFrame(p, all));
+          HVD_RETURN_IF_ERROR(TakeFrame(p));
           --recvs;
         }
       }
@@ -303,7 +342,7 @@ class TcpControlPlane final : public ControlPlane {
   }
 
   // A whole frame from peer p: its ranks' messages, or its failure.
-  Status TakeFrame(int p, std::vector<std::string>& all) {
+  Status TakeFrame(int p) {
     const std::string_view frame(in_[p]);
     const std::string_view body = frame.substr(1);
     if (frame[0] == static_cast<char>(FrameKind::kAbort) && !body.empty()) {
@@ -314,7 +353,7 @@ class TcpControlPlane final : public ControlPlane {
                     Where() + ": " + std::string(body.substr(1)));
     }
     if (frame[0] != static_cast<char>(FrameKind::kParts) ||
-        !ReadPartsFrame(body, &all, &known_)) {
+        !ReadPartsFrame(body, &parts_)) {
       return PeerFailed(p, "sent a corrupt control frame");
     }
     return Status::Ok();
@@ -465,10 +504,13 @@ class TcpControlPlane final : public ControlPlane {
   Status broken_;
   bool forwarded_ = false;  // broken_ came from a peer's abort frame
   Traffic traffic_;
-  // The exchange: which ranks' messages are known, the frame going out
-  // (and how far it went to each peer, whether it is still going), and
+  // The exchange: what is known of the ranks' messages, the frame going
+  // out (and how far it went to each peer, whether it is still going), and
   // each peer's frame coming in (its length once read).
-  std::vector<bool> known_;
+  Parts parts_;
+  Merger* merger_ = nullptr;
+  bool one_group_ = false;  // this rank's block, while doubling
+  std::string merged_;      // a merge's result, swapped in
   std::string frame_;
   std::vector<size_t> out_sent_;
   std::vector<bool> sending_ =
