@@ -117,6 +117,11 @@ void PutStartFrame(std::string* out) {
   CloseFrame(out, start);
 }
 
+void PutOwnFrameHead(size_t bytes, std::string* out) {
+  PutU32(out, static_cast<uint32_t>(bytes + 1));
+  out->push_back(static_cast<char>(FrameKind::kOwn));
+}
+
 bool ReadPartsFrame(std::string_view body, Parts* p) {
   uint32_t m;
   if (!TakeU32(&body, &m) || m > body.size() / 5) return false;

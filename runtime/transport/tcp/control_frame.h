@@ -7,6 +7,9 @@
 //   kind 1, abort: the reason this rank's plane failed, as text
 //   kind 2, start: nothing; the exchange has begun at the sender, which
 //                  waits on the receiver before it sends it anything else
+//   kind 3, own:   the sender's own message, alone (a mesh's frames, a
+//                  doubling's first): sent from where it lies, received
+//                  into place, no copy either way
 //
 // A parts frame carries the messages of a set of ranks (one rank's own in
 // a mesh, a whole block of ranks in a doubling round), each distinct
@@ -25,7 +28,7 @@
 
 namespace hvd::runtime {
 
-enum class FrameKind : uint8_t { kParts = 0, kAbort = 1, kStart = 2 };
+enum class FrameKind : uint8_t { kParts = 0, kAbort = 1, kStart = 2, kOwn = 3 };
 
 // Bytes before a frame's body: its length and its kind.
 inline constexpr size_t kFrameHead = 5;
@@ -53,6 +56,9 @@ void PutAbortFrame(std::string_view reason, std::string* out);
 
 // Appends a start frame.
 void PutStartFrame(std::string* out);
+
+// Appends the head of an own frame whose message of `bytes` follows.
+void PutOwnFrameHead(size_t bytes, std::string* out);
 
 // Reads a parts frame's body (after the kind) into `p`, listing the ranks
 // in p->learned. False when it is malformed or names a rank outside

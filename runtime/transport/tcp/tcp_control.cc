@@ -61,6 +61,7 @@ class TcpControlPlane final : public ControlPlane {
     in_len_.resize(n);
     in_got_.resize(n);
     len_buf_.resize(n);
+    in_kind_.resize(n);
     out_sent_.resize(n);
     rang_.resize(n);
     pfds_.resize(2 * n);
@@ -131,13 +132,29 @@ class TcpControlPlane final : public ControlPlane {
 
  private:
   Status Run(const std::string& mine, std::vector<std::string>* all) {
+    // The caller's strings are filled in place (swapped back below), so
+    // each peer's message alternates between two buffers, as received and
+    // as read: the exchange's working set stays small.
+    parts_.all.swap(*all);
+    Status s = Fill(mine);
+    all->swap(parts_.all);
+    return s;
+  }
+
+  Status Fill(const std::string& mine) {
     const int n = options_.size, me = options_.rank;
     parts_.Reset(n);
-    parts_.all[me] = mine;
     parts_.known[me] = true;
+    alone_ = true;
     if (options_.exchange == ControlExchange::kMesh) {
+      // Sent from where it lies; this rank's entry once the peers' are in.
+      own_ = mine;
       HVD_RETURN_IF_ERROR(Send(peers_, peers_));
+      parts_.all[me] = mine;
     } else {
+      // A copy: merging may write this rank's entry.
+      parts_.all[me] = mine;
+      own_ = parts_.all[me];
       HVD_RETURN_IF_ERROR(Doubling());
     }
     for (int r = 0; r < n; ++r) {
@@ -147,7 +164,6 @@ class TcpControlPlane final : public ControlPlane {
                          "'s message (a peer sent a corrupt frame)");
       }
     }
-    all->swap(parts_.all);
     return Status::Ok();
   }
 
@@ -210,22 +226,29 @@ class TcpControlPlane final : public ControlPlane {
 
   // One trip: the frame of every rank known so far to each of `to` (or a
   // start frame), while each of `from` sends its own, read into parts_.
+  // A frame of this rank's message alone goes as an own frame: its head
+  // in frame_, the message from where it lies (body_).
   Status Send(const std::vector<int>& to, const std::vector<int>& from,
               FrameKind kind = FrameKind::kParts) {
     frame_.clear();
+    body_ = {};
     if (kind == FrameKind::kStart) {
       PutStartFrame(&frame_);
+    } else if (!to.empty() && alone_) {
+      PutOwnFrameHead(own_.size(), &frame_);
+      body_ = own_;
     } else if (!to.empty()) {
       PutPartsFrame(parts_, &frame_);
     }
-    if (frame_.size() - 4 >= kMaxFrame && !to.empty()) {
+    const size_t total = frame_.size() + body_.size();
+    if (total - 4 >= kMaxFrame && !to.empty()) {
       return Status::InvalidArgument(Where(), "control message too large");
     }
     for (int p : to) {
       out_sent_[p] = 0;
       sending_[p] = true;
       traffic_.frames++;
-      traffic_.bytes += frame_.size();
+      traffic_.bytes += total;
     }
     for (int p : from) {
       in_len_[p] = UINT32_MAX;
@@ -244,15 +267,15 @@ class TcpControlPlane final : public ControlPlane {
     while (sends > 0 || recvs > 0) {
       bool progress = false;
       for (int p : to) {
-        if (out_sent_[p] == frame_.size()) continue;
+        if (out_sent_[p] == OutBytes()) continue;
         HVD_RETURN_IF_ERROR(SendSome(p, &progress));
-        if (out_sent_[p] == frame_.size()) --sends;
+        if (out_sent_[p] == OutBytes()) --sends;
       }
       for (int p : from) {
         if (in_len_[p] != UINT32_MAX && in_got_[p] == in_len_[p]) continue;
         bool done = false;
         HVD_RETURN_IF_ERROR(ReceiveSome(p, &progress, &done));
-        if (done && in_[p][0] == static_cast<char>(FrameKind::kStart)) {
+        if (done && in_kind_[p] == static_cast<char>(FrameKind::kStart)) {
           // The peer's exchange has begun; its parts come next.
           in_len_[p] = UINT32_MAX;
           in_got_[p] = 0;
@@ -286,13 +309,28 @@ class TcpControlPlane final : public ControlPlane {
     return Status::Ok();
   }
 
-  // Writes what the socket takes of frame_ to peer p.
+  // The bytes of the frame going out: frame_, then body_.
+  size_t OutBytes() const { return frame_.size() + body_.size(); }
+
+  // Writes what the socket takes of the frame to peer p.
   Status SendSome(int p, bool* progress) {
     const int fd = socks_[p].get();
-    while (out_sent_[p] < frame_.size()) {
-      const ssize_t w =
-          ::send(fd, frame_.data() + out_sent_[p], frame_.size() - out_sent_[p],
-                 MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (out_sent_[p] < OutBytes()) {
+      const size_t at = out_sent_[p];
+      iovec iov[2];
+      int cnt = 0;
+      if (at < frame_.size()) {
+        iov[cnt++] = {frame_.data() + at, frame_.size() - at};
+      }
+      const size_t body_at = at < frame_.size() ? 0 : at - frame_.size();
+      if (body_at < body_.size()) {
+        iov[cnt++] = {const_cast<char*>(body_.data()) + body_at,
+                      body_.size() - body_at};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = cnt;
+      const ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w > 0) {
         out_sent_[p] += static_cast<size_t>(w);
         *progress = true;
@@ -306,14 +344,16 @@ class TcpControlPlane final : public ControlPlane {
     return Status::Ok();
   }
 
-  // Reads what has come of peer p's frame: its length, then the rest.
+  // Reads what has come of peer p's frame: its head (length and kind),
+  // then its body into in_[p].
   Status ReceiveSome(int p, bool* progress, bool* done) {
     const int fd = socks_[p].get();
     for (;;) {
       const bool head = in_len_[p] == UINT32_MAX;
       char* at =
           head ? len_buf_[p].data() + in_got_[p] : in_[p].data() + in_got_[p];
-      const size_t want = head ? 4 - in_got_[p] : in_len_[p] - in_got_[p];
+      const size_t want =
+          head ? kFrameHead - in_got_[p] : in_len_[p] - in_got_[p];
       const ssize_t r = ::recv(fd, at, want, MSG_DONTWAIT);
       if (r == 0) return PeerGone(p);
       if (r < 0) {
@@ -324,15 +364,16 @@ class TcpControlPlane final : public ControlPlane {
       }
       *progress = true;
       in_got_[p] += static_cast<size_t>(r);
-      if (head && in_got_[p] == 4) {
+      if (head && in_got_[p] == kFrameHead) {
         uint32_t len;
         std::memcpy(&len, len_buf_[p].data(), 4);
         if (len == 0 || len >= kMaxFrame) {
           return PeerFailed(p, "sent a corrupt control frame");
         }
-        in_len_[p] = len;
+        in_kind_[p] = len_buf_[p][4];
+        in_len_[p] = len - 1;
         in_got_[p] = 0;
-        in_[p].resize(len);
+        in_[p].resize(len - 1);
       }
       if (in_len_[p] != UINT32_MAX && in_got_[p] == in_len_[p]) {
         *done = true;
@@ -343,16 +384,24 @@ class TcpControlPlane final : public ControlPlane {
 
   // A whole frame from peer p: its ranks' messages, or its failure.
   Status TakeFrame(int p) {
-    const std::string_view frame(in_[p]);
-    const std::string_view body = frame.substr(1);
-    if (frame[0] == static_cast<char>(FrameKind::kAbort) && !body.empty()) {
+    const std::string_view body(in_[p]);
+    const char kind = in_kind_[p];
+    alone_ = false;
+    if (kind == static_cast<char>(FrameKind::kOwn)) {
+      parts_.all[p].swap(in_[p]);
+      parts_.known[p] = true;
+      parts_.group[p] = p;
+      parts_.learned.assign(1, p);
+      return Status::Ok();
+    }
+    if (kind == static_cast<char>(FrameKind::kAbort) && !body.empty()) {
       // The reason as the rank that failed first put it, passed on.
       forwarded_ = true;
       const auto code = static_cast<StatusCode>(body[0]);
       return Status(code == StatusCode::kOk ? StatusCode::kUnavailable : code,
                     Where() + ": " + std::string(body.substr(1)));
     }
-    if (frame[0] != static_cast<char>(FrameKind::kParts) ||
+    if (kind != static_cast<char>(FrameKind::kParts) ||
         !ReadPartsFrame(body, &parts_)) {
       return PeerFailed(p, "sent a corrupt control frame");
     }
@@ -364,8 +413,7 @@ class TcpControlPlane final : public ControlPlane {
               Clock::time_point deadline) {
     int k = 0;
     for (int p : to) {
-      if (out_sent_[p] < frame_.size())
-        pfds_[k++] = {socks_[p].get(), POLLOUT, 0};
+      if (out_sent_[p] < OutBytes()) pfds_[k++] = {socks_[p].get(), POLLOUT, 0};
     }
     for (int p : from) {
       if (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) {
@@ -400,7 +448,7 @@ class TcpControlPlane final : public ControlPlane {
     for (int p : peers_) {
       const int fd = socks_[p].get();
       const bool halfway =
-          sending_[p] && out_sent_[p] > 0 && out_sent_[p] < frame_.size();
+          sending_[p] && out_sent_[p] > 0 && out_sent_[p] < OutBytes();
       if (halfway ||
           ::send(fd, abort.data(), abort.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
               static_cast<ssize_t>(abort.size())) {
@@ -518,7 +566,11 @@ class TcpControlPlane final : public ControlPlane {
   std::vector<std::string> in_;
   std::vector<uint32_t> in_len_;
   std::vector<size_t> in_got_;
-  std::vector<std::array<char, 4>> len_buf_;
+  std::vector<std::array<char, kFrameHead>> len_buf_;
+  std::vector<char> in_kind_;
+  std::string_view body_;  // an own frame's message
+  std::string_view own_;   // this rank's message, this exchange
+  bool alone_ = true;      // this rank knows only its own message
   std::vector<int> partner_ = std::vector<int>(1);  // a doubling round's
   std::vector<pollfd> pfds_;
 };
