@@ -12,7 +12,9 @@
 # and the launch: wall time of a whole job whose ranks init and complete
 # one allreduce, `horovodrun ... hvd_hello` against `mpirun ...
 # mpi_allreduce`. WHO (hvd gloo mpi launch) picks; VARIANTS adds engine
-# runs under settings of their own, "label:VAR=V,VAR=V ...". Contenders
+# runs under settings of their own, "label:VAR=V,VAR=V ..."; BASE_DIR=DIR
+# adds the engine of another build ("base": DIR's horovodrun and
+# allreduce_bench, say the commit before a change). Contenders
 # take turns, RUNS (3) times; each figure is the median over the runs.
 # Root only (namespaces, tc, sshd).
 #   BUILD_DIR=build bench/run_scale.sh   (PLOT=FILE.png draws time against
@@ -58,12 +60,21 @@ hosts_shape "$rate"
 
 raw=$(mktemp -p "$work")
 rank0() { sed -n "s/^\[0\]<stdout>:RESULT $1 /RESULT $2 /p"; }
+baseline=${BASE_DIR:-}
+if [[ -n $baseline ]]; then
+  [[ -x $baseline/launcher/horovodrun && -x $baseline/bench/allreduce_bench ]] ||
+    { echo "run_scale.sh: BASE_DIR=$baseline has no launcher/horovodrun and bench/allreduce_bench" >&2; exit 2; }
+  baseline=$(realpath "$baseline")
+fi
 hvd() {  # label hosts ranks mode [env...]
-  local label=$1 h=$2 r=$3 mode=$4
+  local label=$1 h=$2 r=$3 mode=$4 with=$run what=$prog
   shift 4
-  env HOME="$work/home" "$@" "$run" -i "$user_key" -np $((h * r)) \
-    -H "$(host_list "$h" "$r")" "$prog" --mode "$mode" $sizes |
-    rank0 "$mode" "$label" | grep -v fusion || true
+  if [[ $label == base.* ]]; then
+    with=$baseline/launcher/horovodrun what=$baseline/bench/allreduce_bench
+  fi
+  env HOME="$work/home" "$@" "$with" -i "$user_key" -np $((h * r)) \
+    -H "$(host_list "$h" "$r")" "$what" --mode "$mode" $sizes |
+    rank0 "$mode" "$label" | grep -v "fusion\|pieces" || true
 }
 mpirun_hosts() {  # hosts ranks program...
   local h=$1 r=$2
@@ -97,6 +108,7 @@ for ((i = 0; i < runs; ++i)); do
     for r in $ppn_list; do
       tag="${h}x${r}"
       wants hvd && hvd "hvd.$tag" "$h" "$r" engine >> "$raw"
+      [[ -n $baseline ]] && hvd "base.$tag" "$h" "$r" engine >> "$raw"
       for v in $variants; do
         IFS=, read -ra venv <<< "${v#*:}"
         hvd "${v%%:*}.$tag" "$h" "$r" engine "${venv[@]}" >> "$raw"
