@@ -12,6 +12,7 @@
 #include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_control.h"
 #include "tests/runtime/memory_store.h"
+#include "tests/runtime/tcp_planes.h"
 
 namespace hvd::runtime {
 namespace {
@@ -193,17 +194,8 @@ ControlOptions Options(int rank, int size, ControlExchange exchange) {
 std::vector<std::unique_ptr<ControlPlane>> Planes(int size,
                                                   ControlExchange exchange,
                                                   MemoryStore& store) {
-  std::vector<std::unique_ptr<ControlPlane>> planes(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      auto p = CreateTcpControlPlane(Options(r, size, exchange), store);
-      ASSERT_TRUE(p.ok()) << p.status().ToString();
-      planes[r] = std::move(*p);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return planes;
+  return TcpPlanes(size, store,
+                   [&](int r) { return Options(r, size, exchange); });
 }
 
 // Runs `rounds` exchanges on every rank; rank r's message is `message(r)`.

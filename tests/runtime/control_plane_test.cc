@@ -21,6 +21,7 @@
 #include "runtime/transport/shm/shm_backend.h"
 #include "runtime/transport/tcp/tcp_control.h"
 #include "tests/runtime/memory_store.h"
+#include "tests/runtime/tcp_planes.h"
 
 namespace hvd::runtime {
 namespace {
@@ -45,17 +46,8 @@ constexpr ControlExchange kExchanges[] = {ControlExchange::kMesh,
 std::vector<std::unique_ptr<ControlPlane>> Mesh(
     int size, MemoryStore& store,
     ControlExchange exchange = ControlExchange::kMesh) {
-  std::vector<std::unique_ptr<ControlPlane>> planes(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      auto p = CreateTcpControlPlane(Options(r, size, exchange), store);
-      ASSERT_TRUE(p.ok()) << p.status().ToString();
-      planes[r] = std::move(*p);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return planes;
+  return TcpPlanes(size, store,
+                   [&](int r) { return Options(r, size, exchange); });
 }
 
 TEST(ControlPlaneTest, EveryRankGetsEveryMessageOfAnySize) {

@@ -91,40 +91,13 @@ auto TcpRing::ReduceInto(uint8_t* acc, DataType type, ReduceOp op) {
   };
 }
 
-Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
-                         ReduceOp op) {
-  const DoublingPlan& plan = doubling_;
-  const size_t esize = DataTypeSize(type), bytes = count * esize;
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  auto reduce = ReduceInto(data, type, op);
-  auto none = [](size_t, size_t) {};
-  const int fold = plan.fold;
-  if (plan.extra) {  // folds in, then waits for the result
-    HVD_RETURN_IF_ERROR(
-        Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
-    return Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
-  }
-  if (fold >= 0) {
-    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, scratch_.data(), bytes,
-                             esize, false, reduce));
-  }
-  for (int partner : plan.partners) {
-    HVD_RETURN_IF_ERROR(Step(partner, data, bytes, partner, scratch_.data(),
-                             bytes, esize, true, reduce));
-  }
-  if (fold >= 0) {
-    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
-  }
-  return Status::Ok();
-}
-
-Status TcpRing::Halving(uint8_t* data, size_t count, DataType type,
-                        ReduceOp op) {
-  const DoublingPlan& plan = doubling_;
+template <typename F>
+Status TcpRing::Folded(uint8_t* data, size_t count, DataType type, ReduceOp op,
+                       F&& among) {
+  const int fold = doubling_.fold;
   const size_t esize = DataTypeSize(type), bytes = count * esize;
   auto none = [](size_t, size_t) {};
-  const int fold = plan.fold;
-  if (plan.extra) {  // folds in, then waits for the result
+  if (doubling_.extra) {  // folds in, then waits for the result
     HVD_RETURN_IF_ERROR(
         Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
     return Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
@@ -134,6 +107,37 @@ Status TcpRing::Halving(uint8_t* data, size_t count, DataType type,
     HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, scratch_.data(), bytes,
                              esize, false, ReduceInto(data, type, op)));
   }
+  HVD_RETURN_IF_ERROR(among());
+  if (fold >= 0) {
+    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
+                         ReduceOp op) {
+  return Folded(data, count, type, op, [&]() -> Status {
+    const size_t esize = DataTypeSize(type), bytes = count * esize;
+    auto reduce = ReduceInto(data, type, op);
+    for (int partner : doubling_.partners) {
+      HVD_RETURN_IF_ERROR(Step(partner, data, bytes, partner, scratch_.data(),
+                               bytes, esize, true, reduce));
+    }
+    return Status::Ok();
+  });
+}
+
+Status TcpRing::Halving(uint8_t* data, size_t count, DataType type,
+                        ReduceOp op) {
+  return Folded(data, count, type, op,
+                [&] { return HalvingAmong(data, count, type, op); });
+}
+
+Status TcpRing::HalvingAmong(uint8_t* data, size_t count, DataType type,
+                             ReduceOp op) {
+  const DoublingPlan& plan = doubling_;
+  const size_t esize = DataTypeSize(type);
+  auto none = [](size_t, size_t) {};
   // Reduce-scatter, the farthest partner first: each step keeps the half
   // of the block on this rank's side (the lower half for the lower rank)
   // and sends the other, so the block halves and its sums double.
@@ -164,9 +168,6 @@ Status TcpRing::Halving(uint8_t* data, size_t count, DataType type,
     HVD_RETURN_IF_ERROR(
         Step(partner, data + keep * esize, (keep_end - keep) * esize, partner,
              data + get * esize, (get_end - get) * esize, esize, false, none));
-  }
-  if (fold >= 0) {
-    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
   }
   return Status::Ok();
 }

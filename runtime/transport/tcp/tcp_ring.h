@@ -71,6 +71,15 @@ class TcpRing {
   // 2(n - 1). Every rank ends with the same values: each element is
   // reduced once, by the rank that keeps it, and then copied.
   Status Halving(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // The halving among the ranks below the largest power of two.
+  Status HalvingAmong(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // `among()` (an algorithm among the ranks below the largest power of two
+  // q <= n) inside the fold: rank q + i hands its buffer to rank i and
+  // waits for the result; rank i reduces it in first and sends the result
+  // back after (doubling.h).
+  template <typename F>
+  Status Folded(uint8_t* data, size_t count, DataType type, ReduceOp op,
+                F&& among);
   // Recursive doubling (doubling.h): log2(n) steps, each swapping the
   // whole buffer with the rank whose number differs in one bit, against
   // the ring's 2(n - 1) steps of 1/n of it. Fewer trips, more bytes: the
