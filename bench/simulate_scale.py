@@ -37,7 +37,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL_FILE = os.path.join(HERE, "results", "scale_model.json")
 
-# hvd's choices (runtime/transport/tcp/allreduce_algorithm.h, the engine's
+# hvd's choices (runtime/transport/tcp/collective_algorithm.h, the engine's
 # eager bound) and a cycle message's size with one cached tensor.
 EAGER_BYTES = 16 << 10
 DOUBLING_BYTES = 64 << 10

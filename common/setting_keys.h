@@ -44,6 +44,7 @@ inline constexpr Key<int64_t> kTcpStreamBytes{"tcp_stream_bytes"};
 inline constexpr Key<int64_t> kTcpDoublingBytes{"tcp_doubling_bytes"};
 inline constexpr Key<int64_t> kTcpHalvingBytes{"tcp_halving_bytes"};
 inline constexpr Key<int64_t> kControlMeshRanks{"control_mesh_ranks"};
+inline constexpr Key<bool> kControlHostLeaders{"control_host_leaders"};
 inline constexpr Key<int64_t> kShmSingleCopyThreshold{
     "shm_single_copy_threshold"};
 inline constexpr Key<int64_t> kShmSingleCopyLimit{"shm_single_copy_limit"};
@@ -130,6 +131,7 @@ inline std::vector<KeyShape> AllKeys() {
           ShapeOf(kTcpDoublingBytes),
           ShapeOf(kTcpHalvingBytes),
           ShapeOf(kControlMeshRanks),
+          ShapeOf(kControlHostLeaders),
           ShapeOf(kShmSingleCopyThreshold),
           ShapeOf(kShmSingleCopyLimit),
           ShapeOf(kAutotune),

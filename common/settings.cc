@@ -195,6 +195,11 @@ std::vector<Setting> Build() {
                   "other: one trip, ranks - 1 sockets each); larger ones by "
                   "recursive doubling (log2(ranks) trips, log2(ranks) sockets)",
                   ""));
+  t.push_back(Make("control_host_leaders", {}, Kind::kSwitch,
+                   "HOROVOD_CONTROL_HOST_LEADERS", "", kTune,
+                   "across hosts, negotiate through one leader per host (the "
+                   "host's ranks meet in shared memory; only the leaders "
+                   "exchange over TCP) instead of among all the ranks"));
   t.push_back(
       Int("shm_single_copy_threshold", {}, "HOROVOD_SHM_SINGLE_COPY_THRESHOLD",
           "", kTune, 0, int64_t{1} << 40, "0",

@@ -22,6 +22,7 @@
 #include "runtime/store.h"
 #include "runtime/timeline.h"
 #include "runtime/transport/hierarchical/hierarchical_backend.h"
+#include "runtime/transport/hierarchical/host_control.h"
 #include "runtime/transport/local/local.h"
 #include "runtime/transport/nccl/nccl_backend.h"
 #include "runtime/transport/shm/shm_backend.h"
@@ -575,16 +576,15 @@ Status Context::Connect(const WorkerConfig& config) {
         Context* raw = this;
         const GlooOptions gloo = GlooFor(config, a.rank, a.size);
         alternative = [raw, gloo]() -> StatusOr<std::unique_ptr<Backend>> {
-          std::unique_ptr<Store> store = raw->GenerationStore("gloo/");
-          return CreateGlooBackend(gloo, *store);
+          return CreateGlooBackend(gloo, raw->GenerationStore("gloo/"));
         };
       }
       break;
     }
     case Transport::kTcp: {
       const GlooOptions gloo = GlooFor(config, a.rank, a.size);
-      std::unique_ptr<Store> store = GenerationStore("gloo/");
-      HVD_ASSIGN_OR_RETURN(host, CreateGlooBackend(gloo, *store));
+      HVD_ASSIGN_OR_RETURN(host,
+                           CreateGlooBackend(gloo, GenerationStore("gloo/")));
       HVD_ASSIGN_OR_RETURN(host,
                            MaybeHierarchical(config, plan, std::move(host)));
       if (config.hierarchical_allreduce.value_or(false) && hosts_even_ &&
@@ -608,14 +608,7 @@ Status Context::Connect(const WorkerConfig& config) {
           config.tcp_streams > 1) {
         engine_options_.tune.try_streams = true;
       }
-      ControlOptions control;
-      // Where to listen and how long to wait, as Gloo; sockets of its own.
-      static_cast<TcpOptions&>(control) = gloo;
-      control.exchange =
-          ChooseControlExchange(a.size, config.control_mesh_ranks);
-      std::unique_ptr<Store> control_store = GenerationStore("control/");
-      HVD_ASSIGN_OR_RETURN(control_,
-                           CreateTcpControlPlane(control, *control_store));
+      HVD_ASSIGN_OR_RETURN(control_, TcpControl(config, gloo));
       break;
     }
   }
@@ -625,6 +618,36 @@ Status Context::Connect(const WorkerConfig& config) {
   // Horovod's timeline names: CPU operations as Gloo's, GPU ones as NCCL's.
   backends_->SetActivityPrefixes("GLOO_", "NCCL_");
   return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ControlPlane>> Context::TcpControl(
+    const WorkerConfig& config, const TcpOptions& job) {
+  const rendezvous::Assignment& a = assignment_;
+  ControlOptions control;
+  // Where to listen and how long to wait, as Gloo; sockets of its own.
+  static_cast<TcpOptions&>(control) = job;
+  // Every rank knows alike whether the job spans hosts (some rank is not
+  // on this one), so every rank takes the same plane.
+  const bool hosts = a.local_size < a.size;
+  if (!hosts || !config.shm || !config.control_host_leaders) {
+    control.exchange = ChooseControlExchange(a.size, config.control_mesh_ranks);
+    std::unique_ptr<Store> store = GenerationStore("control/");
+    return CreateTcpControlPlane(control, *store);
+  }
+  HostControlOptions o;
+  o.local = LocalShm(config, a, kControlSlotBytes);
+  // A rank of the host waits on its leader while the leaders exchange:
+  // the leader's own timeout must name the silent host first.
+  o.local.op_timeout = 2 * config.gloo_timeout + std::chrono::seconds(10);
+  o.local.share_cpus = true;
+  o.job = job;
+  o.cross = control;
+  o.cross.rank = a.cross_rank;
+  o.cross.size = a.cross_size;
+  o.cross.exchange =
+      ChooseControlExchange(a.cross_size, config.control_mesh_ranks);
+  std::unique_ptr<Store> store = GenerationStore("hcontrol/");
+  return CreateHostControlPlane(o, *store);
 }
 
 StatusOr<std::unique_ptr<Backend>> Context::MaybeHierarchical(
@@ -656,10 +679,11 @@ StatusOr<std::unique_ptr<Backend>> Context::MaybeHierarchical(
       CreateShmBackend(LocalShm(config, a, config.shm_slot_bytes), *shm_store));
   // The cross communicator: the ranks with this local rank, one per host.
   const GlooOptions cross = GlooFor(config, a.cross_rank, a.cross_size);
-  std::unique_ptr<Store> cross_store =
-      GenerationStore("gloo-cross-" + std::to_string(a.local_rank) + "/");
-  HVD_ASSIGN_OR_RETURN(std::unique_ptr<Backend> cross_backend,
-                       CreateGlooBackend(cross, *cross_store));
+  HVD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Backend> cross_backend,
+      CreateGlooBackend(
+          cross,
+          GenerationStore("gloo-cross-" + std::to_string(a.local_rank) + "/")));
   HierarchicalOptions opts;
   opts.allreduce = h.allreduce;
   opts.allgather = h.allgather;

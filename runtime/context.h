@@ -14,6 +14,7 @@
 #include "runtime/control_plane.h"
 #include "runtime/engine/engine.h"
 #include "runtime/store.h"
+#include "runtime/transport/tcp/tcp_options.h"
 #include "runtime/transport/topology.h"
 #include "runtime/worker_config.h"
 
@@ -71,6 +72,13 @@ class Context {
   StatusOr<std::unique_ptr<Backend>> MaybeHierarchical(
       const WorkerConfig& config, const TransportPlan& plan,
       std::unique_ptr<Backend> flat);
+  // The negotiation over TCP: across hosts, with
+  // HOROVOD_CONTROL_HOST_LEADERS and shared memory on, one leader per host
+  // speaks for the host's ranks (host_control.h); else every rank in the
+  // TCP plane. `job`: where
+  // this rank listens, and its timeouts.
+  StatusOr<std::unique_ptr<ControlPlane>> TcpControl(const WorkerConfig& config,
+                                                     const TcpOptions& job);
   // Every host holds the same number (> 1) of ranks (MaybeHierarchical
   // found it so).
   bool hosts_even_ = false;

@@ -138,6 +138,8 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   c.tcp_halving_bytes = static_cast<size_t>(halving);
   HVD_ASSIGN_OR_RETURN(int64_t mesh_ranks, read.Get(key::kControlMeshRanks));
   c.control_mesh_ranks = mesh_ranks;
+  HVD_ASSIGN_OR_RETURN(c.control_host_leaders,
+                       read.Get(key::kControlHostLeaders));
   HVD_ASSIGN_OR_RETURN(int64_t single_copy,
                        read.Get(key::kShmSingleCopyThreshold));
   c.shm_single_copy_bytes = static_cast<size_t>(single_copy);

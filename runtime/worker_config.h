@@ -71,6 +71,11 @@ struct WorkerConfig {
   // The control plane's full mesh up to this many ranks, its recursive
   // doubling past them (ChooseControlExchange).
   int64_t control_mesh_ranks = 2;
+  // HOROVOD_CONTROL_HOST_LEADERS: across hosts, one leader per host
+  // negotiates for the host's ranks (host_control.h). Off: every rank in
+  // the TCP plane. Off by default: on 16 namespace hosts of 2 ranks sharing
+  // 2 cores its cycle took 5 times the flat plane's (4 and 8 hosts: less).
+  bool control_host_leaders = false;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
   // ranks and shared memory is on; "0" pins it off.

@@ -9,7 +9,10 @@
 //                                 autotune may also try TCP for data
 //   ranks on several hosts        TCP, hierarchical (shared memory within
 //                                 hosts, Gloo across) where every host
-//                                 holds the same number (> 1) of ranks
+//                                 holds the same number (> 1) of ranks;
+//                                 the negotiation through one leader per
+//                                 host where asked
+//                                 (hierarchical/host_control.h)
 #pragma once
 
 #include <cstdint>

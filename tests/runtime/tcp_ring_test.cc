@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "runtime/context.h"
+#include "runtime/transport/tcp/gloo_backend.h"
 #include "tests/runtime/memory_store.h"
 #include "tests/runtime/ranks.h"
 
@@ -32,39 +34,113 @@ WorkerConfig TcpConfig(const TestJob& job, int r) {
   return c;
 }
 
-// One pure choice per (size, ranks): the doubling up to its crossover,
-// the halving up to its own where it saves trips (more than three ranks),
-// the ring past both; a crossover of 0 turns its algorithm off.
-TEST(AllreduceAlgorithmTest, ChosenBySizeAndRanks) {
-  using A = AllreduceAlgorithm;
-  const AllreduceCrossovers standard;  // 64 KiB, 4 MiB
-  const AllreduceCrossovers no_halving{size_t{64} << 10, 0};
-  const AllreduceCrossovers ring_only{0, 0};
+// One pure choice per (collective, size, ranks): allreduce takes the
+// doubling up to its crossover, the halving up to its own where it saves
+// trips (more than three ranks), the ring past both; allgather the
+// doubling up to the halving's crossover, then the ring; broadcast the
+// tree up to it, then Gloo's; reducescatter the doubling up to the
+// doubling's crossover, then the ring; alltoall always Gloo's; a
+// crossover of 0 turns its algorithm off.
+TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
+  using A = TcpAlgorithm;
+  using C = Collective;
+  const TcpCrossovers standard;  // 64 KiB, 4 MiB
+  const TcpCrossovers no_halving{size_t{64} << 10, 0};
+  const TcpCrossovers ring_only{0, 0};
   struct Row {
+    C c;
     size_t bytes;
     int ranks;
-    const AllreduceCrossovers& c;
+    const TcpCrossovers& x;
     A want;
   };
   const std::vector<Row> rows = {
-      {4, 2, standard, A::kDoubling},
-      {64 << 10, 16, standard, A::kDoubling},
-      {(64 << 10) + 4, 16, standard, A::kHalving},
-      {1 << 20, 2, standard, A::kRing},
-      {1 << 20, 3, standard, A::kRing},
-      {1 << 20, 4, standard, A::kHalving},
-      {1 << 20, 4096, standard, A::kHalving},
-      {4 << 20, 8, standard, A::kHalving},
-      {(4 << 20) + 4, 8, standard, A::kRing},
-      {16 << 20, 32, standard, A::kRing},
-      {1 << 20, 16, no_halving, A::kRing},
-      {4, 16, ring_only, A::kRing},
+      {C::kAllreduce, 4, 2, standard, A::kDoubling},
+      {C::kAllreduce, 64 << 10, 16, standard, A::kDoubling},
+      {C::kAllreduce, (64 << 10) + 4, 16, standard, A::kHalving},
+      {C::kAllreduce, 1 << 20, 2, standard, A::kRing},
+      {C::kAllreduce, 1 << 20, 3, standard, A::kRing},
+      {C::kAllreduce, 1 << 20, 4, standard, A::kHalving},
+      {C::kAllreduce, 1 << 20, 4096, standard, A::kHalving},
+      {C::kAllreduce, 4 << 20, 8, standard, A::kHalving},
+      {C::kAllreduce, (4 << 20) + 4, 8, standard, A::kRing},
+      {C::kAllreduce, 16 << 20, 32, standard, A::kRing},
+      {C::kAllreduce, 1 << 20, 16, no_halving, A::kRing},
+      {C::kAllreduce, 4, 16, ring_only, A::kRing},
+      {C::kAllgather, 4, 3, standard, A::kDoubling},
+      {C::kAllgather, 4 << 20, 32, standard, A::kDoubling},
+      {C::kAllgather, (4 << 20) + 1, 32, standard, A::kRing},
+      {C::kAllgather, 4, 32, no_halving, A::kRing},
+      {C::kBroadcast, 4, 32, standard, A::kTree},
+      {C::kBroadcast, 4 << 20, 5, standard, A::kTree},
+      {C::kBroadcast, 16 << 20, 5, standard, A::kGloo},
+      {C::kBroadcast, 4, 5, ring_only, A::kGloo},
+      {C::kReducescatter, 64 << 10, 8, standard, A::kDoubling},
+      {C::kReducescatter, (64 << 10) + 4, 8, standard, A::kRing},
+      {C::kReducescatter, 4, 8, ring_only, A::kRing},
+      {C::kAlltoall, 4, 8, standard, A::kGloo},
+      {C::kAlltoall, 16 << 20, 8, standard, A::kGloo},
+      {C::kBarrier, 0, 8, standard, A::kDoubling},
+      {C::kBarrier, 0, 8, no_halving, A::kDoubling},
+      {C::kBarrier, 0, 8, ring_only, A::kGloo},
   };
   for (const Row& r : rows) {
-    EXPECT_EQ(ChooseAllreduce(r.bytes, r.ranks, r.c), r.want)
-        << r.bytes << " bytes on " << r.ranks << " ranks: "
-        << AllreduceAlgorithmName(ChooseAllreduce(r.bytes, r.ranks, r.c));
+    const A got = ChooseTcpAlgorithm(r.c, r.bytes, r.ranks, r.x);
+    EXPECT_EQ(got, r.want) << "collective " << static_cast<int>(r.c) << ", "
+                           << r.bytes << " bytes on " << r.ranks
+                           << " ranks: " << TcpAlgorithmName(got);
   }
+}
+
+// Over TCP a job whose collectives all run on hvd's sockets connects no
+// Gloo mesh (each rank holds its ring neighbours and doubling partners
+// only); the first one that runs on Gloo (alltoall) connects it, on every
+// rank in the same call, and it works.
+TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
+  const int n = 5;
+  const uint64_t before = GlooMeshesConnected();
+  std::atomic<int> past_ring{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  RunRanks(
+      n,
+      [&](Context& ctx, int rank) {
+        Backend& b = ctx.backend();
+        std::vector<float> x(1000, 1.0f);
+        ASSERT_TRUE(
+            b.Allreduce(x.data(), x.size(), DataType::kFloat32, ReduceOp::kSum)
+                .ok());
+        EXPECT_EQ(x[999], n);
+        std::vector<uint8_t> mine(rank + 1, static_cast<uint8_t>(rank)), all;
+        std::vector<size_t> sizes;
+        for (int r = 0; r < n; ++r) sizes.push_back(r + 1);
+        all.resize(n * (n + 1) / 2);
+        ASSERT_TRUE(b.Allgatherv(mine.data(), all.data(), sizes).ok());
+        EXPECT_EQ(all.back(), n - 1);
+        std::vector<uint8_t> cast(3000, static_cast<uint8_t>(rank));
+        ASSERT_TRUE(b.Broadcast(cast.data(), cast.size(), 3).ok());
+        EXPECT_EQ(cast[2999], 3);
+        std::vector<float> out(2);
+        ASSERT_TRUE(b.Reducescatter(x.data(), out.data(),
+                                    std::vector<size_t>(n, 2),
+                                    DataType::kFloat32, ReduceOp::kSum)
+                        .ok());
+        EXPECT_EQ(out[0], n * n);
+        ASSERT_TRUE(b.Barrier().ok());
+        {
+          // Every rank past the ring's collectives before anyone's alltoall.
+          std::unique_lock<std::mutex> lock(mu);
+          if (++past_ring == n) cv.notify_all();
+          cv.wait(lock, [&] { return past_ring == n; });
+          EXPECT_EQ(GlooMeshesConnected(), before);
+        }
+        std::vector<uint8_t> in(n, static_cast<uint8_t>(rank)), got(n);
+        std::vector<size_t> ones(n, 1);
+        ASSERT_TRUE(b.Alltoallv(in.data(), ones, got.data(), ones).ok());
+        for (int r = 0; r < n; ++r) EXPECT_EQ(got[r], r);
+      },
+      [](WorkerConfig& c) { c.shm = false; });
+  EXPECT_EQ(GlooMeshesConnected(), before + n);
 }
 
 TEST(TcpRingTest, APeerThatExitsIsAnErrorNamingARankNotAHang) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,8 +50,14 @@ struct ShmPaths {
 ShmPaths ShmAllreducePaths();
 
 // The engine's control plane through a segment of its own (slot_bytes per
-// rank and round; longer messages take several rounds).
+// rank and round; longer messages take several rounds). `on_ring(q)`, if
+// given, runs each time this rank would ring local rank q's bell (q did
+// not come within the spin), and says whether to: where q's engine thread
+// sleeps on more than its bell (a host leader also waits on its sockets)
+// it wakes it there too; where this rank knows q is busy in the same
+// exchange elsewhere, a ring would only wake q for nothing.
 StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(
-    const ShmOptions& options, Store& store);
+    const ShmOptions& options, Store& store,
+    std::function<bool(int)> on_ring = {});
 
 }  // namespace hvd::runtime

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <functional>
 #include <optional>
 
 #include "common/copy_bytes.h"
@@ -29,8 +30,9 @@ namespace {
 
 class ShmControlPlane final : public ControlPlane {
  public:
-  ShmControlPlane(const ShmOptions& o, std::unique_ptr<ShmSegment> seg)
-      : o_(o), seg_(std::move(seg)) {}
+  ShmControlPlane(const ShmOptions& o, std::unique_ptr<ShmSegment> seg,
+                  std::function<bool(int)> on_ring)
+      : o_(o), seg_(std::move(seg)), on_ring_(std::move(on_ring)) {}
 
   Status Exchange(const std::string& mine, std::vector<std::string>* all,
                   bool) override {
@@ -145,6 +147,7 @@ class ShmControlPlane final : public ControlPlane {
   // before). The count always moves, so a sleeper that looks after the
   // ring still sees it (Sleep's rung_seen_).
   void Ring(int q) {
+    if (on_ring_ && q != o_.rank && !on_ring_(q)) return;
     ShmRankState& s = seg_->state(q);
     s.bell.fetch_add(1, std::memory_order_seq_cst);
     if (s.driving.load(std::memory_order_seq_cst) == 0 &&
@@ -319,22 +322,22 @@ class ShmControlPlane final : public ControlPlane {
   }
 
   const ShmOptions o_;
+  std::unique_ptr<ShmSegment> seg_;  // before the members read from it
   // How long a rank waits for a peer's exchange before it rings the
   // peer's engine thread (and a driving caller for a peer before it leaves
   // the cycles to its own): the barrier's spin, or, where the host's ranks
-  // outnumber its CPUs, long enough for every rank to get a turn on one
-  // (the wait yields meanwhile). A woken engine thread answers without its
-  // caller's request, and the cycle after has to finish the job.
+  // outnumber its CPUs (or share them), long enough for every rank to get
+  // a turn on one (the wait yields meanwhile). A woken engine thread answers
+  // without its caller's request, and the cycle after has to finish the job.
   const std::chrono::microseconds spin_for_ =
-      ShmOversubscribed(o_.size) ? std::chrono::microseconds(2000)
-                                 : kShmSpinFor;
+      seg_->Yields() ? std::chrono::microseconds(2000) : kShmSpinFor;
   // The exchange's stamps (`sent`, `came` and the spin's): the counter's
   // time, read by the one thread exchanging.
   TscClock clock_;
   // SpinStamped's turns, about a microsecond for a peer a moment behind;
   // none where ranks outnumber CPUs (the wait must yield the CPU).
-  const int turns_before_clock_ = ShmOversubscribed(o_.size) ? 0 : 48;
-  std::unique_ptr<ShmSegment> seg_;
+  const int turns_before_clock_ = seg_->Yields() ? 0 : 48;
+  const std::function<bool(int)> on_ring_;
   std::atomic<bool> notified_{false};
   uint32_t rung_seen_ = 0;
   uint32_t bell_at_drive_ = 0;  // the driving caller's: the bell it found
@@ -351,7 +354,7 @@ class ShmControlPlane final : public ControlPlane {
 }  // namespace
 
 StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(
-    const ShmOptions& o, Store& store) {
+    const ShmOptions& o, Store& store, std::function<bool(int)> on_ring) {
   ShmOptions fixed = o;
   fixed.slot_bytes = ShmRoundUp(std::max<size_t>(o.slot_bytes, 4096));
   HVD_ASSIGN_OR_RETURN(
@@ -360,7 +363,7 @@ StatusOr<std::unique_ptr<ControlPlane>> CreateShmControlPlane(
                       2 * static_cast<size_t>(o.size) *
                           (ShmControlPlane::kBoxStride + fixed.slot_bytes)));
   return std::unique_ptr<ControlPlane>(
-      new ShmControlPlane(fixed, std::move(seg)));
+      new ShmControlPlane(fixed, std::move(seg), std::move(on_ring)));
 }
 
 }  // namespace hvd::runtime

@@ -71,7 +71,18 @@ struct ShmOptions {
       settings::Default(settings::key::kStartTimeout)};
   std::chrono::milliseconds op_timeout{
       settings::Default(settings::key::kGlooTimeout)};
+  // The host's CPUs may be busy with more than its ranks of this segment
+  // (a job of several hosts, where the leaders' network exchanges need
+  // them, and hosts may share a machine): waits yield the CPU at every
+  // turn, as where the ranks outnumber the CPUs (Yields). Their waits
+  // last network trips, which dwarf a yield.
+  bool share_cpus = false;
 };
+
+// How long a waiting rank spins before it sleeps, and whether it yields
+// the CPU meanwhile (see shm_segment.cc).
+inline constexpr auto kShmSpinFor = std::chrono::microseconds(50);
+bool ShmOversubscribed(int local_ranks);
 
 class ShmSegment {
  public:
@@ -101,6 +112,9 @@ class ShmSegment {
                     const char* what);
   // True when `rank`'s process is gone (or a zombie).
   bool PeerDead(int rank);
+  // Whether waits yield the CPU at each turn: the ranks outnumber the
+  // CPUs, or share them (ShmOptions::share_cpus).
+  bool Yields() const { return o_.share_cpus || ShmOversubscribed(o_.size); }
 
   // Spins until `done()` holds, at most until `until` (yielding instead of
   // pausing where the host's ranks outnumber its CPUs); whether it held.
@@ -122,15 +136,10 @@ class ShmSegment {
 
 size_t ShmRoundUp(size_t n);
 
-// How long a waiting rank spins before it sleeps, and whether it yields
-// the CPU meanwhile (see shm_segment.cc).
-inline constexpr auto kShmSpinFor = std::chrono::microseconds(50);
-bool ShmOversubscribed(int local_ranks);
-
 template <typename Done>
 bool ShmSegment::SpinUntil(Done&& done,
                            std::chrono::steady_clock::time_point until) const {
-  const bool yield = ShmOversubscribed(o_.size);
+  const bool yield = Yields();
   for (int spins = 1;; ++spins) {
     if (done()) return true;
     // The clock (vDSO, no system call) is read every 64 turns.

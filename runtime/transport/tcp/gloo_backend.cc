@@ -56,17 +56,62 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
+// How many Gloo meshes this process connected (tests: a job whose
+// collectives all run on hvd's sockets connects none).
+std::atomic<uint64_t> g_meshes{0};
+
+// Connects Gloo's full mesh of `device` through `store`, and waits until
+// every rank has: nobody may tear down before everyone has finished
+// connecting (a rank that exits at once would otherwise reset a peer's
+// half-finished handshake).
+StatusOr<std::shared_ptr<gloo::rendezvous::Context>> ConnectGloo(
+    const GlooOptions& options, Store& store,
+    std::shared_ptr<gloo::transport::Device> device) {
+  const std::string where = "rank " + std::to_string(options.rank) + ": gloo";
+  auto context =
+      std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
+  context->setTimeout(options.connect_timeout);
+  GlooStoreAdapter adapter(store, options.connect_timeout);
+  try {
+    context->connectFullMesh(adapter, device);
+  } catch (const std::exception& e) {
+    return Status::Unavailable(
+        where,
+        std::string("connecting to the other ranks failed: ") + e.what());
+  }
+  try {
+    gloo::BarrierOptions barrier(context);
+    barrier.setTimeout(options.connect_timeout);
+    gloo::barrier(barrier);
+  } catch (const std::exception& e) {
+    return Status::Unavailable(
+        where,
+        std::string("the other ranks did not finish connecting: ") + e.what());
+  }
+  context->setTimeout(options.op_timeout);
+  g_meshes.fetch_add(1);
+  return context;
+}
+
+// Gloo's mesh (every rank to every other) is connected on the first
+// collective that runs on Gloo: where hvd's ring takes a job's every
+// collective (ring_), it is never made, and each rank holds only the
+// ring's sockets. Every rank routes a collective alike (the same sizes),
+// so all of them connect in the same call.
 class GlooBackend final : public Backend, public StreamsKnob {
  public:
-  GlooBackend(std::shared_ptr<gloo::rendezvous::Context> context,
+  GlooBackend(const GlooOptions& options,
               std::shared_ptr<gloo::transport::Device> device,
-              std::unique_ptr<TcpRing> ring, int rank,
-              std::chrono::milliseconds timeout)
-      : context_(std::move(context)),
+              std::unique_ptr<Store> store, std::unique_ptr<TcpRing> ring,
+              std::shared_ptr<gloo::rendezvous::Context> context)
+      : options_(options),
         device_(std::move(device)),
+        store_(std::move(store)),
+        context_(std::move(context)),
         ring_(std::move(ring)),
-        rank_(rank),
-        timeout_(timeout) {}
+        rank_(options.rank),
+        size_(options.size),
+        timeout_(options.op_timeout) {}
 
   void SetSeveralStreams(bool on) override {
     if (ring_) ring_->SetSeveralStreams(on);
@@ -93,12 +138,15 @@ class GlooBackend final : public Backend, public StreamsKnob {
 
   Status Allgatherv(const void* in, void* out,
                     const std::vector<size_t>& bytes) override {
-    if (bytes.size() != static_cast<size_t>(context_->size)) {
+    if (bytes.size() != static_cast<size_t>(size_)) {
       return Status::InvalidArgument("allgatherv", "needs one size per rank");
     }
     size_t total = 0;
     for (size_t b : bytes) total += b;
     if (total == 0) return Status::Ok();
+    if (ring_ && ring_->Takes(Collective::kAllgather, total)) {
+      return ring_->Allgatherv(in, out, bytes);
+    }
     return Run("allgatherv", [&] {
       gloo::AllgathervOptions opts(context_);
       opts.setTimeout(timeout_);
@@ -115,7 +163,7 @@ class GlooBackend final : public Backend, public StreamsKnob {
 
   Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
                    void* out, const std::vector<size_t>& recv_bytes) override {
-    const size_t n = static_cast<size_t>(context_->size);
+    const size_t n = static_cast<size_t>(size_);
     if (send_bytes.size() != n || recv_bytes.size() != n) {
       return Status::InvalidArgument("alltoallv", "needs one size per rank");
     }
@@ -141,7 +189,7 @@ class GlooBackend final : public Backend, public StreamsKnob {
   Status Reducescatter(const void* in, void* out,
                        const std::vector<size_t>& counts, DataType type,
                        ReduceOp op) override {
-    if (counts.size() != static_cast<size_t>(context_->size)) {
+    if (counts.size() != static_cast<size_t>(size_)) {
       return Status::InvalidArgument("reducescatter",
                                      "needs one count per rank");
     }
@@ -150,9 +198,13 @@ class GlooBackend final : public Backend, public StreamsKnob {
       if (static_cast<int>(r) < rank_) offset += counts[r];
       total += counts[r];
     }
-    // An allreduce into scratch, keeping this rank's block: twice the
-    // traffic of a true reduce-scatter, to be replaced by a ring phase.
     const size_t esize = DataTypeSize(type);
+    if (ring_ && ring_->Takes(Collective::kReducescatter, total * esize)) {
+      return ring_->Reducescatter(in, out, counts, type, op);
+    }
+    // On Gloo: an allreduce into scratch, keeping this rank's block (Gloo
+    // has no reduce-scatter of blocks of any size).
+
     scratch_.assign(static_cast<const uint8_t*>(in),
                     static_cast<const uint8_t*>(in) + total * esize);
     HVD_RETURN_IF_ERROR(Allreduce(scratch_.data(), total, type, op));
@@ -161,13 +213,16 @@ class GlooBackend final : public Backend, public StreamsKnob {
   }
 
   Status Broadcast(void* data, size_t bytes, int root) override {
-    if (root < 0 || root >= context_->size) {
+    if (root < 0 || root >= size_) {
       return Status::InvalidArgument("broadcast root",
                                      std::to_string(root) +
                                          " is not a rank of a job of " +
-                                         std::to_string(context_->size));
+                                         std::to_string(size_));
     }
     if (bytes == 0) return Status::Ok();
+    if (ring_ && ring_->Takes(Collective::kBroadcast, bytes)) {
+      return ring_->Broadcast(data, bytes, root);
+    }
     return Run("broadcast", [&] {
       gloo::BroadcastOptions opts(context_);
       opts.setTimeout(timeout_);
@@ -181,6 +236,7 @@ class GlooBackend final : public Backend, public StreamsKnob {
   }
 
   Status Barrier() override {
+    if (ring_ && ring_->Takes(Collective::kBarrier, 0)) return ring_->Barrier();
     return Run("barrier", [&] {
       gloo::BarrierOptions opts(context_);
       opts.setTimeout(timeout_);
@@ -193,6 +249,14 @@ class GlooBackend final : public Backend, public StreamsKnob {
   template <typename F>
   Status Run(const char* what, F&& body) {
     if (!broken_.ok()) return broken_;
+    if (!context_) {
+      auto context = ConnectGloo(options_, *store_, device_);
+      if (!context.ok()) {
+        broken_ = context.status();
+        return broken_;
+      }
+      context_ = std::move(*context);
+    }
     try {
       body();
       return Status::Ok();
@@ -233,10 +297,12 @@ class GlooBackend final : public Backend, public StreamsKnob {
     }
   }
 
-  std::shared_ptr<gloo::rendezvous::Context> context_;
+  const GlooOptions options_;
   std::shared_ptr<gloo::transport::Device> device_;
-  std::unique_ptr<TcpRing> ring_;  // the allreduce's, where there is one
-  int rank_;
+  std::unique_ptr<Store> store_;  // for the mesh, until it is made
+  std::shared_ptr<gloo::rendezvous::Context> context_;  // null: not yet
+  std::unique_ptr<TcpRing> ring_;  // hvd's own sockets, where there are
+  int rank_, size_;
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   Status broken_;
@@ -245,8 +311,10 @@ class GlooBackend final : public Backend, public StreamsKnob {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
-                                                     Store& store) {
+uint64_t GlooMeshesConnected() { return g_meshes.load(); }
+
+StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(
+    const GlooOptions& options, std::unique_ptr<Store> store) {
   // Gloo writes to sockets that a dead peer has closed. With SIGPIPE at its
   // default the process would die on the spot instead of failing the
   // collective with a message naming the peer; a program's own handler is
@@ -274,18 +342,8 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
                                    : "interface '" + options.iface + "'") +
             ": " + e.what() + " (check --network-interface)");
   }
-  auto context =
-      std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
-  context->setTimeout(options.connect_timeout);
-  GlooStoreAdapter adapter(store, options.connect_timeout);
-  try {
-    context->connectFullMesh(adapter, device);
-  } catch (const std::exception& e) {
-    return Status::Unavailable(
-        where,
-        std::string("connecting to the other ranks failed: ") + e.what());
-  }
   std::unique_ptr<TcpRing> ring;
+  std::shared_ptr<gloo::rendezvous::Context> context;
   if (options.ring) {
     TcpRingOptions r;
     static_cast<TcpOptions&>(r) = options;
@@ -293,24 +351,16 @@ StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
     r.stream_bytes = options.ring_stream_bytes;
     r.crossovers.doubling_bytes = options.ring_doubling_bytes;
     r.crossovers.halving_bytes = options.ring_halving_bytes;
-    HVD_ASSIGN_OR_RETURN(ring, TcpRing::Connect(r, store));
+    HVD_ASSIGN_OR_RETURN(ring, TcpRing::Connect(r, *store));
+    // The ring's connections are made alike: a rank that exits right
+    // after init() could reset a peer's half-finished handshake, unless
+    // everyone has finished connecting.
+    HVD_RETURN_IF_ERROR(ring->Barrier());
+  } else {
+    HVD_ASSIGN_OR_RETURN(context, ConnectGloo(options, *store, device));
   }
-  // Nobody may tear down before everyone has finished connecting: a rank
-  // that exits right after init() would otherwise reset a peer's
-  // half-finished handshake.
-  try {
-    gloo::BarrierOptions barrier(context);
-    barrier.setTimeout(options.connect_timeout);
-    gloo::barrier(barrier);
-  } catch (const std::exception& e) {
-    return Status::Unavailable(
-        where,
-        std::string("the other ranks did not finish connecting: ") + e.what());
-  }
-  context->setTimeout(options.op_timeout);
-  return std::unique_ptr<Backend>(
-      new GlooBackend(std::move(context), std::move(device), std::move(ring),
-                      options.rank, options.op_timeout));
+  return std::unique_ptr<Backend>(new GlooBackend(
+      options, std::move(device), std::move(store), std::move(ring), context));
 }
 
 }  // namespace hvd::runtime

@@ -1,6 +1,7 @@
 // Collectives over Gloo's TCP transport, for CPU buffers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "common/status.h"
@@ -22,9 +23,15 @@ struct GlooOptions : TcpOptions {
   size_t ring_halving_bytes = size_t{4} << 20;
 };
 
-// Connects the full mesh through `store` (which must outlive the call only).
-// Errors name this rank and say which peer or setting to check.
-StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(const GlooOptions& options,
-                                                     Store& store);
+// Connects through `store`: hvd's ring (ring: its neighbours and the
+// doubling's partners) at once, and Gloo's full mesh on the first
+// collective that the ring does not take (collective_algorithm.h), or at
+// once without the ring. Errors name this rank and say which peer or
+// setting to check.
+StatusOr<std::unique_ptr<Backend>> CreateGlooBackend(
+    const GlooOptions& options, std::unique_ptr<Store> store);
+
+// How many Gloo meshes this process has connected, for tests.
+uint64_t GlooMeshesConnected();
 
 }  // namespace hvd::runtime

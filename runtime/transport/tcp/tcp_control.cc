@@ -441,8 +441,7 @@ class TcpControlPlane final : public ControlPlane {
     } else {
       reason += message;
     }
-    if (!forwarded_)
-      reason += " (found by rank " + std::to_string(options_.rank) + ")";
+    if (!forwarded_) reason += " (found by " + Name(options_.rank) + ")";
     std::string abort;
     PutAbortFrame(reason, &abort);
     for (int p : peers_) {
@@ -486,9 +485,22 @@ class TcpControlPlane final : public ControlPlane {
       fds.push_back({bells_[q].get(), POLLIN, 0});
       if (started_wakes) fds.push_back({socks_[q].get(), POLLIN, 0});
     }
+    for (size_t i = 0; i < options_.wake_fds.size(); ++i) {
+      if (!wake_gone_[i]) fds.push_back({options_.wake_fds[i], POLLIN, 0});
+    }
     (void)::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
     wake_.Drain();
     char sink[64];
+    for (size_t i = 0; i < options_.wake_fds.size(); ++i) {
+      if (wake_gone_[i]) continue;
+      ssize_t r;
+      while ((r = ::recv(options_.wake_fds[i], sink, sizeof(sink),
+                         MSG_DONTWAIT)) > 0) {
+      }
+      // Hung up: its rank left (or died, which its own exchange names);
+      // polling it again would only spin.
+      if (r == 0) wake_gone_[i] = true;
+    }
     for (int q : peers_) {
       ssize_t r;
       while ((r = ::recv(bells_[q].get(), sink, sizeof(sink), MSG_DONTWAIT)) >
@@ -509,13 +521,16 @@ class TcpControlPlane final : public ControlPlane {
     (void)!::send(bells_[p].get(), &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
-  std::string Where() const {
-    return "rank " + std::to_string(options_.rank) + ": control plane";
+  // A rank of this plane as errors name it.
+  std::string Name(int p) const {
+    return options_.leaders ? "the leader of host " + std::to_string(p)
+                            : "rank " + std::to_string(p);
   }
 
+  std::string Where() const { return Name(options_.rank) + ": control plane"; }
+
   Status PeerFailed(int p, const std::string& what) const {
-    return Status::Unavailable(Where(),
-                               "rank " + std::to_string(p) + " " + what);
+    return Status::Unavailable(Where(), Name(p) + " " + what);
   }
 
   Status PeerGone(int p) const {
@@ -529,11 +544,11 @@ class TcpControlPlane final : public ControlPlane {
     std::string silent;
     for (int p : from) {
       if (in_len_[p] == UINT32_MAX || in_got_[p] < in_len_[p]) {
-        silent += (silent.empty() ? "" : ", ") + std::to_string(p);
+        silent += (silent.empty() ? "" : ", ") + Name(p);
       }
     }
     return Status::DeadlineExceeded(
-        Where(), "no message from rank(s) " + silent + " within " +
+        Where(), "no message from " + silent + " within " +
                      std::to_string(options_.op_timeout.count() / 1000) +
                      " s (raise HOROVOD_GLOO_TIMEOUT_SECONDS if they are only "
                      "slow)");
@@ -549,6 +564,8 @@ class TcpControlPlane final : public ControlPlane {
   // AwaitPeer, both under the engine's cycle lock (cycle_driver.h).
   std::chrono::microseconds typical_{0};
   std::vector<bool> rang_;  // this exchange's rings, by rank
+  // options_.wake_fds that hung up (the engine thread's, in Sleep)
+  std::vector<bool> wake_gone_ = std::vector<bool>(options_.wake_fds.size());
   Status broken_;
   bool forwarded_ = false;  // broken_ came from a peer's abort frame
   Traffic traffic_;

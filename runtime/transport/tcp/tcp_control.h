@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/control_plane.h"
@@ -55,6 +56,14 @@ struct ControlOptions : TcpOptions {
   // thread whose caller was coming anyway, which delays the next trip
   // more: 4 B took 2.2 ms there against 0.5 ms with the spin at 2 ms.
   std::chrono::microseconds spin{500};
+  // Sockets besides the plane's own whose bytes wake Wait, and are drained
+  // there (no reason for an exchange by themselves): a host leader's bells
+  // from the other ranks of its host (host_control.h). Owned by the
+  // caller, open while the plane lives.
+  std::vector<int> wake_fds;
+  // The plane's ranks are hosts' leaders (rank = host index), and errors
+  // name them so.
+  bool leaders = false;
 };
 
 // Connects to the exchange's peers through `store` (tcp_mesh.h).

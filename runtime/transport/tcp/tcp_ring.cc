@@ -67,14 +67,15 @@ Status TcpRing::Allreduce(void* data, size_t count, DataType type,
   const size_t bytes = count * DataTypeSize(type);
   uint8_t* d = static_cast<uint8_t*>(data);
   Status s;
-  switch (ChooseAllreduce(bytes, options_.size, options_.crossovers)) {
-    case AllreduceAlgorithm::kDoubling:
+  switch (ChooseTcpAlgorithm(Collective::kAllreduce, bytes, options_.size,
+                             options_.crossovers)) {
+    case TcpAlgorithm::kDoubling:
       s = Doubling(d, count, type, op);
       break;
-    case AllreduceAlgorithm::kHalving:
+    case TcpAlgorithm::kHalving:
       s = Halving(d, count, type, op);
       break;
-    case AllreduceAlgorithm::kRing:
+    default:
       s = Ring(d, count, type, op);
       break;
   }
@@ -331,6 +332,198 @@ Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
   // What waited for its send.
   for (size_t i = 0; i < recvs.size(); ++i) reduce(i);
   return Status::Ok();
+}
+
+namespace {
+
+// Where each rank's block begins, and the end: n + 1 offsets.
+std::vector<size_t> Offsets(const std::vector<size_t>& sizes, size_t scale) {
+  std::vector<size_t> at(sizes.size() + 1, 0);
+  for (size_t r = 0; r < sizes.size(); ++r)
+    at[r + 1] = at[r] + sizes[r] * scale;
+  return at;
+}
+
+}  // namespace
+
+Status TcpRing::Allgatherv(const void* in, void* out,
+                           const std::vector<size_t>& bytes) {
+  if (!broken_.ok()) return broken_;
+  const int n = options_.size, me = options_.rank;
+  if (bytes.size() != static_cast<size_t>(n)) {
+    return Status::InvalidArgument("allgatherv", "needs one size per rank");
+  }
+  const std::vector<size_t> at = Offsets(bytes, 1);
+  uint8_t* o = static_cast<uint8_t*>(out);
+  if (bytes[me] > 0 && o + at[me] != in) {
+    std::memmove(o + at[me], in, bytes[me]);
+  }
+  if (n == 1 || at[n] == 0) return Status::Ok();
+  Status s = ChooseTcpAlgorithm(Collective::kAllgather, at[n], n,
+                                options_.crossovers) == TcpAlgorithm::kRing
+                 ? GatherRing(o, at)
+                 : GatherDoubling(o, at);
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status TcpRing::GatherRing(uint8_t* out, const std::vector<size_t>& at) {
+  const int n = options_.size, me = options_.rank;
+  auto block = [&](int b) {
+    const int k = ((b % n) + n) % n;
+    return Span{at[k], at[k + 1] - at[k]};
+  };
+  for (int s = 0; s < n - 1; ++s) {
+    const Span send = block(me - s), recv = block(me - s - 1);
+    HVD_RETURN_IF_ERROR(Step(right_, out + send.at, send.bytes, left_,
+                             out + recv.at, recv.bytes, 1, false,
+                             [](size_t, size_t) {}));
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::GatherDoubling(uint8_t* out, const std::vector<size_t>& at) {
+  const int n = options_.size, me = options_.rank, fold = doubling_.fold;
+  const size_t total = at[n];
+  auto none = [](size_t, size_t) {};
+  if (doubling_.extra) {  // hands its block in, then gets them all
+    HVD_RETURN_IF_ERROR(Step(fold, out + at[me], at[me + 1] - at[me], fold,
+                             nullptr, 0, 1, false, none));
+    return Step(fold, nullptr, 0, fold, out, total, 1, false, none);
+  }
+  if (fold >= 0) {
+    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, out + at[fold],
+                             at[fold + 1] - at[fold], 1, false, none));
+  }
+  int q = 1;
+  while (q * 2 <= n) q *= 2;
+  // The blocks of ranks [a, b), past n none.
+  auto range = [&](int a, int b) {
+    a = std::min(a, n);
+    b = std::min(b, n);
+    return Span{at[a], at[b] - at[a]};
+  };
+  for (int m = 1; m < q; m *= 2) {
+    const int partner = me ^ m, mine = me & ~(m - 1),
+              theirs = partner & ~(m - 1);
+    const Span low = range(mine, mine + m), plow = range(theirs, theirs + m);
+    HVD_RETURN_IF_ERROR(Step(partner, out + low.at, low.bytes, partner,
+                             out + plow.at, plow.bytes, 1, false, none));
+    const Span high = range(q + mine, q + mine + m),
+               phigh = range(q + theirs, q + theirs + m);
+    if (high.bytes + phigh.bytes > 0) {
+      HVD_RETURN_IF_ERROR(Step(partner, out + high.at, high.bytes, partner,
+                               out + phigh.at, phigh.bytes, 1, false, none));
+    }
+  }
+  if (fold >= 0) {
+    return Step(fold, out, total, fold, nullptr, 0, 1, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Broadcast(void* data, size_t bytes, int root) {
+  if (!broken_.ok()) return broken_;
+  if (options_.size == 1 || bytes == 0) return Status::Ok();
+  Status s = Tree(static_cast<uint8_t*>(data), bytes, root);
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status TcpRing::Tree(uint8_t* data, size_t bytes, int root) {
+  const int n = options_.size, me = options_.rank, fold = doubling_.fold;
+  auto none = [](size_t, size_t) {};
+  int q = 1;
+  while (q * 2 <= n) q *= 2;
+  // A root past q hands the buffer to the rank it folds into, which roots
+  // the tree.
+  const int top = root >= q ? root - q : root;
+  if (root >= q && me == root) {
+    return Step(top, data, bytes, top, nullptr, 0, 1, false, none);
+  }
+  if (doubling_.extra) {
+    return Step(fold, nullptr, 0, fold, data, bytes, 1, false, none);
+  }
+  if (root >= q && me == top) {
+    HVD_RETURN_IF_ERROR(
+        Step(root, nullptr, 0, root, data, bytes, 1, false, none));
+  }
+  // Round m: the ranks within m of the root (relative: me ^ top) have the
+  // buffer and send it to their partner m further.
+  const int v = me ^ top;
+  for (int m = 1; m < q; m *= 2) {
+    const int partner = me ^ m;
+    if (v < m) {
+      HVD_RETURN_IF_ERROR(
+          Step(partner, data, bytes, partner, nullptr, 0, 1, false, none));
+    } else if (v < 2 * m) {
+      HVD_RETURN_IF_ERROR(
+          Step(partner, nullptr, 0, partner, data, bytes, 1, false, none));
+    }
+  }
+  if (fold >= 0 && fold != root) {
+    return Step(fold, data, bytes, fold, nullptr, 0, 1, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Reducescatter(const void* in, void* out,
+                              const std::vector<size_t>& counts, DataType type,
+                              ReduceOp op) {
+  if (!broken_.ok()) return broken_;
+  const int n = options_.size, me = options_.rank;
+  if (counts.size() != static_cast<size_t>(n)) {
+    return Status::InvalidArgument("reducescatter", "needs one count per rank");
+  }
+  const size_t esize = DataTypeSize(type);
+  const std::vector<size_t> at = Offsets(counts, esize);
+  work_.assign(static_cast<const uint8_t*>(in),
+               static_cast<const uint8_t*>(in) + at[n]);
+  Status s;
+  if (n > 1 && at[n] > 0) {
+    if (ChooseTcpAlgorithm(Collective::kReducescatter, at[n], n,
+                           options_.crossovers) == TcpAlgorithm::kRing) {
+      s = ScatterRing(work_.data(), at, type, op);
+    } else {
+      // Few bytes: the trips are the time, and the doubling makes fewest.
+      size_t total = 0;
+      for (size_t c : counts) total += c;
+      s = Allreduce(work_.data(), total, type, op);
+    }
+  }
+  if (!s.ok()) {
+    broken_ = s;
+    return s;
+  }
+  std::memcpy(out, work_.data() + at[me], at[me + 1] - at[me]);
+  return Status::Ok();
+}
+
+Status TcpRing::ScatterRing(uint8_t* work, const std::vector<size_t>& at,
+                            DataType type, ReduceOp op) {
+  const int n = options_.size, me = options_.rank;
+  auto block = [&](int b) {
+    const int k = ((b % n) + n) % n;
+    return Span{at[k], at[k + 1] - at[k]};
+  };
+  size_t largest = 0;
+  for (int r = 0; r < n; ++r) largest = std::max(largest, at[r + 1] - at[r]);
+  if (scratch_.size() < largest) scratch_.resize(largest);
+  const size_t esize = DataTypeSize(type);
+  // Block b starts on rank b + 1 and gathers one rank's share per trip
+  // round the ring, ending on rank b.
+  for (int s = 0; s < n - 1; ++s) {
+    const Span send = block(me - s - 1), recv = block(me - s - 2);
+    HVD_RETURN_IF_ERROR(Step(right_, work + send.at, send.bytes, left_,
+                             scratch_.data(), recv.bytes, esize, false,
+                             ReduceInto(work + recv.at, type, op)));
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Barrier() {
+  uint8_t nothing = 0;
+  return Allreduce(&nothing, 1, DataType::kUInt8, ReduceOp::kMax);
 }
 
 }  // namespace hvd::runtime

@@ -23,7 +23,7 @@
 #include "common/status.h"
 #include "runtime/dtype.h"
 #include "runtime/store.h"
-#include "runtime/transport/tcp/allreduce_algorithm.h"
+#include "runtime/transport/tcp/collective_algorithm.h"
 #include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_mesh.h"
 #include "runtime/transport/tcp/tcp_options.h"
@@ -41,8 +41,8 @@ struct TcpRingOptions : TcpOptions {
   // than a small block's whole trip (as ControlOptions::spin).
   std::chrono::microseconds spin{50};
   // Which sizes take the doubling, the halving and the ring
-  // (allreduce_algorithm.h).
-  AllreduceCrossovers crossovers;
+  // (collective_algorithm.h).
+  TcpCrossovers crossovers;
 };
 
 class TcpRing {
@@ -54,6 +54,21 @@ class TcpRing {
   // In place: data[i] = op over ranks of data[i]. Collective. After a
   // failure every later call returns the first error.
   Status Allreduce(void* data, size_t count, DataType type, ReduceOp op);
+  // As Backend's. Each runs what ChooseTcpAlgorithm picks, which the
+  // caller asks first (Takes): where it says Gloo's, these do not run.
+  Status Allgatherv(const void* in, void* out,
+                    const std::vector<size_t>& bytes);
+  Status Broadcast(void* data, size_t bytes, int root);
+  Status Reducescatter(const void* in, void* out,
+                       const std::vector<size_t>& counts, DataType type,
+                       ReduceOp op);
+  Status Barrier();
+  // Whether this ring runs collective `c` of `bytes` (collective_algorithm.h
+  // says what `bytes` counts), rather than Gloo.
+  bool Takes(Collective c, size_t bytes) const {
+    return ChooseTcpAlgorithm(c, bytes, options_.size, options_.crossovers) !=
+           TcpAlgorithm::kGloo;
+  }
 
   // Autotune's choice (every rank makes it in the same cycle, since both
   // ends of a step must cut it alike): large steps over the streams, or
@@ -88,6 +103,20 @@ class TcpRing {
   // 1 MiB). Every rank computes the same values: each pair reduces the
   // same two operands, and the ops are commutative.
   Status Doubling(uint8_t* data, size_t count, DataType type, ReduceOp op);
+  // Allgather by recursive doubling: each trip swaps every block gathered
+  // so far with the partner (where the ranks past the largest power of two
+  // q fold in, a trip's blocks lie in two ranges, the ranks below q and
+  // theirs past it: two steps).
+  Status GatherDoubling(uint8_t* out, const std::vector<size_t>& offsets);
+  // Allgather around the ring: n - 1 trips, a block each.
+  Status GatherRing(uint8_t* out, const std::vector<size_t>& offsets);
+  // Broadcast down a binomial tree of the doubling's partners, relative to
+  // the root (or, for a root past q, the rank it folds into).
+  Status Tree(uint8_t* data, size_t bytes, int root);
+  // Reduce-scatter around the ring on a copy of the input (work_): n - 1
+  // trips, a block each, the block of rank r ending reduced on r.
+  Status ScatterRing(uint8_t* work, const std::vector<size_t>& offsets,
+                     DataType type, ReduceOp op);
   // Sends [out, out + out_bytes) to rank `to` while receiving in_bytes
   // from rank `from` into `in`, each over StreamsFor(bytes) streams;
   // `arrived(from, to)` is told of each byte range of whole elements that
@@ -130,6 +159,7 @@ class TcpRing {
   std::vector<Half> halves_;
   bool several_ = true;
   std::vector<uint8_t> scratch_;
+  std::vector<uint8_t> work_;         // Reducescatter's copy of its input
   std::vector<Slice> sends_, recvs_;  // the step's (Step)
   std::vector<pollfd> fds_;
   Status broken_;
