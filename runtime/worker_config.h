@@ -73,8 +73,9 @@ struct WorkerConfig {
   int64_t control_mesh_ranks = 2;
   // HOROVOD_CONTROL_HOST_LEADERS: across hosts, one leader per host
   // negotiates for the host's ranks (host_control.h). Off: every rank in
-  // the TCP plane. Off by default: on 16 namespace hosts of 2 ranks sharing
-  // 2 cores its cycle took 5 times the flat plane's (4 and 8 hosts: less).
+  // the TCP plane. Off by default: with 16 namespace hosts of 2 ranks on 2
+  // cores its cycle took about 4 times the flat plane's (at 4 and 8 hosts
+  // of 2 it was faster).
   bool control_host_leaders = false;
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER (several ranks per host on
   // several hosts). Unset: on wherever hosts hold the same number (> 1) of
