@@ -44,7 +44,7 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
   log_.push_back(
       "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
       "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
-      "single_copy,tcp_streams,bytes_per_second");
+      "single_copy,tcp_streams,tcp_wide_crossovers,bytes_per_second");
   if (o_.try_cache) choices_.push_back(&Knobs::cache);
   if (o_.try_hierarchical_allreduce) {
     choices_.push_back(&Knobs::hierarchical_allreduce);
@@ -55,16 +55,18 @@ Autotuner::Autotuner(TuneOptions options, Knobs start)
   if (o_.try_shm) choices_.push_back(&Knobs::shm);
   if (o_.try_single_copy) choices_.push_back(&Knobs::single_copy);
   if (o_.try_streams) choices_.push_back(&Knobs::several_streams);
+  if (o_.try_crossovers) choices_.push_back(&Knobs::wide_crossovers);
   if (o_.fixed_fusion && o_.fixed_cycle) done_ = true;
 }
 
 void Autotuner::Row(const char* phase, const Knobs& k, double score) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%d,%d,%d,%.6g",
+  char buf[176];
+  std::snprintf(buf, sizeof(buf), "%d,%s,%.3f,%.3f,%d,%d,%d,%d,%d,%d,%d,%.6g",
                 samples_, phase, k.fusion_mb(), k.cycle_ms(), k.cache ? 1 : 0,
                 k.hierarchical_allreduce ? 1 : 0,
                 k.hierarchical_allgather ? 1 : 0, k.shm ? 1 : 0,
-                k.single_copy ? 1 : 0, k.several_streams ? 1 : 0, score);
+                k.single_copy ? 1 : 0, k.several_streams ? 1 : 0,
+                k.wide_crossovers ? 1 : 0, score);
   log_.push_back(buf);
 }
 

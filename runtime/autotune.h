@@ -43,6 +43,9 @@ struct TuneOptions {
   // Large TCP allreduce steps over several connections per peer or one,
   // where the data crosses hosts over TCP with several.
   bool try_streams = false;
+  // The TCP collectives' fewer-trip algorithms up to 4 times their
+  // crossovers, or as set, where the data crosses hosts on hvd's ring.
+  bool try_crossovers = false;
 };
 
 struct Knobs {
@@ -52,7 +55,8 @@ struct Knobs {
   bool hierarchical_allreduce = true, hierarchical_allgather = true;
   bool shm = true;          // host data through shared memory (else Gloo, TCP)
   bool single_copy = true;  // shared memory reads the peers' buffers
-  bool several_streams = true;  // TCP steps over HOROVOD_TCP_STREAMS
+  bool several_streams = true;   // TCP steps over HOROVOD_TCP_STREAMS
+  bool wide_crossovers = false;  // TCP crossovers 4 times as set
   bool operator==(const Knobs&) const = default;
 
   // The search's units (MB, ms), as its bounds and log speak them: the

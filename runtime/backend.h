@@ -136,12 +136,16 @@ class SingleCopyKnob {
   virtual void SetSingleCopy(bool on) = 0;
 };
 
-class StreamsKnob {
+class TcpKnob {
  public:
-  virtual ~StreamsKnob() = default;
+  virtual ~TcpKnob() = default;
   // Whether large TCP allreduce steps spread over several connections to
   // each peer (HOROVOD_TCP_STREAMS) or keep to one.
   virtual void SetSeveralStreams(bool on) = 0;
+  // Whether the TCP collectives take their fewer-trip algorithms (the
+  // doubling, the halving, the tree) up to 4 times their crossovers
+  // (collective_algorithm.h).
+  virtual void SetWideCrossovers(bool on) = 0;
 };
 
 }  // namespace hvd::runtime

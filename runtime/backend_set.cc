@@ -69,8 +69,14 @@ void BackendSet::SetSingleCopy(bool on) {
 }
 
 void BackendSet::SetSeveralStreams(bool on) {
-  if (auto* knob = dynamic_cast<StreamsKnob*>(current_)) {
+  if (auto* knob = dynamic_cast<TcpKnob*>(current_)) {
     knob->SetSeveralStreams(on);
+  }
+}
+
+void BackendSet::SetWideCrossovers(bool on) {
+  if (auto* knob = dynamic_cast<TcpKnob*>(current_)) {
+    knob->SetWideCrossovers(on);
   }
 }
 

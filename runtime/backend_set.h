@@ -56,6 +56,7 @@ class BackendSet {
   void SetHierarchical(bool allreduce, bool allgather);
   void SetSingleCopy(bool on);
   void SetSeveralStreams(bool on);
+  void SetWideCrossovers(bool on);
 
   // How the timeline names an operation on each ("GLOO_ALLREDUCE", as
   // Horovod's do): the prefix of the host and of the device backends.

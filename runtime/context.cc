@@ -608,6 +608,10 @@ Status Context::Connect(const WorkerConfig& config) {
           config.tcp_streams > 1) {
         engine_options_.tune.try_streams = true;
       }
+      if (engine_options_.autotune && config.tcp_ring &&
+          (config.tcp_doubling_bytes > 0 || config.tcp_halving_bytes > 0)) {
+        engine_options_.tune.try_crossovers = true;
+      }
       HVD_ASSIGN_OR_RETURN(control_, TcpControl(config, gloo));
       break;
     }

@@ -32,6 +32,7 @@ Status Engine::ApplyKnobs(const Knobs& k) {
                              k.hierarchical_allgather);
   backends_->SetSingleCopy(k.single_copy);
   backends_->SetSeveralStreams(k.several_streams);
+  backends_->SetWideCrossovers(k.wide_crossovers);
   return Status::Ok();
 }
 

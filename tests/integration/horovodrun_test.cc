@@ -412,7 +412,7 @@ TEST(HorovodrunTest, AutotuneSwitchesEveryRankTogetherAndLogsTheBest) {
   EXPECT_EQ(rows[0],
             "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
             "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
-            "single_copy,tcp_streams,bytes_per_second");
+            "single_copy,tcp_streams,tcp_wide_crossovers,bytes_per_second");
   auto column = [&](size_t row, size_t col) {
     std::vector<std::string> cells;
     std::stringstream line(rows[row]);

@@ -241,8 +241,9 @@ TEST_F(TwoSshHostsTest, JobAcrossThreeHosts) {
 }
 
 // Autotune across hosts also tries the TCP allreduce on one stream per
-// peer (its row in the log has tcp_streams 0), every rank switching in the
-// same cycle: the program checks every result meanwhile.
+// peer (its row in the log has tcp_streams 0) and the TCP collectives'
+// crossovers 4 times as far (tcp_wide_crossovers 1), every rank switching
+// in the same cycle: the program checks every result meanwhile.
 TEST_F(TwoSshHostsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
   const std::string log = dir_.path() + "/autotune.csv";
   std::vector<std::string> args = {
@@ -262,14 +263,23 @@ TEST_F(TwoSshHostsTest, AutotuneTriesOneTcpStreamAcrossHosts) {
   ASSERT_GE(rows.size(), 3u) << log;
   EXPECT_NE(rows[0].find(",single_copy,tcp_streams,"), std::string::npos)
       << rows[0];
-  // The last choice before the best: the streams, off.
-  const std::string& choice = rows[rows.size() - 2];
-  EXPECT_NE(choice.find(",choice,"), std::string::npos) << choice;
-  std::vector<std::string> cells;
-  std::stringstream line(choice);
-  for (std::string c; std::getline(line, c, ',');) cells.push_back(c);
-  ASSERT_EQ(cells.size(), 11u) << choice;
-  EXPECT_EQ(cells[9], "0") << choice;
+  // The last choices before the best: the streams off, then the wide
+  // crossovers on.
+  ASSERT_GE(rows.size(), 4u) << log;
+  auto cells = [&](const std::string& row) {
+    std::vector<std::string> out;
+    std::stringstream line(row);
+    for (std::string c; std::getline(line, c, ',');) out.push_back(c);
+    return out;
+  };
+  const std::string& streams = rows[rows.size() - 3];
+  const std::string& wide = rows[rows.size() - 2];
+  EXPECT_NE(streams.find(",choice,"), std::string::npos) << streams;
+  EXPECT_NE(wide.find(",choice,"), std::string::npos) << wide;
+  ASSERT_EQ(cells(streams).size(), 12u) << streams;
+  ASSERT_EQ(cells(wide).size(), 12u) << wide;
+  EXPECT_EQ(cells(streams)[9], "0") << streams;
+  EXPECT_EQ(cells(wide)[10], "1") << wide;
 }
 
 // Trouble across hosts: rank 0 on host a, rank 1 on host b makes it. A

@@ -108,7 +108,7 @@ TEST(AutotunerTest, SamplesThenSettlesOnTheBestAndLogsIt) {
   EXPECT_EQ(log[0],
             "sample,phase,fusion_threshold_mb,cycle_time_ms,response_cache,"
             "hierarchical_allreduce,hierarchical_allgather,shared_memory,"
-            "single_copy,tcp_streams,bytes_per_second");
+            "single_copy,tcp_streams,tcp_wide_crossovers,bytes_per_second");
   EXPECT_NE(log[log.size() - 2].find(",choice,"), std::string::npos);
   EXPECT_TRUE(k.cache) << "turning the cache off did not help: kept on";
   EXPECT_NE(log[1].find(",warmup,"), std::string::npos);

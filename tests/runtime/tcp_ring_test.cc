@@ -94,8 +94,9 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
 
 // Over TCP a job whose collectives all run on hvd's sockets connects no
 // Gloo mesh (each rank holds its ring neighbours and doubling partners
-// only); the first one that runs on Gloo (alltoall) connects it, on every
-// rank in the same call, and it works.
+// only), with the crossovers as set or autotune's wide ones; the first
+// collective that runs on Gloo (alltoall) connects it, on every rank in
+// the same call, and it works.
 TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
   const int n = 5;
   const uint64_t before = GlooMeshesConnected();
@@ -127,6 +128,15 @@ TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
                         .ok());
         EXPECT_EQ(out[0], n * n);
         ASSERT_TRUE(b.Barrier().ok());
+        // Autotune's wide crossovers (every rank alike) take an 8 MiB
+        // broadcast, past the tree's crossover as set, onto the tree too.
+        auto* knob = dynamic_cast<TcpKnob*>(&b);
+        ASSERT_NE(knob, nullptr);
+        knob->SetWideCrossovers(true);
+        std::vector<uint8_t> big(8 << 20, static_cast<uint8_t>(rank));
+        ASSERT_TRUE(b.Broadcast(big.data(), big.size(), 1).ok());
+        EXPECT_EQ(big[(8 << 20) - 1], 1);
+        knob->SetWideCrossovers(false);
         {
           // Every rank past the ring's collectives before anyone's alltoall.
           std::unique_lock<std::mutex> lock(mu);

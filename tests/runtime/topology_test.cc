@@ -119,22 +119,27 @@ class Stub : public Backend {
   int id_;
 };
 
-// One with the hierarchical and streams knobs: it says which backend heard
+// One with the hierarchical and TCP knobs: it says which backend heard
 // the choice.
-class Named final : public Stub, public HierarchicalKnob, public StreamsKnob {
+class Named final : public Stub, public HierarchicalKnob, public TcpKnob {
  public:
-  explicit Named(int id, int* hier = nullptr, int* streams = nullptr)
-      : Stub(id), hier_(hier), streams_(streams) {}
+  explicit Named(int id, int* hier = nullptr, int* streams = nullptr,
+                 int* wide = nullptr)
+      : Stub(id), hier_(hier), streams_(streams), wide_(wide) {}
   void SetHierarchical(bool allreduce, bool) override {
     if (hier_) *hier_ = allreduce ? id() : -id();
   }
   void SetSeveralStreams(bool on) override {
     if (streams_) *streams_ = on ? id() : -id();
   }
+  void SetWideCrossovers(bool on) override {
+    if (wide_) *wide_ = on ? id() : -id();
+  }
 
  private:
   int* hier_;
   int* streams_;
+  int* wide_;
 };
 
 // One with the single-copy knob only.
@@ -221,25 +226,29 @@ TEST(BackendSetTest, WithoutAlternativesNothingSwitches) {
 // where it has the knob.
 TEST(BackendSetTest, KnobsReachOnlyTheBackendsThatHaveThem) {
   bool single_copy = true;
-  int hier = 0, streams = 0;
+  int hier = 0, streams = 0, wide = 0;
   BackendSet set(
       std::make_unique<SingleCopyStub>(1, &single_copy), "shared memory",
       [&]() -> StatusOr<std::unique_ptr<Backend>> {
         return std::unique_ptr<Backend>(
-            std::make_unique<Named>(2, &hier, &streams));
+            std::make_unique<Named>(2, &hier, &streams, &wide));
       },
       "Gloo over TCP");
   set.SetSingleCopy(false);
   EXPECT_FALSE(single_copy);
   set.SetHierarchical(true, true);  // shared memory has no such knobs
   set.SetSeveralStreams(false);
+  set.SetWideCrossovers(true);
   EXPECT_EQ(hier, 0);
   EXPECT_EQ(streams, 0);
+  EXPECT_EQ(wide, 0);
   ASSERT_TRUE(set.UsePrimaryHost(false).ok());
   set.SetHierarchical(true, false);
   EXPECT_EQ(hier, 2);
   set.SetSeveralStreams(false);
   EXPECT_EQ(streams, -2);
+  set.SetWideCrossovers(true);
+  EXPECT_EQ(wide, 2);
   set.SetSingleCopy(true);  // TCP has none: shared memory's stays off
   EXPECT_FALSE(single_copy);
 }

@@ -104,7 +104,7 @@ class CrossThread {
 
 class HierarchicalBackend final : public Backend,
                                   public HierarchicalKnob,
-                                  public StreamsKnob {
+                                  public TcpKnob {
  public:
   HierarchicalBackend(const HierarchicalOptions& o,
                       std::unique_ptr<Backend> flat,
@@ -173,8 +173,15 @@ class HierarchicalBackend final : public Backend,
   // The TCP parts: the flat ring and the cross one.
   void SetSeveralStreams(bool on) override {
     for (Backend* b : {flat_.get(), cross_.get()}) {
-      if (auto* knob = dynamic_cast<StreamsKnob*>(b)) {
+      if (auto* knob = dynamic_cast<TcpKnob*>(b)) {
         knob->SetSeveralStreams(on);
+      }
+    }
+  }
+  void SetWideCrossovers(bool on) override {
+    for (Backend* b : {flat_.get(), cross_.get()}) {
+      if (auto* knob = dynamic_cast<TcpKnob*>(b)) {
+        knob->SetWideCrossovers(on);
       }
     }
   }

@@ -98,7 +98,7 @@ StatusOr<std::shared_ptr<gloo::rendezvous::Context>> ConnectGloo(
 // collective (ring_), it is never made, and each rank holds only the
 // ring's sockets. Every rank routes a collective alike (the same sizes),
 // so all of them connect in the same call.
-class GlooBackend final : public Backend, public StreamsKnob {
+class GlooBackend final : public Backend, public TcpKnob {
  public:
   GlooBackend(const GlooOptions& options,
               std::shared_ptr<gloo::transport::Device> device,
@@ -115,6 +115,9 @@ class GlooBackend final : public Backend, public StreamsKnob {
 
   void SetSeveralStreams(bool on) override {
     if (ring_) ring_->SetSeveralStreams(on);
+  }
+  void SetWideCrossovers(bool on) override {
+    if (ring_) ring_->SetWideCrossovers(on);
   }
 
   Status Allreduce(void* data, size_t count, DataType type,

@@ -68,7 +68,7 @@ Status TcpRing::Allreduce(void* data, size_t count, DataType type,
   uint8_t* d = static_cast<uint8_t*>(data);
   Status s;
   switch (ChooseTcpAlgorithm(Collective::kAllreduce, bytes, options_.size,
-                             options_.crossovers)) {
+                             crossovers_)) {
     case TcpAlgorithm::kDoubling:
       s = Doubling(d, count, type, op);
       break;
@@ -360,7 +360,7 @@ Status TcpRing::Allgatherv(const void* in, void* out,
   }
   if (n == 1 || at[n] == 0) return Status::Ok();
   Status s = ChooseTcpAlgorithm(Collective::kAllgather, at[n], n,
-                                options_.crossovers) == TcpAlgorithm::kRing
+                                crossovers_) == TcpAlgorithm::kRing
                  ? GatherRing(o, at)
                  : GatherDoubling(o, at);
   if (!s.ok()) broken_ = s;
@@ -481,8 +481,8 @@ Status TcpRing::Reducescatter(const void* in, void* out,
                static_cast<const uint8_t*>(in) + at[n]);
   Status s;
   if (n > 1 && at[n] > 0) {
-    if (ChooseTcpAlgorithm(Collective::kReducescatter, at[n], n,
-                           options_.crossovers) == TcpAlgorithm::kRing) {
+    if (ChooseTcpAlgorithm(Collective::kReducescatter, at[n], n, crossovers_) ==
+        TcpAlgorithm::kRing) {
       s = ScatterRing(work_.data(), at, type, op);
     } else {
       // Few bytes: the trips are the time, and the doubling makes fewest.

@@ -66,8 +66,16 @@ class TcpRing {
   // Whether this ring runs collective `c` of `bytes` (collective_algorithm.h
   // says what `bytes` counts), rather than Gloo.
   bool Takes(Collective c, size_t bytes) const {
-    return ChooseTcpAlgorithm(c, bytes, options_.size, options_.crossovers) !=
+    return ChooseTcpAlgorithm(c, bytes, options_.size, crossovers_) !=
            TcpAlgorithm::kGloo;
+  }
+  // Autotune's choice (every rank makes it in the same cycle): the
+  // crossovers as given, or each 4 times as far (0 stays 0: its peers
+  // may not be connected).
+  void SetWideCrossovers(bool on) {
+    const int scale = on ? 4 : 1;
+    crossovers_.doubling_bytes = options_.crossovers.doubling_bytes * scale;
+    crossovers_.halving_bytes = options_.crossovers.halving_bytes * scale;
   }
 
   // Autotune's choice (every rank makes it in the same cycle, since both
@@ -158,6 +166,7 @@ class TcpRing {
   };
   std::vector<Half> halves_;
   bool several_ = true;
+  TcpCrossovers crossovers_ = options_.crossovers;  // in use
   std::vector<uint8_t> scratch_;
   std::vector<uint8_t> work_;         // Reducescatter's copy of its input
   std::vector<Slice> sends_, recvs_;  // the step's (Step)
