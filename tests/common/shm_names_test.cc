@@ -87,17 +87,25 @@ TEST(ShmNamesTest, RemovesOnlyTheJobsUnusedNames) {
 TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   const std::string job = NewJobId();
   ShmFile held(ShmJobPrefix(job) + "data-1");
-  int pipefd[2];
+  // The child allocates nothing (this process may have threads), and it
+  // leaves when this process does, however that ends: it waits on a pipe
+  // whose only writer is this process (`stay`).
+  const std::string path = "/dev/shm/" + held.name();
+  int pipefd[2], stay[2];
   ASSERT_EQ(::pipe(pipefd), 0);
+  ASSERT_EQ(::pipe(stay), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     ::setpgid(0, 0);
-    int fd = ::open(("/dev/shm/" + held.name()).c_str(), O_RDONLY);
+    ::close(stay[1]);
+    int fd = ::open(path.c_str(), O_RDONLY);
     (void)!::write(pipefd[1], fd >= 0 ? "y" : "n", 1);
-    ::pause();
+    char c;
+    (void)!::read(stay[0], &c, 1);
     ::_exit(0);
   }
+  ::close(stay[0]);
   ::setpgid(child, child);
   char ready = 0;
   ASSERT_EQ(::read(pipefd[0], &ready, 1), 1);
@@ -109,6 +117,7 @@ TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   ::waitpid(child, nullptr, 0);
   ::close(pipefd[0]);
   ::close(pipefd[1]);
+  ::close(stay[1]);
 }
 
 TEST(ShmNamesTest, AnEmptyJobIdSweepsNothing) {
