@@ -237,30 +237,21 @@ StatusOr<std::vector<int>> MeetLocally(ControlPlane* local, int rank) {
 // Setup step 2 (leaders, then handed out): every host's ranks.
 StatusOr<HostRanks> MeetHosts(HostControlPlane* p,
                               const std::vector<int>& mine) {
-  std::string hosts_flat;
+  std::string packed;
+  std::vector<std::string> all;
   if (p->leader()) {
-    std::vector<std::string> all;
     HVD_RETURN_IF_ERROR(p->cross_->Exchange(RankList(mine), &all, true));
-    for (const std::string& h : all) {
-      const uint32_t n = static_cast<uint32_t>(h.size() / 4);
-      hosts_flat.append(reinterpret_cast<const char*>(&n), 4);
-      hosts_flat.append(h);
-    }
+    PackBlocks(all, &packed);
   }
   if (p->local_) {
-    std::vector<std::string> all;
-    HVD_RETURN_IF_ERROR(p->local_->Exchange(hosts_flat, &all, true));
-    hosts_flat = all[0];
+    HVD_RETURN_IF_ERROR(p->local_->Exchange(packed, &all, true));
+    packed.swap(all[0]);
+  }
+  if (!UnpackBlocks(packed, &all)) {
+    return Status::DataLoss("control plane", "malformed list of the hosts");
   }
   HostRanks hosts;
-  for (size_t at = 0; at + 4 <= hosts_flat.size();) {
-    uint32_t n;
-    std::memcpy(&n, hosts_flat.data() + at, 4);
-    at += 4;
-    if (n == 0 || hosts_flat.size() - at < 4 * size_t{n}) break;
-    hosts.push_back(ParseRankList(hosts_flat.substr(at, 4 * size_t{n})));
-    at += 4 * size_t{n};
-  }
+  for (const std::string& h : all) hosts.push_back(ParseRankList(h));
   return hosts;
 }
 

@@ -31,6 +31,23 @@ Status Malformed(const std::string& what) {
 
 }  // namespace
 
+void PackBlocks(const std::vector<std::string>& blocks, std::string* out) {
+  for (const std::string& b : blocks) {
+    PutU32(static_cast<uint32_t>(b.size()), out);
+    out->append(b);
+  }
+}
+
+bool UnpackBlocks(std::string_view in, std::vector<std::string>* blocks) {
+  blocks->clear();
+  for (size_t at = 0; at < in.size();) {
+    std::string_view b;
+    if (!TakeBlock(in, &at, &b)) return false;
+    blocks->emplace_back(b);
+  }
+  return true;
+}
+
 void PackHostMessage(const std::vector<std::string>& local,
                      ControlPlane::Merger* merger, std::string* out) {
   out->clear();
@@ -52,10 +69,7 @@ void PackHostMessage(const std::vector<std::string>& local,
     }
   }
   out->push_back('L');
-  for (const std::string& m : local) {
-    PutU32(static_cast<uint32_t>(m.size()), out);
-    out->append(m);
-  }
+  PackBlocks(local, out);
 }
 
 std::string HostErrorMessage(std::string_view why) {
@@ -81,10 +95,7 @@ void PackHandOut(const std::vector<std::string>& hosts,
   if (groups != nullptr) {
     for (int g : *groups) PutU32(static_cast<uint32_t>(g), out);
   }
-  for (const std::string& h : hosts) {
-    PutU32(static_cast<uint32_t>(h.size()), out);
-    out->append(h);
-  }
+  PackBlocks(hosts, out);
 }
 
 std::string HandOutError(std::string_view why) {

@@ -30,6 +30,12 @@ namespace hvd::runtime {
 void PackHostMessage(const std::vector<std::string>& local,
                      ControlPlane::Merger* merger, std::string* out);
 
+// Strings as one: per string, u32 length + bytes (a host message's list,
+// a hand-out's hosts, and the hosts' rank lists at setup). Unpack: false
+// where the bytes do not end exactly after the last string.
+void PackBlocks(const std::vector<std::string>& blocks, std::string* out);
+bool UnpackBlocks(std::string_view in, std::vector<std::string>* blocks);
+
 // A host message saying why the host cannot take part.
 std::string HostErrorMessage(std::string_view why);
 

@@ -4,10 +4,15 @@
 
 namespace hvd::runtime {
 
-DoublingPlan PlanDoubling(int rank, int size) {
-  DoublingPlan p;
+int DoublingPow2(int size) {
   int q = 1;
   while (q * 2 <= size) q *= 2;
+  return q;
+}
+
+DoublingPlan PlanDoubling(int rank, int size) {
+  DoublingPlan p;
+  const int q = DoublingPow2(size);
   if (rank >= q) {
     p.extra = true;
     p.fold = rank - q;

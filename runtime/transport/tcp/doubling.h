@@ -27,6 +27,9 @@ struct DoublingPlan {
 
 DoublingPlan PlanDoubling(int rank, int size);
 
+// q: the largest power of two <= size (size >= 1).
+int DoublingPow2(int size);
+
 // Everyone this rank exchanges with in a doubling: the fold partner and
 // the round partners, ascending. Symmetric: q is among p's peers exactly
 // when p is among q's.

@@ -395,8 +395,7 @@ Status TcpRing::GatherDoubling(uint8_t* out, const std::vector<size_t>& at) {
     HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, out + at[fold],
                              at[fold + 1] - at[fold], 1, false, none));
   }
-  int q = 1;
-  while (q * 2 <= n) q *= 2;
+  const int q = DoublingPow2(n);
   // The blocks of ranks [a, b), past n none.
   auto range = [&](int a, int b) {
     a = std::min(a, n);
@@ -433,8 +432,7 @@ Status TcpRing::Broadcast(void* data, size_t bytes, int root) {
 Status TcpRing::Tree(uint8_t* data, size_t bytes, int root) {
   const int n = options_.size, me = options_.rank, fold = doubling_.fold;
   auto none = [](size_t, size_t) {};
-  int q = 1;
-  while (q * 2 <= n) q *= 2;
+  const int q = DoublingPow2(n);
   // A root past q hands the buffer to the rank it folds into, which roots
   // the tree.
   const int top = root >= q ? root - q : root;
