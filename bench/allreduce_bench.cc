@@ -10,6 +10,8 @@
 //                   (shared memory on one host; Gloo's ring with
 //                   HOROVOD_SHM_DISABLE=1), the fusion step as 64
 //                   sequential calls
+//   --mode broadcast  through the engine: each size as the blocking named
+//                   broadcast from rank 0 (no fusion step)
 //   --mode memcpy   no job: one core's memcpy of the same sizes (the
 //                   physical reference), "RESULT memcpy <bytes> <s>"
 // Rank 0 prints "RESULT <mode> <bytes> <seconds per op>" and
@@ -64,10 +66,10 @@ int main(int argc, char** argv) {
       argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
   const bool shared = mode == "shared";
   if (mode != "engine" && mode != "shared" && mode != "backend" &&
-      mode != "memcpy") {
+      mode != "memcpy" && mode != "broadcast") {
     std::fprintf(stderr,
-                 "usage: allreduce_bench --mode engine|shared|backend|memcpy "
-                 "[BYTES...]\n");
+                 "usage: allreduce_bench --mode "
+                 "engine|shared|backend|broadcast|memcpy [BYTES...]\n");
     return 2;
   }
   constexpr size_t kMost = size_t{256} << 20;
@@ -115,7 +117,20 @@ int main(int argc, char** argv) {
       kTensors, std::vector<float>(kTensorFloats, 1.0f));
   hvd::Status failed;
 
-  if (mode == "engine" || mode == "shared") {
+  if (mode == "broadcast") {
+    if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
+    for (size_t bytes : sizes) {
+      const std::string name = "bcast." + std::to_string(bytes);
+      const hvd::Tensor tensor{
+          data, hvd::DataType::kFloat32, {static_cast<int64_t>(bytes / 4)}};
+      double t = TimePerOp(Iterations(bytes), [&] {
+        failed.Update(hvd::broadcast(name, tensor, 0));
+      });
+      if (hvd::rank() == 0)
+        std::printf("RESULT broadcast %zu %.9f\n", bytes, t);
+    }
+    (void)hvd::shutdown();
+  } else if (mode == "engine" || mode == "shared") {
     if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
     for (size_t bytes : sizes) {
       std::string name = "bench." + std::to_string(bytes);

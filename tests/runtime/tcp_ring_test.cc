@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -38,9 +39,10 @@ WorkerConfig TcpConfig(const TestJob& job, int r) {
 // doubling up to its crossover, the halving up to its own where it saves
 // trips (more than three ranks), the ring past both; allgather the
 // doubling up to the halving's crossover, then the ring; broadcast the
-// tree up to it, then Gloo's; reducescatter the doubling up to the
-// doubling's crossover, then the ring; alltoall always Gloo's; a
-// crossover of 0 turns its algorithm off.
+// tree up to the doubling's, then the chain along the ring; reducescatter the
+// doubling up to the doubling's crossover, then the ring; barrier the doubling,
+// or the ring where no size takes it; alltoall always Gloo's; a crossover of 0
+// turns its algorithm off.
 TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
   using A = TcpAlgorithm;
   using C = Collective;
@@ -72,9 +74,11 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
       {C::kAllgather, (4 << 20) + 1, 32, standard, A::kRing},
       {C::kAllgather, 4, 32, no_halving, A::kRing},
       {C::kBroadcast, 4, 32, standard, A::kTree},
-      {C::kBroadcast, 4 << 20, 5, standard, A::kTree},
-      {C::kBroadcast, 16 << 20, 5, standard, A::kGloo},
-      {C::kBroadcast, 4, 5, ring_only, A::kGloo},
+      {C::kBroadcast, 64 << 10, 5, standard, A::kTree},
+      {C::kBroadcast, (64 << 10) + 1, 5, standard, A::kRing},
+      {C::kBroadcast, 4 << 20, 5, standard, A::kRing},
+      {C::kBroadcast, 16 << 20, 5, standard, A::kRing},
+      {C::kBroadcast, 4, 5, ring_only, A::kRing},
       {C::kReducescatter, 64 << 10, 8, standard, A::kDoubling},
       {C::kReducescatter, (64 << 10) + 4, 8, standard, A::kRing},
       {C::kReducescatter, 4, 8, ring_only, A::kRing},
@@ -82,7 +86,7 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
       {C::kAlltoall, 16 << 20, 8, standard, A::kGloo},
       {C::kBarrier, 0, 8, standard, A::kDoubling},
       {C::kBarrier, 0, 8, no_halving, A::kDoubling},
-      {C::kBarrier, 0, 8, ring_only, A::kGloo},
+      {C::kBarrier, 0, 8, ring_only, A::kRing},
   };
   for (const Row& r : rows) {
     const A got = ChooseTcpAlgorithm(r.c, r.bytes, r.ranks, r.x);
@@ -92,11 +96,11 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
   }
 }
 
-// Over TCP a job whose collectives all run on hvd's sockets connects no
-// Gloo mesh (each rank holds its ring neighbours and doubling partners
-// only), with the crossovers as set or autotune's wide ones; the first
-// collective that runs on Gloo (alltoall) connects it, on every rank in
-// the same call, and it works.
+// Over TCP a job whose collectives all run on hvd's sockets (every size of
+// broadcast among them) connects no Gloo mesh (each rank holds its ring
+// neighbours and doubling partners only), with the crossovers as set or
+// autotune's wide ones; the first collective that runs on Gloo (alltoall)
+// connects it, on every rank in the same call, and it works.
 TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
   const int n = 5;
   const uint64_t before = GlooMeshesConnected();
@@ -128,14 +132,18 @@ TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
                         .ok());
         EXPECT_EQ(out[0], n * n);
         ASSERT_TRUE(b.Barrier().ok());
-        // Autotune's wide crossovers (every rank alike) take an 8 MiB
-        // broadcast, past the tree's crossover as set, onto the tree too.
+        // A 256 KiB broadcast, past the tree's crossover, runs the chain;
+        // autotune's wide crossovers (every rank alike) take it onto the
+        // tree.
+        std::vector<uint8_t> big(256 << 10, static_cast<uint8_t>(rank));
+        ASSERT_TRUE(b.Broadcast(big.data(), big.size(), 4).ok());
+        EXPECT_EQ(big.back(), 4);
         auto* knob = dynamic_cast<TcpKnob*>(&b);
         ASSERT_NE(knob, nullptr);
         knob->SetWideCrossovers(true);
-        std::vector<uint8_t> big(8 << 20, static_cast<uint8_t>(rank));
+        std::fill(big.begin(), big.end(), static_cast<uint8_t>(rank));
         ASSERT_TRUE(b.Broadcast(big.data(), big.size(), 1).ok());
-        EXPECT_EQ(big[(8 << 20) - 1], 1);
+        EXPECT_EQ(big.back(), 1);
         knob->SetWideCrossovers(false);
         {
           // Every rank past the ring's collectives before anyone's alltoall.
@@ -298,6 +306,47 @@ TEST(TcpRingTest, SeveralStreamsOffKeepsEveryStepOnOne) {
     });
   }
   for (auto& t : threads) t.join();
+}
+
+// The chain broadcast (past the tree's crossover): from every root, on
+// rings of 2, 3 and 5 (the root's left neighbour last in the chain), in
+// one piece and in several, one stream or three, every rank ends with the
+// root's bytes.
+TEST(TcpRingTest, ChainBroadcastFromEveryRootDeliversTheRootsBytes) {
+  for (int n : {2, 3, 5}) {
+    MemoryStore store;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, n, r] {
+        TcpRingOptions o;
+        o.rank = r;
+        o.size = n;
+        o.streams = 3;
+        o.stream_bytes = 4096;
+        o.crossovers.doubling_bytes = 16;
+        auto ring = TcpRing::Connect(o, store);
+        ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+        for (size_t bytes : {size_t{17}, size_t{1000}, size_t{100001},
+                             (size_t{1} << 20) + 3}) {
+          ASSERT_TRUE((*ring)->Takes(Collective::kBroadcast, bytes));
+          for (int root = 0; root < n; ++root) {
+            std::vector<uint8_t> buf(bytes);
+            for (size_t i = 0; i < bytes; ++i) {
+              buf[i] = static_cast<uint8_t>(r * 37 + i * 7);
+            }
+            Status s = (*ring)->Broadcast(buf.data(), bytes, root);
+            ASSERT_TRUE(s.ok()) << s.ToString();
+            for (size_t i = 0; i < bytes; ++i) {
+              ASSERT_EQ(buf[i], static_cast<uint8_t>(root * 37 + i * 7))
+                  << "np " << n << " rank " << r << " root " << root
+                  << " bytes " << bytes << " i " << i;
+            }
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
 }
 
 }  // namespace

@@ -16,11 +16,14 @@
 //             time
 //   ring      n - 1 trips to the neighbours only per phase: large buffers,
 //             where the bytes are the time and a neighbour's link is the
-//             one least shared
+//             one least shared. Broadcast: a pipelined chain from the
+//             root, every link carrying the buffer once. Barrier: a byte
+//             around it, where the doubling's partners are not connected.
 //   tree      broadcast down a binomial tree along the doubling's
-//             partners: log2(n) trips with the whole buffer
-//   gloo      Gloo's own (alltoall, pairwise; broadcasts past the
-//             halving's crossover)
+//             partners: log2(n) trips with the whole buffer (small
+//             buffers, up to the doubling's crossover)
+//   gloo      Gloo's own (alltoall, pairwise over its full mesh, connected
+//             at the first)
 //
 // Where n is no power of two, the ranks past the largest power of two fold
 // into the ranks below first (doubling.h). The crossovers are settings

@@ -16,6 +16,8 @@ using Clock = std::chrono::steady_clock;
 // Arrived input is reduced in pieces of at least this much, so the
 // reduction of a large block overlaps the rest of its transfer.
 constexpr size_t kReducePiece = 256 << 10;
+// The chain broadcast's piece (Chain).
+constexpr size_t kChainPiece = 256 << 10;
 
 // Where a block lies in the buffer, in bytes.
 struct Span {
@@ -424,7 +426,11 @@ Status TcpRing::GatherDoubling(uint8_t* out, const std::vector<size_t>& at) {
 Status TcpRing::Broadcast(void* data, size_t bytes, int root) {
   if (!broken_.ok()) return broken_;
   if (options_.size == 1 || bytes == 0) return Status::Ok();
-  Status s = Tree(static_cast<uint8_t*>(data), bytes, root);
+  uint8_t* d = static_cast<uint8_t*>(data);
+  Status s = ChooseTcpAlgorithm(Collective::kBroadcast, bytes, options_.size,
+                                crossovers_) == TcpAlgorithm::kTree
+                 ? Tree(d, bytes, root)
+                 : Chain(d, bytes, root);
   if (!s.ok()) broken_ = s;
   return s;
 }
@@ -461,6 +467,34 @@ Status TcpRing::Tree(uint8_t* data, size_t bytes, int root) {
   }
   if (fold >= 0 && fold != root) {
     return Step(fold, data, bytes, fold, nullptr, 0, 1, false, none);
+  }
+  return Status::Ok();
+}
+
+Status TcpRing::Chain(uint8_t* data, size_t bytes, int root) {
+  const int n = options_.size;
+  const int place = (options_.rank - root + n) % n;  // 0: the root
+  auto none = [](size_t, size_t) {};
+  // Pieces small enough that the chain fills quickly, large enough that a
+  // step's fixed cost stays small beside its bytes.
+  const size_t piece = std::clamp<size_t>(bytes / 4, 1, kChainPiece);
+  const size_t pieces = (bytes + piece - 1) / piece;
+  auto at = [&](size_t k) { return std::min(k * piece, bytes); };
+  // Each link carries the pieces one step each, so both of its ends cut
+  // them alike (a step's slices over the streams come from its size).
+  for (size_t k = 0; k < pieces && (place == 0 || place == n - 1); ++k) {
+    uint8_t* p = data + at(k);
+    const size_t b = at(k + 1) - at(k);
+    HVD_RETURN_IF_ERROR(
+        place == 0 ? Step(right_, p, b, right_, nullptr, 0, 1, false, none)
+                   : Step(left_, nullptr, 0, left_, p, b, 1, false, none));
+  }
+  if (place == 0 || place == n - 1) return Status::Ok();
+  // Step k takes piece k from the left while passing piece k - 1 right.
+  for (size_t k = 0; k <= pieces; ++k) {
+    const size_t out = k == 0 ? 0 : at(k - 1), in = at(k);
+    HVD_RETURN_IF_ERROR(Step(right_, data + out, in - out, left_, data + in,
+                             at(k + 1) - in, 1, false, none));
   }
   return Status::Ok();
 }

@@ -121,6 +121,12 @@ class TcpRing {
   // Broadcast down a binomial tree of the doubling's partners, relative to
   // the root (or, for a root past q, the rank it folds into).
   Status Tree(uint8_t* data, size_t bytes, int root);
+  // Broadcast along the ring from the root, pipelined: each rank passes a
+  // piece on to the right while the next comes in from the left, so every
+  // link carries the buffer once and the last rank has it about n pieces
+  // after the root began (a tree sends the whole buffer log2(n) times in
+  // turn; Gloo's root sends it n - 1 times).
+  Status Chain(uint8_t* data, size_t bytes, int root);
   // Reduce-scatter around the ring on a copy of the input (work_): n - 1
   // trips, a block each, the block of rank r ending reduced on r.
   Status ScatterRing(uint8_t* work, const std::vector<size_t>& offsets,
