@@ -88,7 +88,8 @@ void AssignAddresses(LaunchPlan& plan,
 
 std::vector<std::string> RemoteArgv(const WorkerPlan& w, const LaunchOptions& o,
                                     const std::string& ssh_exec,
-                                    const std::string& remote_exec) {
+                                    const std::string& remote_exec,
+                                    const std::string& share) {
   std::vector<std::string> argv = {
       ssh_exec,
       "--host",
@@ -106,6 +107,9 @@ std::vector<std::string> RemoteArgv(const WorkerPlan& w, const LaunchOptions& o,
   if (!o.launcher_cmd.empty()) {
     argv.push_back("--command");
     argv.push_back(o.launcher_cmd);
+  } else if (!share.empty()) {
+    argv.push_back("--share");
+    argv.push_back(share);
   }
   if (!w.user.empty()) {
     argv.push_back("--user");

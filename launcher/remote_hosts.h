@@ -43,10 +43,13 @@ void AssignAddresses(LaunchPlan& plan,
                      const std::string& iface_address, int rendezvous_port);
 
 // The argv that runs `command` on a remote worker's host through
-// hvd-ssh-exec and hvd-remote-exec.
+// hvd-ssh-exec and hvd-remote-exec. Workers given the same non-empty
+// `share` key share one SSH connection (launcher/tools/shared_connection.h;
+// not with --launcher-cmd, whose command reaches the host its own way).
 std::vector<std::string> RemoteArgv(const WorkerPlan& worker,
                                     const LaunchOptions& options,
                                     const std::string& ssh_exec,
-                                    const std::string& remote_exec);
+                                    const std::string& remote_exec,
+                                    const std::string& share = "");
 
 }  // namespace hvd::launcher

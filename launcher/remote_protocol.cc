@@ -69,4 +69,61 @@ StatusOr<size_t> DecodeRemoteLaunch(std::string_view buffer,
   }
 }
 
+namespace {
+
+constexpr size_t kFrameHeader = 9;
+constexpr uint32_t kMostFrameBytes = 64u << 20;
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out += static_cast<char>((v >> shift) & 0xff);
+  }
+}
+
+uint32_t GetU32(std::string_view in) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = v << 8 | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+bool KnownKind(char k) {
+  for (FrameKind f :
+       {FrameKind::kLaunch, FrameKind::kControl, FrameKind::kHangUp,
+        FrameKind::kAccepted, FrameKind::kStdout, FrameKind::kStderr,
+        FrameKind::kExit}) {
+    if (k == static_cast<char>(f)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string EncodeFrame(FrameKind kind, uint32_t worker,
+                        std::string_view bytes) {
+  std::string out;
+  out.reserve(kFrameHeader + bytes.size());
+  out += static_cast<char>(kind);
+  PutU32(out, worker);
+  PutU32(out, static_cast<uint32_t>(bytes.size()));
+  out += bytes;
+  return out;
+}
+
+StatusOr<size_t> DecodeFrame(std::string_view buffer, Frame* out) {
+  if (buffer.empty()) return size_t{0};
+  if (!KnownKind(buffer[0])) {
+    return Status::InvalidArgument("shared connection", "unknown frame kind");
+  }
+  if (buffer.size() < kFrameHeader) return size_t{0};
+  const uint32_t len = GetU32(buffer.substr(5));
+  if (len > kMostFrameBytes) {
+    return Status::InvalidArgument("shared connection", "frame too long");
+  }
+  if (buffer.size() < kFrameHeader + len) return size_t{0};
+  out->kind = static_cast<FrameKind>(buffer[0]);
+  out->worker = GetU32(buffer.substr(1));
+  out->bytes.assign(buffer.substr(kFrameHeader, len));
+  return kFrameHeader + len;
+}
+
 }  // namespace hvd::launcher

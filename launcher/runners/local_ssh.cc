@@ -85,11 +85,21 @@ StatusOr<Launch> LocalSshRunner::Workers(JobRendezvous& job) {
   const std::string cwd = WorkingDirectory();
   const std::string ssh_exec = context_.helpers + "/hvd-ssh-exec";
   const std::string remote_exec = RemoteExecPath(context_);
+  // A host's workers share one connection (its login shell starts once,
+  // not once per worker), under a key of the job's and the host's.
+  std::map<std::string, int> per_host;
+  std::map<std::string, std::string> share;
+  for (const WorkerPlan& w : plan_.workers) {
+    if (!w.local && ++per_host[w.host] == 2) {
+      share[w.host] = access.job_id + "/" + std::to_string(share.size());
+    }
+  }
   Launch launch;
   for (const WorkerPlan& w : plan_.workers) {
     std::vector<std::string> argv =
         w.local ? plan_.command
-                : RemoteArgv(w, context_.options, ssh_exec, remote_exec);
+                : RemoteArgv(w, context_.options, ssh_exec, remote_exec,
+                             share.count(w.host) ? share[w.host] : "");
     launch.processes.push_back(
         {argv, WorkerEnvironment(context_.env, plan_, w, access), cwd});
     launch.hosts.push_back(w.host);

@@ -1,4 +1,6 @@
-// hvd-remote-exec: the tiny wrapper that runs one worker on a remote host.
+// hvd-remote-exec: the tiny wrapper that runs one worker on a remote host
+// (with --agent, the host's workers of one shared connection, each under a
+// wrapper of its own: host_agent.h).
 //
 // sshd starts it with the SSH channel as stdin/stdout/stderr. It reads the
 // worker's launch (remote_protocol.h) from stdin, starts the worker in a
@@ -29,6 +31,7 @@
 #include "launcher/remote_protocol.h"
 #include "launcher/runners/srun_step.h"
 #include "launcher/spawner.h"
+#include "launcher/tools/host_agent.h"
 
 extern char** environ;
 
@@ -319,6 +322,9 @@ int Supervise(pid_t pid, std::string control) {
 int main(int argc, char** args) {
   if (argc > 1 && std::string(args[1]) == "--watchdog") return Watchdog();
   if (argc > 1 && std::string(args[1]) == "--srun") return SrunTask(argc, args);
+  if (argc > 1 && std::string(args[1]) == "--agent") {
+    return hvd::launcher::RunHostAgent();
+  }
   if (!InstallSignalHandlers()) return Fail("pipe");
   std::string buffer;
   hvd::launcher::RemoteLaunch launch;

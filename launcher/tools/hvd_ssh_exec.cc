@@ -10,7 +10,10 @@
 //
 //   hvd-ssh-exec --host H [--port P] [--user U] [--identity F]
 //                [--policy strict|accept-new|off] [--timeout S]
-//                --wrapper PATH -- command [args...]
+//                [--share KEY] --wrapper PATH -- command [args...]
+//
+// With --share KEY the workers given the same KEY share one connection
+// (shared_connection.h).
 //
 // With --command TEMPLATE (horovodrun --launcher-cmd) it reaches the host
 // through that command instead of SSH ({host} replaced, the wrapper's path
@@ -32,12 +35,16 @@
 #include "common/parse.h"
 #include "launcher/remote_protocol.h"
 #include "launcher/ssh.h"
+#include "launcher/tools/channel_io.h"
+#include "launcher/tools/shared_connection.h"
 
 extern char** environ;
 
 namespace {
 
+using hvd::launcher::ChannelWriteAll;
 using hvd::launcher::HostKeyCheck;
+using hvd::launcher::WriteAll;
 
 int g_signal_pipe[2];
 
@@ -50,28 +57,6 @@ void OnSignal(int) {
 int Fail(const std::string& what) {
   std::fprintf(stderr, "hvd-ssh-exec: %s\n", what.c_str());
   return 255;
-}
-
-bool WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool ChannelWriteAll(ssh_channel ch, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    int n = ssh_channel_write(ch, data.data() + off,
-                              static_cast<uint32_t>(data.size() - off));
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // Copies whatever the stream has ready; false when the connection broke.
@@ -89,7 +74,8 @@ bool Relay(ssh_channel ch, int is_stderr, bool* eof) {
         ch, buf, std::min<int>(avail, sizeof(buf)), is_stderr);
     if (n == SSH_ERROR) return false;
     if (n <= 0) return true;
-    WriteAll(is_stderr ? STDERR_FILENO : STDOUT_FILENO, buf, n);
+    (void)WriteAll(is_stderr ? STDERR_FILENO : STDOUT_FILENO,
+                   std::string_view(buf, n));
   }
 }
 
@@ -130,7 +116,7 @@ int RunThroughCommand(const std::string& templ, const std::string& host,
   setpgid(pid, pid);
   close(in[0]);
   const std::string header = hvd::launcher::EncodeRemoteLaunch(launch);
-  if (!WriteAll(in[1], header.data(), header.size())) {
+  if (!WriteAll(in[1], header)) {
     return Fail("host " + host + ": '" + templ +
                 "' did not take the worker's launch on its stdin");
   }
@@ -140,7 +126,7 @@ int RunThroughCommand(const std::string& templ, const std::string& host,
     if (got == pid) break;
     char sig[16];
     if (read(g_signal_pipe[0], sig, sizeof(sig)) > 0) {
-      (void)WriteAll(in[1], "TERM\n", 5);
+      (void)WriteAll(in[1], "TERM\n");
     }
     pollfd p{g_signal_pipe[0], POLLIN, 0};
     poll(&p, 1, 100);
@@ -155,7 +141,7 @@ int RunThroughCommand(const std::string& templ, const std::string& host,
 
 int main(int argc, char** argv) {
   hvd::launcher::SshTarget target;
-  std::string wrapper, via;
+  std::string wrapper, via, share;
   std::vector<std::string> command;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -187,6 +173,8 @@ int main(int argc, char** argv) {
       wrapper = v;
     } else if (a == "--command") {
       via = v;
+    } else if (a == "--share") {
+      share = v;
     } else {
       return Fail("unknown option " + a);
     }
@@ -208,6 +196,10 @@ int main(int argc, char** argv) {
   for (char** e = environ; *e != nullptr; ++e) launch.env.emplace_back(*e);
   launch.argv = command;
   if (!via.empty()) return RunThroughCommand(via, target.host, wrapper, launch);
+  if (!share.empty()) {
+    return hvd::launcher::RunShared(target, wrapper, launch, share,
+                                    g_signal_pipe[0]);
+  }
 
   auto session = hvd::launcher::SshSession::Connect(target);
   if (!session.ok()) return Fail(session.status().message());

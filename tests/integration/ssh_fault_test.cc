@@ -95,5 +95,31 @@ TEST_F(SshFaultTest, KilledSshdEndsTheJobWithAMessage) {
   ExpectAllGone(ReadPids(pids_));
 }
 
+// A host's workers share one SSH connection, held by one of their
+// hvd-ssh-exec processes. Whichever rank fails, the holder's or another's,
+// the job ends naming that rank and its status (the holder's connection
+// closing must not put another rank's "connection lost" first), and
+// nothing is left behind.
+TEST_F(SshFaultTest, AFailingRankOfASharedHostIsTheOneNamed) {
+  for (int fail : {0, 1, 2}) {
+    const std::string pids = pids_ + "/" + std::to_string(fail);
+    fs::create_directories(pids);
+    Subprocess job(
+        std::vector<std::string>{
+            HVD_HOROVODRUN, "-p", std::to_string(host_->port()), "-i",
+            host_->user_key(), "-np", "3", "-H", "root@127.0.0.1:3",
+            HVD_TEST_WORKER, "--pid-dir", pids, "--spawn-child", "--fail-rank",
+            std::to_string(fail), "--code", "3", "--sleep", "120"},
+        std::vector<std::string>{"HOME=" + home_.path()});
+    Result r = job.Wait(seconds(90));
+    EXPECT_EQ(r.exit_code, 3) << "failing rank " << fail << ": " << r.err;
+    EXPECT_NE(r.err.find("rank " + std::to_string(fail) +
+                         " on host 127.0.0.1 exited with code 3"),
+              std::string::npos)
+        << r.err;
+    ExpectAllGone(ReadPids(pids));
+  }
+}
+
 }  // namespace
 }  // namespace hvd::testing

@@ -122,6 +122,46 @@ TEST_F(SshTest, UserAtHostRunsUnderTheRemoteWrapper) {
   EXPECT_NE(lines[1].find("hvd-remote-exec"), std::string::npos) << lines[1];
 }
 
+// The workers of one host share one SSH connection: each worker's wrapper
+// is a child of the same hvd-remote-exec --agent, so the host's login
+// shell started once.
+TEST_F(SshTest, AHostsWorkersShareOneConnection) {
+  auto args = SshArgs(*host_);
+  for (std::string a : {"-np", "3", "-H", "root@127.0.0.1:3", "/bin/sh", "-c",
+                        "a=$(cut -d' ' -f4 /proc/$PPID/stat); "
+                        "echo $a $(tr '\\0' ' ' < /proc/$a/cmdline)"}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> agents;
+  for (const std::string& l : Lines(r.out)) {
+    agents.insert(l.substr(l.find(':') + 1));
+    EXPECT_NE(l.find("hvd-remote-exec --agent"), std::string::npos) << l;
+  }
+  EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
+  EXPECT_EQ(agents.size(), 1u) << r.out;
+}
+
+// The worker whose hvd-ssh-exec holds the connection may finish first:
+// the others' runs go on to their end, output and status intact.
+TEST_F(SshTest, ASharedConnectionOutlivesTheWorkerThatHoldsIt) {
+  auto args = SshArgs(*host_);
+  for (std::string a :
+       {"-np", "4", "-H", "root@127.0.0.1:4", "/bin/sh", "-c",
+        "[ $HOROVOD_RANK -lt 2 ] || sleep 1; echo done $HOROVOD_RANK"}) {
+    args.push_back(a);
+  }
+  Result r = Horovodrun(home_, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "[0]<stdout>:done 0", "[1]<stdout>:done 1",
+                       "[2]<stdout>:done 2", "[3]<stdout>:done 3"}))
+      << r.out;
+}
+
 TEST_F(SshTest, VerboseSaysWhatHorovodsSaysAboutRemoteHosts) {
   auto args = SshArgs(*host_);
   for (std::string a :
