@@ -12,8 +12,9 @@ then the wire's latency, then the receiving host's link in, each link a
 FIFO at the link's bandwidth; ranks of one host reach each other in a
 local latency. Ranks are numbered host by host, as horovodrun places them.
 
-    simulate_scale.py calibrate RAW [--cores 2]   fit the costs to
-        bench/run_scale.sh's figures (RAW=FILE of it) at 4, 8 and 16 hosts
+    simulate_scale.py calibrate RAW... [--cores 2]   fit the costs to
+        bench/run_scale.sh's figures (RAW=FILE of it; of several runs, the
+        medians) at 4, 8 and 16 hosts
     simulate_scale.py project [--latency-us 25] [--gbps 100] [--per-host 8]
         [--ranks 4096 16384] [--plot FILE.png]    run the fitted model
         (bench/results/scale_model.json) at scale
@@ -29,9 +30,10 @@ import itertools
 import json
 import math
 import os
+import statistics
 import sys
 from collections import defaultdict, deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +59,13 @@ class Costs:
     # Where ranks outnumber cores, each message costs this much more per
     # rank beyond a core's one (the scheduler's round of waiting ranks).
     crowding: float = 0.0
+    # Reducing a byte that came in, beside byte_cpu's copy of it.
+    reduce_cpu: float = 0.2e-9
+    # Several ranks per host: how many times each rank's shared memory
+    # passes over the whole buffer (reduce, copy out), at byte_cpu each.
+    shm_passes: float = 2.0
+    # As crowding, for each byte (ranks sharing a core share its caches).
+    byte_crowding: float = 0.0
 
 
 # A step: sends (peer, bytes), receives (peer, bytes), and whether what
@@ -167,6 +176,9 @@ class Sim:
         n = len(programs)
         crowd = max(0.0, n / c.cores - 1) if c.cores else 0.0
         self.msg_cpu = c.msg_cpu * (1 + c.crowding * crowd)
+        byte_scale = 1 + c.byte_crowding * crowd
+        self.byte_cpu = c.byte_cpu * byte_scale
+        self.reduce_cpu = c.reduce_cpu * byte_scale
         self.events: List[Tuple[float, int, Callable[[], None]]] = []
         self.seq = itertools.count()
         self.now = 0.0
@@ -213,7 +225,7 @@ class Sim:
         self.waiting[r] = {p for p, _ in recvs}
         self.pending_cpu[r] = len(sends)
         for p, b in sends:
-            cost = self.msg_cpu + b * self.c.byte_cpu
+            cost = self.msg_cpu + b * self.byte_cpu
             self._cpu(cost, lambda p=p, b=b: self._sent(r, p, b))
         for p, b in recvs:
             if self.mail[(p, r)] > 0:
@@ -251,7 +263,8 @@ class Sim:
     def _take(self, r: int, p: int, b: int, reduce: bool) -> None:
         self.waiting[r].discard(p)
         self.pending_cpu[r] += 1
-        cost = self.msg_cpu + b * self.c.byte_cpu * (2 if reduce else 1)
+        cost = (self.msg_cpu + b * self.byte_cpu +
+                (b * self.reduce_cpu if reduce else 0.0))
 
         def done() -> None:
             self.pending_cpu[r] -= 1
@@ -271,6 +284,24 @@ def hvd_data(n: int, size: int) -> List[Program]:
     if n > 3 and size <= HALVING_BYTES:
         return halving(n, size)
     return ring(n, size)
+
+
+def hierarchical_data(hosts: int, per_host: int,
+                      size: int) -> List[Program]:
+    """Several ranks per host (runtime/transport/hierarchical/): each local
+    rank allreduces its 1/per_host of the buffer with the ranks of its
+    local rank on the other hosts, all at once over the host's link; the
+    host's shared memory reduces and copies the rest (a step of its own)."""
+    part = max(size // per_host, 4)
+    cross = hvd_data(hosts, part)
+    programs: List[Program] = []
+    for g in range(hosts * per_host):
+        h, local = divmod(g, per_host)
+        mine = [([(p * per_host + local, b) for p, b in sends],
+                 [(p * per_host + local, b) for p, b in recvs], red)
+                for sends, recvs, red in cross[h]]
+        programs.append(mine)
+    return programs
 
 
 def mpi_data(n: int, size: int) -> List[Program]:
@@ -315,14 +346,17 @@ def closed_mesh(c: Costs, n: int, per_host: int, m: int) -> float:
     return max(cpu, link) + c.latency
 
 
-def closed_ring(c: Costs, n: int, per_host: int, size: int) -> float:
-    """2(n - 1) steps, each as slow as a block crossing between hosts."""
+def closed_ring(c: Costs, n: int, per_host: int, size: int,
+                rings: int = 1) -> float:
+    """2(n - 1) steps, each as slow as a block crossing between hosts
+    (whose link `rings` rings cross at once)."""
     b = max(size // n, 1)
     hop = c.latency if per_host < n else c.local_latency
-    wire = b / c.link_bytes_per_s if per_host < n else 0.0
+    wire = rings * b / c.link_bytes_per_s if per_host < n else 0.0
     send = c.msg_cpu + b * c.byte_cpu
-    return ((n - 1) * (send + wire + hop + c.msg_cpu + 2 * b * c.byte_cpu) +
-            (n - 1) * (send + wire + hop + c.msg_cpu + b * c.byte_cpu))
+    take = c.msg_cpu + b * c.byte_cpu
+    return ((n - 1) * (send + wire + hop + take + b * c.reduce_cpu) +
+            (n - 1) * (send + wire + hop + take))
 
 
 def negotiation_time(c: Costs, design: str, n: int, per_host: int) -> float:
@@ -342,12 +376,31 @@ def allreduce_time(c: Costs, design: str, n: int, per_host: int,
         t = closed_mesh(c, n, per_host, m) if large else sim.run(mesh(n, m))
         return t + n * size * c.byte_cpu
     negotiate = negotiation_time(c, design, n, per_host)
+    if design == "hvd" and 1 < per_host < n:
+        return negotiate + hierarchical_time(c, n // per_host, per_host, size)
     pick = hvd_data if design == "hvd" else mpi_data
     uses_ring = (size > HALVING_BYTES or n <= 3 or design != "hvd") and \
         size > DOUBLING_BYTES
     if large and uses_ring:
         return negotiate + closed_ring(c, n, per_host, size)
     return negotiate + sim.run(pick(n, size))
+
+
+def hierarchical_time(c: Costs, hosts: int, per_host: int,
+                      size: int) -> float:
+    """hierarchical_data's time, and the shared memory's two passes over
+    the buffer (reduce, then copy out) on each rank."""
+    part = max(size // per_host, 4)
+    # Every rank's passes, on the cores they share (if fewer).
+    ranks = hosts * per_host
+    crowd = max(1.0, ranks / c.cores) if c.cores else 1.0
+    local = (c.shm_passes * size * c.byte_cpu * crowd *
+             (1 + c.byte_crowding * (crowd - 1)))
+    rings = (part > HALVING_BYTES or hosts <= 3) and part > DOUBLING_BYTES
+    if rings and hosts * per_host > DES_LIMIT:
+        return local + closed_ring(c, hosts, 1, part, rings=per_host)
+    return local + Sim(c, per_host).run(
+        hierarchical_data(hosts, per_host, size))
 
 
 SIZES = [4, 4096, 65536, 1 << 20, 16 << 20]
@@ -361,12 +414,14 @@ def size_name(b: int) -> str:
     return f"{b}B"
 
 
-def read_raw(path: str) -> Dict[Tuple[str, int, int, int], float]:
-    """Medians of run_scale.sh's RESULT lines: (who, hosts, per host,
-    size) -> seconds."""
+def read_raw(paths: List[str]) -> Dict[Tuple[str, int, int, int], float]:
+    """Medians of run_scale.sh's RESULT lines over the files: (who, hosts,
+    per host, size) -> seconds."""
     runs: Dict[Tuple[str, int, int, int], List[float]] = defaultdict(list)
-    with open(path) as f:
-        for line in f:
+    for path in paths:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        for line in lines:
             w = line.split()
             if (len(w) != 4 or w[0] != "RESULT" or w[1].startswith("launch.")
                     or not w[2].isdigit()):
@@ -374,7 +429,7 @@ def read_raw(path: str) -> Dict[Tuple[str, int, int, int], float]:
             who, _, shape = w[1].rpartition(".")
             hosts, per = (int(x) for x in shape.split("x"))
             runs[(who, hosts, per, int(w[2]))].append(float(w[3]))
-    return {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    return {k: statistics.median(v) for k, v in runs.items()}
 
 
 def model_of(design: str) -> str:
@@ -383,30 +438,84 @@ def model_of(design: str) -> str:
     return {"hvd": "hvd"}.get(design, "")
 
 
-def calibrate(args: argparse.Namespace) -> int:
-    measured = read_raw(args.raw)
-    points = [(k, v) for k, v in measured.items()
-              if k[0] == "hvd" and k[1] in (4, 8, 16)]
-    if not points:
-        print(f"simulate_scale.py: no hvd figures at 4, 8 or 16 hosts in "
-              f"{args.raw}", file=sys.stderr)
-        return 1
+def worst_error(c: Costs, points: List[Tuple[Tuple[str, int, int, int],
+                                            float]],
+                bound: float = math.inf) -> float:
+    """The largest relative error of the model over `points`; stops once
+    past `bound`."""
+    worst = 0.0
+    for (_, hosts, per, size), t in points:
+        got = allreduce_time(c, "hvd", hosts * per, per, size)
+        worst = max(worst, abs(got - t) / t)
+        if worst >= bound:
+            break
+    return worst
+
+
+def log_error(c: Costs, points, bound: float = math.inf) -> float:
+    """The sum of squared log ratios, model to measured (smooth, so a
+    descent on it finds the basin that the largest error's corners hide)."""
+    total = 0.0
+    for (_, hosts, per, size), t in points:
+        got = allreduce_time(c, "hvd", hosts * per, per, size)
+        total += math.log(got / t) ** 2
+        if total >= bound:
+            break
+    return total
+
+
+# What the fit moves, and the steps it tries (factors of each).
+FIT_FIELDS = ["msg_cpu", "byte_cpu", "reduce_cpu", "latency",
+              "local_latency", "link_bytes_per_s", "crowding", "shm_passes",
+              "byte_crowding"]
+FIT_STEPS = [0.5, 0.7, 0.85, 0.95, 1.05, 1.15, 1.4, 2.0]
+
+
+def fit(points, cores: Optional[int]) -> Tuple[float, Costs]:
+    """A coarse grid and a descent on the squared log errors (smooth), then
+    a descent on the largest error from there (whose surface is all
+    corners: started anywhere else it stops short)."""
     best: Optional[Tuple[float, Costs]] = None
-    for msg_us, byte_ns, lat_us, gbps, local_us, crowding in itertools.product(
-            [2, 4, 6, 8, 12], [0.1, 0.25, 0.5, 1.0], [5, 10, 20, 40],
-            [8, 16, 32], [2, 5], [0.0, 0.05, 0.1, 0.2]):
-        c = Costs(msg_us * 1e-6, byte_ns * 1e-9, lat_us * 1e-6,
-                  local_us * 1e-6, gbps * 1e9 / 8, args.cores, crowding)
-        worst = 0.0
-        for (_, hosts, per, size), t in points:
-            got = allreduce_time(c, "hvd", hosts * per, per, size)
-            worst = max(worst, abs(got - t) / t)
-            if best and worst >= best[0]:
-                break
+    for msg_us, byte_ns, lat_us, gbps, crowding in itertools.product(
+            [3, 6, 12], [0.1, 0.25, 0.5], [5, 20], [8, 32], [0.0, 0.1]):
+        c = Costs(msg_us * 1e-6, byte_ns * 1e-9, lat_us * 1e-6, 2e-6,
+                  gbps * 1e9 / 8, cores, crowding, byte_ns * 1e-9, 2.0)
+        worst = log_error(c, points, best[0] if best else math.inf)
         if best is None or worst < best[0]:
             best = (worst, c)
-    worst, c = best
-    for (_, hosts, per, size), t in sorted(points):
+    _, c = descend(points, best[1], log_error)
+    return descend(points, c, worst_error)
+
+
+def descend(points, start: Costs, error) -> Tuple[float, Costs]:
+    """Scales each cost in turn while `error` falls."""
+    best = (error(start, points), start)
+    improved = True
+    while improved:
+        improved = False
+        for field in FIT_FIELDS:
+            for step in FIT_STEPS:
+                value = getattr(best[1], field) * step
+                if field in ("crowding", "byte_crowding") and value == 0.0:
+                    value = 0.05 * step
+                c = replace(best[1], **{field: value})
+                e = error(c, points, best[0])
+                if e < best[0] * (1 - 1e-3):
+                    best, improved = (e, c), True
+    return best
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    measured = read_raw(args.raw)
+    points = sorted((k, v) for k, v in measured.items()
+                    if k[0] == "hvd" and k[1] in (4, 8, 16))
+    if not points:
+        print(f"simulate_scale.py: no hvd figures at 4, 8 or 16 hosts in "
+              f"{' '.join(args.raw)}", file=sys.stderr)
+        return 1
+    _, c = fit(points, args.cores)
+    worst = worst_error(c, points)
+    for (_, hosts, per, size), t in points:
         got = allreduce_time(c, "hvd", hosts * per, per, size)
         print(f"hvd {hosts}x{per} {size_name(size):>6}: measured "
               f"{t * 1e6:10.1f} us, model {got * 1e6:10.1f} us "
@@ -428,8 +537,9 @@ def project(args: argparse.Namespace) -> int:
         fitted = Costs(**json.load(f))
     # At scale: a core per rank, the link and latency asked for; the costs
     # per message and byte as fitted.
-    c = Costs(fitted.msg_cpu, fitted.byte_cpu, args.latency_us * 1e-6,
-              fitted.local_latency, args.gbps * 1e9 / 8, None)
+    c = replace(fitted, latency=args.latency_us * 1e-6,
+                link_bytes_per_s=args.gbps * 1e9 / 8, cores=None,
+                crowding=0.0, byte_crowding=0.0)
     rows = []
     for n in args.ranks:
         for design in ("hvd", "coordinator", "mesh"):
@@ -520,7 +630,9 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     cal = sub.add_parser("calibrate")
-    cal.add_argument("raw", help="RAW=FILE of bench/run_scale.sh")
+    cal.add_argument("raw", nargs="+",
+                     help="RAW=FILE of bench/run_scale.sh (several: the "
+                          "median of each figure over them)")
     cal.add_argument("--cores", type=int, default=os.cpu_count())
     pro = sub.add_parser("project")
     pro.add_argument("--latency-us", type=float, default=25.0)
