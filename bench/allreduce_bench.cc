@@ -12,6 +12,9 @@
 //                   sequential calls
 //   --mode broadcast  through the engine: each size as the blocking named
 //                   broadcast from rank 0 (no fusion step)
+//   --mode alltoall   through the engine: each size (what a rank sends in
+//                   all) as the blocking named alltoall, an equal split to
+//                   every rank (no fusion step)
 //   --mode memcpy   no job: one core's memcpy of the same sizes (the
 //                   physical reference), "RESULT memcpy <bytes> <s>"
 // Rank 0 prints "RESULT <mode> <bytes> <seconds per op>" and
@@ -66,10 +69,11 @@ int main(int argc, char** argv) {
       argc > 2 && std::string(argv[1]) == "--mode" ? argv[2] : "";
   const bool shared = mode == "shared";
   if (mode != "engine" && mode != "shared" && mode != "backend" &&
-      mode != "memcpy" && mode != "broadcast") {
+      mode != "memcpy" && mode != "broadcast" && mode != "alltoall") {
     std::fprintf(stderr,
                  "usage: allreduce_bench --mode "
-                 "engine|shared|backend|broadcast|memcpy [BYTES...]\n");
+                 "engine|shared|backend|broadcast|alltoall|memcpy "
+                 "[BYTES...]\n");
     return 2;
   }
   constexpr size_t kMost = size_t{256} << 20;
@@ -117,7 +121,24 @@ int main(int argc, char** argv) {
       kTensors, std::vector<float>(kTensorFloats, 1.0f));
   hvd::Status failed;
 
-  if (mode == "broadcast") {
+  if (mode == "alltoall") {
+    if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
+    const int n = hvd::size();
+    for (size_t bytes : sizes) {
+      // Rows of 4 bytes, as equal a split as the size allows.
+      const int64_t rows = static_cast<int64_t>(bytes / 4);
+      std::vector<int64_t> splits(n, rows / n);
+      splits[0] += rows % n;
+      const std::string name = "a2a." + std::to_string(bytes);
+      const hvd::Tensor tensor{data, hvd::DataType::kFloat32, {rows}};
+      hvd::Output out;
+      double t = TimePerOp(Iterations(bytes), [&] {
+        failed.Update(hvd::alltoall(name, tensor, splits, &out));
+      });
+      if (hvd::rank() == 0) std::printf("RESULT alltoall %zu %.9f\n", bytes, t);
+    }
+    (void)hvd::shutdown();
+  } else if (mode == "broadcast") {
     if (hvd::Status s = hvd::init(); !s.ok()) return Fail(s);
     for (size_t bytes : sizes) {
       const std::string name = "bcast." + std::to_string(bytes);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -39,10 +40,10 @@ WorkerConfig TcpConfig(const TestJob& job, int r) {
 // doubling up to its crossover, the halving up to its own where it saves
 // trips (more than three ranks), the ring past both; allgather the
 // doubling up to the halving's crossover, then the ring; broadcast the
-// tree up to the doubling's, then the chain along the ring; reducescatter the
-// doubling up to the doubling's crossover, then the ring; barrier the doubling,
-// or the ring where no size takes it; alltoall always Gloo's; a crossover of 0
-// turns its algorithm off.
+// tree up to the doubling's, then the chain along the ring; reducescatter
+// the doubling up to the doubling's crossover, then the ring; barrier the
+// doubling, or the ring where no size takes it; alltoall always the
+// pairwise exchange; a crossover of 0 turns its algorithm off.
 TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
   using A = TcpAlgorithm;
   using C = Collective;
@@ -82,8 +83,8 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
       {C::kReducescatter, 64 << 10, 8, standard, A::kDoubling},
       {C::kReducescatter, (64 << 10) + 4, 8, standard, A::kRing},
       {C::kReducescatter, 4, 8, ring_only, A::kRing},
-      {C::kAlltoall, 4, 8, standard, A::kGloo},
-      {C::kAlltoall, 16 << 20, 8, standard, A::kGloo},
+      {C::kAlltoall, 4, 8, standard, A::kPairwise},
+      {C::kAlltoall, 16 << 20, 8, ring_only, A::kPairwise},
       {C::kBarrier, 0, 8, standard, A::kDoubling},
       {C::kBarrier, 0, 8, no_halving, A::kDoubling},
       {C::kBarrier, 0, 8, ring_only, A::kRing},
@@ -96,17 +97,15 @@ TEST(CollectiveAlgorithmTest, ChosenByCollectiveSizeAndRanks) {
   }
 }
 
-// Over TCP a job whose collectives all run on hvd's sockets (every size of
-// broadcast among them) connects no Gloo mesh (each rank holds its ring
-// neighbours and doubling partners only), with the crossovers as set or
-// autotune's wide ones; the first collective that runs on Gloo (alltoall)
-// connects it, on every rank in the same call, and it works.
-TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
+// Over TCP every collective runs on hvd's sockets and no Gloo mesh is
+// ever connected: each rank holds its ring neighbours and doubling
+// partners only (with the crossovers as set or autotune's wide ones)
+// until the first alltoall, which connects it to every peer, on every
+// rank in the same call; alltoalls of uneven splits (nothing, for some
+// pairs) deliver every block where it belongs.
+TEST(TcpRingTest, NoGlooMeshAndAlltoallsOnHvdsSockets) {
   const int n = 5;
   const uint64_t before = GlooMeshesConnected();
-  std::atomic<int> past_ring{0};
-  std::mutex mu;
-  std::condition_variable cv;
   RunRanks(
       n,
       [&](Context& ctx, int rank) {
@@ -145,20 +144,61 @@ TEST(TcpRingTest, GlooConnectsOnlyForTheCollectivesItRuns) {
         ASSERT_TRUE(b.Broadcast(big.data(), big.size(), 1).ok());
         EXPECT_EQ(big.back(), 1);
         knob->SetWideCrossovers(false);
-        {
-          // Every rank past the ring's collectives before anyone's alltoall.
-          std::unique_lock<std::mutex> lock(mu);
-          if (++past_ring == n) cv.notify_all();
-          cv.wait(lock, [&] { return past_ring == n; });
-          EXPECT_EQ(GlooMeshesConnected(), before);
+        // Rank r sends (r + p + round) % 3 bytes of value 10 r + p to p.
+        for (int round = 0; round < 2; ++round) {
+          std::vector<size_t> send(n), recv(n);
+          std::vector<uint8_t> in, got;
+          for (int p = 0; p < n; ++p) {
+            send[p] = (rank + p + round) % 3;
+            recv[p] = (p + rank + round) % 3;
+            in.insert(in.end(), send[p], static_cast<uint8_t>(10 * rank + p));
+          }
+          got.assign(std::accumulate(recv.begin(), recv.end(), size_t{0}),
+                     0xff);
+          Status s = b.Alltoallv(in.data(), send, got.data(), recv);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          size_t at = 0;
+          for (int p = 0; p < n; ++p) {
+            for (size_t i = 0; i < recv[p]; ++i) {
+              ASSERT_EQ(got[at++], 10 * p + rank)
+                  << "round " << round << " from rank " << p;
+            }
+          }
         }
-        std::vector<uint8_t> in(n, static_cast<uint8_t>(rank)), got(n);
-        std::vector<size_t> ones(n, 1);
-        ASSERT_TRUE(b.Alltoallv(in.data(), ones, got.data(), ones).ok());
-        for (int r = 0; r < n; ++r) EXPECT_EQ(got[r], r);
       },
       [](WorkerConfig& c) { c.shm = false; });
-  EXPECT_EQ(GlooMeshesConnected(), before + n);
+  EXPECT_EQ(GlooMeshesConnected(), before);
+}
+
+// The sockets a rank holds: its ring's and doubling's until the first
+// alltoall, then one set of streams to every peer, the same after more
+// alltoalls.
+TEST(TcpRingTest, TheFirstAlltoallConnectsEveryPeerOnce) {
+  const int n = 6, streams = 2;
+  MemoryStore store;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      TcpRingOptions o;
+      o.rank = r;
+      o.size = n;
+      o.streams = streams;
+      auto ring = TcpRing::Connect(o, store);
+      ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+      // Neighbours, and partners 1, 2 and 4 away by bit (their fold).
+      EXPECT_LT((*ring)->Sockets(), (n - 1) * streams);
+      for (int round = 0; round < 3; ++round) {
+        std::vector<size_t> ones(n, 4096);
+        std::vector<uint8_t> in(n * 4096, static_cast<uint8_t>(r)),
+            got(n * 4096);
+        Status s = (*ring)->Alltoallv(in.data(), ones, got.data(), ones, store);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        for (int p = 0; p < n; ++p) ASSERT_EQ(got[p * 4096 + 4095], p);
+        EXPECT_EQ((*ring)->Sockets(), (n - 1) * streams);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
 }
 
 TEST(TcpRingTest, APeerThatExitsIsAnErrorNamingARankNotAHang) {
@@ -328,7 +368,6 @@ TEST(TcpRingTest, ChainBroadcastFromEveryRootDeliversTheRootsBytes) {
         ASSERT_TRUE(ring.ok()) << ring.status().ToString();
         for (size_t bytes : {size_t{17}, size_t{1000}, size_t{100001},
                              (size_t{1} << 20) + 3}) {
-          ASSERT_TRUE((*ring)->Takes(Collective::kBroadcast, bytes));
           for (int root = 0; root < n; ++root) {
             std::vector<uint8_t> buf(bytes);
             for (size_t i = 0; i < bytes; ++i) {

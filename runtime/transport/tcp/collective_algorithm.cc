@@ -12,8 +12,8 @@ const char* TcpAlgorithmName(TcpAlgorithm a) {
       return "ring";
     case TcpAlgorithm::kTree:
       return "binomial tree";
-    case TcpAlgorithm::kGloo:
-      return "Gloo's";
+    case TcpAlgorithm::kPairwise:
+      return "pairwise exchange";
   }
   return "?";
 }
@@ -43,7 +43,7 @@ TcpAlgorithm ChooseTcpAlgorithm(Collective c, size_t bytes, int ranks,
       return bytes <= x.doubling_bytes ? TcpAlgorithm::kDoubling
                                        : TcpAlgorithm::kRing;
     case Collective::kAlltoall:
-      return TcpAlgorithm::kGloo;
+      return TcpAlgorithm::kPairwise;
     case Collective::kBarrier:
       // An allreduce of one byte: the doubling where its partners are
       // connected (some size takes it), else around the ring.
@@ -51,7 +51,7 @@ TcpAlgorithm ChooseTcpAlgorithm(Collective c, size_t bytes, int ranks,
                  ? TcpAlgorithm::kDoubling
                  : TcpAlgorithm::kRing;
   }
-  return TcpAlgorithm::kGloo;
+  return TcpAlgorithm::kRing;
 }
 
 }  // namespace hvd::runtime

@@ -22,8 +22,11 @@
 //   tree      broadcast down a binomial tree along the doubling's
 //             partners: log2(n) trips with the whole buffer (small
 //             buffers, up to the doubling's crossover)
-//   gloo      Gloo's own (alltoall, pairwise over its full mesh, connected
-//             at the first)
+//   pairwise  alltoall: n - 1 trips, trip k to rank + k while taking from
+//             rank - k, on sockets to every peer connected at the first
+//             alltoall (OpenMPI's choice for alltoallv too; Bruck's log2(n)
+//             trips need blocks of one size, and an alltoall's split may
+//             differ per rank)
 //
 // Where n is no power of two, the ranks past the largest power of two fold
 // into the ranks below first (doubling.h). The crossovers are settings
@@ -44,7 +47,7 @@ enum class Collective {
   kBarrier
 };
 
-enum class TcpAlgorithm { kDoubling, kHalving, kRing, kTree, kGloo };
+enum class TcpAlgorithm { kDoubling, kHalving, kRing, kTree, kPairwise };
 
 const char* TcpAlgorithmName(TcpAlgorithm a);
 

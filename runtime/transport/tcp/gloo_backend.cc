@@ -93,19 +93,18 @@ StatusOr<std::shared_ptr<gloo::rendezvous::Context>> ConnectGloo(
   return context;
 }
 
-// Gloo's mesh (every rank to every other) is connected on the first
-// collective that runs on Gloo: where hvd's ring takes a job's every
-// collective (ring_), it is never made, and each rank holds only the
-// ring's sockets. Every rank routes a collective alike (the same sizes),
-// so all of them connect in the same call.
+// Where hvd's ring is on (ring_), it runs every collective and Gloo's mesh
+// (every rank to every other) is never made: each rank holds its ring's
+// and doubling's sockets, and sockets to every peer once it runs an
+// alltoall. With the ring off (HOROVOD_TCP_RING_DISABLE=1) every
+// collective runs on Gloo, its mesh connected at the start.
 class GlooBackend final : public Backend, public TcpKnob {
  public:
   GlooBackend(const GlooOptions& options,
               std::shared_ptr<gloo::transport::Device> device,
               std::unique_ptr<Store> store, std::unique_ptr<TcpRing> ring,
               std::shared_ptr<gloo::rendezvous::Context> context)
-      : options_(options),
-        device_(std::move(device)),
+      : device_(std::move(device)),
         store_(std::move(store)),
         context_(std::move(context)),
         ring_(std::move(ring)),
@@ -147,7 +146,7 @@ class GlooBackend final : public Backend, public TcpKnob {
     size_t total = 0;
     for (size_t b : bytes) total += b;
     if (total == 0) return Status::Ok();
-    if (ring_ && ring_->Takes(Collective::kAllgather, total)) {
+    if (ring_) {
       return ring_->Allgatherv(in, out, bytes);
     }
     return Run("allgatherv", [&] {
@@ -174,6 +173,9 @@ class GlooBackend final : public Backend, public TcpKnob {
     for (size_t r = 0; r < n; ++r) {
       sent += send_bytes[r];
       received += recv_bytes[r];
+    }
+    if (ring_) {
+      return ring_->Alltoallv(in, send_bytes, out, recv_bytes, *store_);
     }
     return Run("alltoallv", [&] {
       gloo::AlltoallvOptions opts(context_);
@@ -202,7 +204,7 @@ class GlooBackend final : public Backend, public TcpKnob {
       total += counts[r];
     }
     const size_t esize = DataTypeSize(type);
-    if (ring_ && ring_->Takes(Collective::kReducescatter, total * esize)) {
+    if (ring_) {
       return ring_->Reducescatter(in, out, counts, type, op);
     }
     // On Gloo: an allreduce into scratch, keeping this rank's block (Gloo
@@ -223,7 +225,7 @@ class GlooBackend final : public Backend, public TcpKnob {
                                          std::to_string(size_));
     }
     if (bytes == 0) return Status::Ok();
-    if (ring_ && ring_->Takes(Collective::kBroadcast, bytes)) {
+    if (ring_) {
       return ring_->Broadcast(data, bytes, root);
     }
     return Run("broadcast", [&] {
@@ -239,7 +241,7 @@ class GlooBackend final : public Backend, public TcpKnob {
   }
 
   Status Barrier() override {
-    if (ring_ && ring_->Takes(Collective::kBarrier, 0)) return ring_->Barrier();
+    if (ring_) return ring_->Barrier();
     return Run("barrier", [&] {
       gloo::BarrierOptions opts(context_);
       opts.setTimeout(timeout_);
@@ -252,14 +254,6 @@ class GlooBackend final : public Backend, public TcpKnob {
   template <typename F>
   Status Run(const char* what, F&& body) {
     if (!broken_.ok()) return broken_;
-    if (!context_) {
-      auto context = ConnectGloo(options_, *store_, device_);
-      if (!context.ok()) {
-        broken_ = context.status();
-        return broken_;
-      }
-      context_ = std::move(*context);
-    }
     try {
       body();
       return Status::Ok();
@@ -300,10 +294,9 @@ class GlooBackend final : public Backend, public TcpKnob {
     }
   }
 
-  const GlooOptions options_;
-  std::shared_ptr<gloo::transport::Device> device_;
-  std::unique_ptr<Store> store_;  // for the mesh, until it is made
-  std::shared_ptr<gloo::rendezvous::Context> context_;  // null: not yet
+  std::shared_ptr<gloo::transport::Device> device_;  // the context's
+  std::unique_ptr<Store> store_;  // for the ring's alltoall sockets
+  std::shared_ptr<gloo::rendezvous::Context> context_;  // null: the ring's
   std::unique_ptr<TcpRing> ring_;  // hvd's own sockets, where there are
   int rank_, size_;
   std::chrono::milliseconds timeout_;

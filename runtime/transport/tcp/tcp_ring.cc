@@ -553,6 +553,57 @@ Status TcpRing::ScatterRing(uint8_t* work, const std::vector<size_t>& at,
   return Status::Ok();
 }
 
+int TcpRing::Sockets() const {
+  int n = 0;
+  for (const auto& peer : mesh_) n += static_cast<int>(peer.size());
+  return n;
+}
+
+Status TcpRing::ConnectTheRest(Store& store) {
+  std::vector<int> rest;
+  for (int p = 0; p < options_.size; ++p) {
+    if (p != options_.rank && mesh_[p].empty()) rest.push_back(p);
+  }
+  // Every rank's set is the complement of the ring's and the doubling's
+  // peers, which are symmetric: so is it.
+  if (rest.empty()) return Status::Ok();
+  HVD_ASSIGN_OR_RETURN(std::vector<std::vector<Fd>> more,
+                       ConnectPeers(options_, store, "a2a", "TCP alltoall",
+                                    rest, options_.streams));
+  for (int p : rest) mesh_[p] = std::move(more[p]);
+  return Status::Ok();
+}
+
+Status TcpRing::Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
+                          void* out, const std::vector<size_t>& recv_bytes,
+                          Store& store) {
+  if (!broken_.ok()) return broken_;
+  Status s = ConnectTheRest(store);
+  if (s.ok()) {
+    s = Pairwise(static_cast<const uint8_t*>(in), send_bytes,
+                 static_cast<uint8_t*>(out), recv_bytes);
+  }
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status TcpRing::Pairwise(const uint8_t* in,
+                         const std::vector<size_t>& send_bytes, uint8_t* out,
+                         const std::vector<size_t>& recv_bytes) {
+  const int n = options_.size, me = options_.rank;
+  const std::vector<size_t> from_at = Offsets(send_bytes, 1);
+  const std::vector<size_t> to_at = Offsets(recv_bytes, 1);
+  std::memcpy(out + to_at[me], in + from_at[me],
+              std::min(send_bytes[me], recv_bytes[me]));
+  for (int k = 1; k < n; ++k) {
+    const int to = (me + k) % n, from = (me + n - k) % n;
+    HVD_RETURN_IF_ERROR(Step(to, in + from_at[to], send_bytes[to], from,
+                             out + to_at[from], recv_bytes[from], 1, false,
+                             [](size_t, size_t) {}));
+  }
+  return Status::Ok();
+}
+
 Status TcpRing::Barrier() {
   uint8_t nothing = 0;
   return Allreduce(&nothing, 1, DataType::kUInt8, ReduceOp::kMax);

@@ -54,8 +54,7 @@ class TcpRing {
   // In place: data[i] = op over ranks of data[i]. Collective. After a
   // failure every later call returns the first error.
   Status Allreduce(void* data, size_t count, DataType type, ReduceOp op);
-  // As Backend's. Each runs what ChooseTcpAlgorithm picks, which the
-  // caller asks first (Takes): where it says Gloo's, these do not run.
+  // As Backend's. Each runs what ChooseTcpAlgorithm picks.
   Status Allgatherv(const void* in, void* out,
                     const std::vector<size_t>& bytes);
   Status Broadcast(void* data, size_t bytes, int root);
@@ -63,12 +62,15 @@ class TcpRing {
                        const std::vector<size_t>& counts, DataType type,
                        ReduceOp op);
   Status Barrier();
-  // Whether this ring runs collective `c` of `bytes` (collective_algorithm.h
-  // says what `bytes` counts), rather than Gloo.
-  bool Takes(Collective c, size_t bytes) const {
-    return ChooseTcpAlgorithm(c, bytes, options_.size, crossovers_) !=
-           TcpAlgorithm::kGloo;
-  }
+  // The first alltoall connects this rank to the peers it has no sockets
+  // to yet (every other, as many streams each), through `store` (keys
+  // under "a2a/"): every rank makes that call alike. A job that never
+  // runs one holds only its ring's and doubling's sockets.
+  Status Alltoallv(const void* in, const std::vector<size_t>& send_bytes,
+                   void* out, const std::vector<size_t>& recv_bytes,
+                   Store& store);
+  // Sockets this rank holds, every stream counted (tests).
+  int Sockets() const;
   // Autotune's choice (every rank makes it in the same cycle): the
   // crossovers as given, or each 4 times as far (0 stays 0: its peers
   // may not be connected).
@@ -127,6 +129,11 @@ class TcpRing {
   // after the root began (a tree sends the whole buffer log2(n) times in
   // turn; Gloo's root sends it n - 1 times).
   Status Chain(uint8_t* data, size_t bytes, int root);
+  // Sockets to every peer not connected yet (Alltoallv).
+  Status ConnectTheRest(Store& store);
+  // Alltoall by pairwise exchange (collective_algorithm.h).
+  Status Pairwise(const uint8_t* in, const std::vector<size_t>& send_bytes,
+                  uint8_t* out, const std::vector<size_t>& recv_bytes);
   // Reduce-scatter around the ring on a copy of the input (work_): n - 1
   // trips, a block each, the block of rank r ending reduced on r.
   Status ScatterRing(uint8_t* work, const std::vector<size_t>& offsets,
