@@ -1,14 +1,18 @@
 #include "runtime/engine/adasum.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 namespace hvd::runtime {
 namespace {
 
-// Horovod's floor: below it a vector counts as zero and keeps weight 1.
-constexpr double kNormFloor = 1e-8;
+// Horovod's floor (sqrt(DBL_MIN), adasum.h): below it a squared norm
+// counts as zero and its vector keeps weight 1. Any larger one, however
+// small its gradients, is combined.
+const double kNormFloor = std::sqrt(DBL_MIN);
 
 // Elements read and written as double: the dot products and norms sum in
 // double whatever the tensor's type, and 16-bit floats round once, on the

@@ -3,7 +3,8 @@
 //
 //   adasum(a, b) = (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b
 //
-// (a coefficient is 1 where its vector's squared norm is under 1e-8), so
+// (a coefficient is 1 where its vector's squared norm is under
+// sqrt(DBL_MIN), Horovod's floor), so
 // that orthogonal gradients add and parallel ones average. Ranks combine by
 // recursive vector halving, distance doubling: at level l, rank r and
 // r ^ 2^l swap halves of the part they hold, the 2^(l+1) ranks of the pair

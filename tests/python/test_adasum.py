@@ -2,18 +2,23 @@
 ranks (numpy computes the tree), fused and scaled forms, the delta
 optimizer step by step, and training that learns."""
 
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import horovod.torch as hvd
 
+# Horovod's floor (sqrt(DBL_MIN)): a squared norm below it counts as zero.
+NORM_FLOOR = sys.float_info.min ** 0.5
+
 
 def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """adasum(a, b) from its definition (Horovod's)."""
     dot, aa, bb = float(a @ b), float(a @ a), float(b @ b)
-    ca = 1 - dot / (2 * aa) if aa >= 1e-8 else 1.0
-    cb = 1 - dot / (2 * bb) if bb >= 1e-8 else 1.0
+    ca = 1 - dot / (2 * aa) if aa >= NORM_FLOOR else 1.0
+    cb = 1 - dot / (2 * bb) if bb >= NORM_FLOOR else 1.0
     return ca * a + cb * b
 
 

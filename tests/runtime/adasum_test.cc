@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -31,8 +32,9 @@ Vec Pair(const Vec& a, const Vec& b) {
     aa += a[i] * a[i];
     bb += b[i] * b[i];
   }
-  const double ca = aa >= 1e-8 ? 1 - dot / (2 * aa) : 1;
-  const double cb = bb >= 1e-8 ? 1 - dot / (2 * bb) : 1;
+  const double floor = std::sqrt(DBL_MIN);
+  const double ca = aa >= floor ? 1 - dot / (2 * aa) : 1;
+  const double cb = bb >= floor ? 1 - dot / (2 * bb) : 1;
   Vec out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = ca * a[i] + cb * b[i];
   return out;
@@ -73,12 +75,19 @@ TEST(AdasumCoefficientsTest, OrthogonalAddParallelAverageZeroKeepsTheOther) {
   w = AdasumCoefficients(1, 1, 2);
   EXPECT_EQ(w.a, 0.5);
   EXPECT_EQ(w.b, 0.75);
-  // A vector under the floor keeps weight 1.
+  // A vector under the floor, sqrt(DBL_MIN) as Horovod's, keeps weight 1.
   w = AdasumCoefficients(0, 0, 3);
   EXPECT_EQ(w.a, 1.0);
   EXPECT_EQ(w.b, 1.0);
-  w = AdasumCoefficients(1e-9, 5e-9, 2);
+  w = AdasumCoefficients(0, 1e-160, 3);
   EXPECT_EQ(w.a, 1.0);
+  // Small gradients above it combine as any others: two equal vectors of
+  // squared norm 1e-12 average, and one of 5e-9 weighs 1 - 1e-9 / 1e-8.
+  w = AdasumCoefficients(1e-12, 1e-12, 1e-12);
+  EXPECT_EQ(w.a, 0.5);
+  EXPECT_EQ(w.b, 0.5);
+  w = AdasumCoefficients(1e-9, 5e-9, 2);
+  EXPECT_DOUBLE_EQ(w.a, 0.9);
 }
 
 TEST(AdasumTest, EveryRankEndsWithAPartAndThePartsTileTheBuffer) {
