@@ -53,12 +53,23 @@ struct Wrapper {
 
 // Forks `self` as a one-worker wrapper; false (errno set) when it cannot.
 bool StartWrapper(const std::string& self, Wrapper* w) {
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) return false;
-  if (pipe2(out, O_CLOEXEC) != 0) return false;
-  if (pipe2(err, O_CLOEXEC) != 0) return false;
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  // A failure leaves no descriptor behind (the agent runs on, for the
+  // other workers), and keeps its errno for the message.
+  auto fail = [&] {
+    const int saved = errno;
+    for (int* fd : {&in[0], &in[1], &out[0], &out[1], &err[0], &err[1]}) {
+      CloseFd(*fd);
+    }
+    errno = saved;
+    return false;
+  };
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+      pipe2(err, O_CLOEXEC) != 0) {
+    return fail();
+  }
   pid_t pid = fork();
-  if (pid < 0) return false;
+  if (pid < 0) return fail();
   if (pid == 0) {
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
