@@ -89,6 +89,23 @@ def test_broadcast_optimizer_state_of_a_fresh_optimizer() -> None:
     assert all(len(opt.state[p]) > 0 for p in model.parameters())
 
 
+def test_a_fresh_optimizers_trainable_parameters_keep_zero_gradients() -> None:
+    """As in Horovod: the state-making step leaves each trainable
+    parameter's zero gradient in place, ready to broadcast; a frozen
+    parameter keeps None."""
+    frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    trained = torch.nn.Parameter(torch.full((4,), float(hvd.rank())))
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD([frozen, trained], lr=0.001, weight_decay=1e-6,
+                        momentum=0.9, nesterov=True),
+        named_parameters=[("frozen", frozen), ("trained", trained)])
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    assert frozen.grad is None
+    assert torch.equal(trained.grad, torch.zeros(4))
+    assert torch.equal(hvd.broadcast(trained.grad, root_rank=0),
+                       torch.zeros(4))
+
+
 def test_broadcast_object_and_allgather_object() -> None:
     r, n = hvd.rank(), hvd.size()
     obj = {"rank": r, "data": list(range(r * 3)), "text": "é" * r}

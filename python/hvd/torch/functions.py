@@ -111,20 +111,25 @@ def _sparse_parameters(model: Optional[torch.nn.Module]) -> set:
 def _create_state(optimizer: torch.optim.Optimizer, params: List[Any],
                   model: Optional[torch.nn.Module]) -> None:
     """An optimizer that has not stepped yet has no buffers: one step with
-    zero gradients (sparse ones for `model`'s sparse layers) makes them,
-    and the parameters are put back as they were."""
+    zero gradients (sparse ones for `model`'s sparse layers, or all under
+    SparseAdam) makes them, and the parameters are put back as they were.
+
+    As in Horovod, every trainable parameter keeps its zero gradient
+    afterwards (scripts broadcast or inspect it); the others keep None.
+    """
     sparse = _sparse_parameters(model)
-    saved = [(p, p.data.clone(), p.grad) for p in params]
+    all_sparse = isinstance(optimizer, torch.optim.SparseAdam)
+    saved = [(p, p.data.clone()) for p in params]
     for p in params:
         if p.requires_grad:
             zero = torch.zeros_like(p.data)
-            p.grad = zero.to_sparse() if id(p) in sparse else zero
+            p.grad = (zero.to_sparse() if all_sparse or id(p) in sparse
+                      else zero)
     # Not the distributed step: nothing to reduce.
     step = getattr(optimizer, "_local_step", optimizer.step)
     step()
-    for p, data, grad in saved:
+    for p, data in saved:
         p.data.copy_(data)
-        p.grad = grad
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,

@@ -161,8 +161,9 @@ class _DistributedOptimizer(GradientHooks):
                 return sparse_allreduce_async(
                     grad, name="sparse." + self._names[p], op=self._op,
                     process_set=self._process_set), None
+            # Dense only on the wire: _set_grad gives the sum back sparse,
+            # so sparse optimizers (SparseAdam) still take it.
             grad = grad.to_dense()
-            p.grad = grad
         compressed, ctx = self._compression.compress(grad)
         handle = allreduce_async_(compressed, name=self._names[p],
                                   op=self._op, prescale_factor=self._prescale,
@@ -225,7 +226,9 @@ class _DistributedOptimizer(GradientHooks):
     def _set_grad(self, p: torch.Tensor, compressed: torch.Tensor,
                   ctx: Any) -> None:
         value = self._compression.decompress(compressed, ctx)
-        if value is not p.grad:
+        if p.grad.is_sparse:  # reduced dense (sparse_as_dense)
+            p.grad.zero_().add_(value.to_sparse())
+        elif value is not p.grad:
             p.grad.copy_(value)
 
     def load_state_dict(self, *args: Any, **kwargs: Any) -> None:
