@@ -1,0 +1,1 @@
+"""Horovod's horovod.runner.common, the parts scripts and tests import."""

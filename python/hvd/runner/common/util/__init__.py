@@ -1,0 +1,2 @@
+"""Horovod's horovod.runner.common.util, the parts scripts and tests
+import."""

@@ -1,0 +1,1 @@
+"""Helpers of Horovod's horovod.runner.util that scripts and tests import."""
