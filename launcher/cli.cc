@@ -19,7 +19,8 @@ namespace {
 
 using Env = std::map<std::string, std::string>;
 
-constexpr int64_t kWeekS = 7 * 86400;
+// Horovod refuses cooldowns past an hour (its DEFAULT_COOLDOWN_UPPER_LIMIT).
+constexpr int64_t kCooldownMostS = 3600;
 
 bool IsOption(const std::string& word) {
   return word.size() > 1 && word[0] == '-';
@@ -320,7 +321,17 @@ Status Validate(const FlagValues& s, const std::vector<std::string>& command,
 // Typed options from validated values, and the rules that need what only
 // binding knows (parsed hosts, the Slurm allocation, the environment).
 
-Status BindElastic(const FlagValues& s, ElasticLaunchOptions& e) {
+// A launcher timeout as Horovod reads it: the flag, else the launcher's
+// own variable (HOROVOD_START_TIMEOUT...), else the table's default.
+StatusOr<int> SecondsOf(const FlagValues& s, const settings::Reader& env,
+                        FlagKey flag, settings::Key<std::chrono::seconds> k) {
+  if (s.Has(flag)) return IntOf(s, flag);
+  HVD_ASSIGN_OR_RETURN(std::chrono::seconds from_env, env.Get(k));
+  return static_cast<int>(from_env.count());
+}
+
+Status BindElastic(const FlagValues& s, const settings::Reader& env,
+                   ElasticLaunchOptions& e) {
   e.enabled = Elastic(s);
   if (!e.enabled) return Status::Ok();
   e.discovery_script = s.Get(key::kHostDiscoveryScript).value_or("");
@@ -329,7 +340,8 @@ Status BindElastic(const FlagValues& s, ElasticLaunchOptions& e) {
   if (s.Has(key::kSlotsPerHost))
     e.slots_per_host = IntOf(s, key::kSlotsPerHost);
   if (s.Has(key::kResetLimit)) e.reset_limit = IntOf(s, key::kResetLimit);
-  if (s.Has(key::kElasticTimeout)) e.timeout_s = IntOf(s, key::kElasticTimeout);
+  HVD_ASSIGN_OR_RETURN(e.timeout_s, SecondsOf(s, env, key::kElasticTimeout,
+                                              settings::key::kElasticTimeout));
   if (auto range = s.Get(key::kBlacklistCooldownRange)) {
     std::istringstream in(*range);
     std::string lo, hi, extra;
@@ -339,8 +351,10 @@ Status BindElastic(const FlagValues& s, ElasticLaunchOptions& e) {
       return Status::InvalidArgument(
           what, "takes two numbers of seconds, MIN MAX (got '" + *range + "')");
     }
-    HVD_ASSIGN_OR_RETURN(int64_t l, ParseInt64(lo, what + " MIN", 1, kWeekS));
-    HVD_ASSIGN_OR_RETURN(int64_t h, ParseInt64(hi, what + " MAX", 1, kWeekS));
+    HVD_ASSIGN_OR_RETURN(int64_t l,
+                         ParseInt64(lo, what + " MIN", 1, kCooldownMostS));
+    HVD_ASSIGN_OR_RETURN(int64_t h,
+                         ParseInt64(hi, what + " MAX", 1, kCooldownMostS));
     if (l > h) {
       return Status::InvalidArgument(what,
                                      "MIN " + lo + " is more than MAX " + hi);
@@ -354,22 +368,19 @@ Status BindElastic(const FlagValues& s, ElasticLaunchOptions& e) {
 // -np, the timeouts (the flag, else the launcher's own variable, else the
 // table's default) and --verbose.
 Status BindJob(const FlagValues& s, const Env& env, LaunchOptions& o) {
-  HVD_RETURN_IF_ERROR(BindElastic(s, o.elastic));
+  const settings::Reader from_env(env);
+  HVD_RETURN_IF_ERROR(BindElastic(s, from_env, o.elastic));
   o.num_proc =
       s.Has(key::kNumProc) ? IntOf(s, key::kNumProc) : o.elastic.min_np;
   if (o.elastic.enabled && o.elastic.min_np == 0) {
     o.elastic.min_np = o.num_proc;
   }
-  const settings::Reader from_env(env);
-  HVD_ASSIGN_OR_RETURN(std::chrono::seconds start,
-                       from_env.Get(settings::key::kStartTimeout));
-  o.start_timeout_s = static_cast<int>(start.count());
-  if (s.Has(key::kStartTimeout))
-    o.start_timeout_s = IntOf(s, key::kStartTimeout);
-  HVD_ASSIGN_OR_RETURN(std::chrono::seconds join,
-                       from_env.Get(settings::key::kJoinTimeout));
-  o.join_timeout_s = static_cast<int>(join.count());
-  if (s.Has(key::kJoinTimeout)) o.join_timeout_s = IntOf(s, key::kJoinTimeout);
+  HVD_ASSIGN_OR_RETURN(
+      o.start_timeout_s,
+      SecondsOf(s, from_env, key::kStartTimeout, settings::key::kStartTimeout));
+  HVD_ASSIGN_OR_RETURN(
+      o.join_timeout_s,
+      SecondsOf(s, from_env, key::kJoinTimeout, settings::key::kJoinTimeout));
   o.verbose = s.On(key::kVerbose);
   return Status::Ok();
 }

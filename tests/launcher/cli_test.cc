@@ -37,15 +37,6 @@ TEST(CliTest, OptionsStopAtTheCommandOrDoubleDash) {
   EXPECT_FALSE(o->verbose);
 }
 
-TEST(CliTest, StartTimeoutFromEnvironmentLosesToFlag) {
-  auto o = Parse({"-np", "1", "p"}, {{"HOROVOD_START_TIMEOUT", "7"}});
-  EXPECT_EQ(o->start_timeout_s, 7);
-  o = Parse({"-np", "1", "--start-timeout", "9", "p"},
-            {{"HOROVOD_START_TIMEOUT", "7"}});
-  EXPECT_EQ(o->start_timeout_s, 9);
-  EXPECT_FALSE(Parse({"-np", "1", "p"}, {{"HOROVOD_START_TIMEOUT", "x"}}).ok());
-}
-
 TEST(CliTest, HelpAndVersion) {
   EXPECT_TRUE(Parse({"--help"})->show_help);
   EXPECT_TRUE(Parse({"-h"})->show_help);
@@ -93,6 +84,13 @@ TEST(CliTest, ErrorsNameTheFlag) {
       {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
         "9", "x", "p"},
        "--blacklist-cooldown-range MAX"},
+      // Horovod's bounds: at least 1 s, at most an hour.
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
+        "0", "5", "p"},
+       "--blacklist-cooldown-range MIN: must be between 1 and 3600"},
+      {{"-np", "2", "--min-np", "1", "-H", "a:2", "--blacklist-cooldown-range",
+        "9", "3601", "p"},
+       "--blacklist-cooldown-range MAX: must be between 1 and 3600"},
       {{"-np", "2", "--min-np", "1", "-H", "a:2",
         "--blacklist-cooldown-range=9", "p"},
        "takes two numbers of seconds, MIN MAX (got '9')"},
