@@ -245,6 +245,26 @@ PYBIND11_MODULE(_core, m) {
     py::gil_scoped_release release;
     return hvd::elastic::hosts_changed();
   });
+  // The launcher's host updates: FailedPrecondition (no job: a reset) is
+  // ValueError, so the listener can tell it from the rendezvous's errors.
+  m.def("host_updates_announced", [] {
+    hvd::StatusOr<int> n = [] {
+      py::gil_scoped_release release;
+      return hvd::elastic::host_updates_announced();
+    }();
+    Check(n.status(), true);
+    return *n;
+  });
+  m.def("wait_host_update", [](int n, int wait_ms) -> py::object {
+    auto got = [&] {
+      py::gil_scoped_release release;
+      return hvd::elastic::wait_host_update(
+          n, std::chrono::milliseconds(wait_ms));
+    }();
+    Check(got.status(), true);
+    if (!*got) return py::none();
+    return py::make_tuple((*got)->timestamp, static_cast<int>((*got)->result));
+  });
   m.def("process_set_ids", &hvd::process_set_ids);
   m.def("process_set_ranks", &hvd::process_set_ranks);
   m.def("process_set_rank", &hvd::process_set_rank);

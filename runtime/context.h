@@ -56,6 +56,11 @@ class Context {
   // joined (an elastic job's launcher publishes its epoch); false for a
   // fixed job or on any error reaching the rendezvous.
   bool MembershipChanged() const;
+  // The job's rendezvous client (null when not launched); shared, so a
+  // caller on another thread may finish a call after shutdown().
+  std::shared_ptr<rendezvous::RendezvousClient> rendezvous_client() const {
+    return process_set_ ? nullptr : client_;
+  }
 
   // The engine, started on first use. Once a program uses it, every
   // collective must go through it (the backend is not shared between

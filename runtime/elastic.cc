@@ -14,15 +14,45 @@ namespace hvd::elastic {
 Status State::commit() {
   save();
   saved_ = true;
-  // Rank 0's view decides for every rank, so all reset at the same commit.
-  // Named by the commits since the last sync, which every rank counts alike.
-  int32_t changed = rank() == 0 && hosts_changed_since_join() ? 1 : 0;
+  return check_host_updates();
+}
+
+void State::on_hosts_updated(int64_t timestamp, HostUpdateResult result) {
+  std::lock_guard<std::mutex> lock(messages_mu_);
+  messages_.emplace_back(timestamp, result);
+}
+
+Status State::check_host_updates() {
+  // As Horovod's: the updates newer than the last acted on, merged.
+  int64_t last = last_updated_timestamp_;
+  int update = 0;
+  {
+    std::lock_guard<std::mutex> lock(messages_mu_);
+    for (const auto& [timestamp, result] : messages_) {
+      if (timestamp > last) {
+        last = timestamp;
+        update |= static_cast<int>(result);
+      }
+    }
+    messages_.clear();
+  }
+  int64_t decided[3] = {last > last_updated_timestamp_ ? 1 : 0, update, last};
+  if (rank() == 0 && hosts_changed_since_join()) {
+    // A new membership whose update was not (yet) heard: what changed is
+    // not told, so the state is synced.
+    decided[0] = 1;
+    decided[1] = static_cast<int>(HostUpdateResult::kMixed);
+  }
+  // Rank 0's view decides for every rank, so all reset at the same check.
+  // Named by the checks since the last sync, which every rank counts alike.
   HVD_RETURN_IF_ERROR(
       broadcast_async("hvd.elastic.commit." + std::to_string(commits_++),
-                      Tensor{&changed, DataType::kInt32, {1}}, 0)
+                      Tensor{decided, DataType::kInt64, {3}}, 0)
           .wait());
-  if (changed) {
+  last_updated_timestamp_ = decided[2];
+  if (decided[0]) {
     hosts_updated_ = true;
+    only_removed_ = decided[1] == static_cast<int>(HostUpdateResult::kRemoved);
     return Status::Aborted("hvd::elastic::State::commit",
                            "the job's hosts changed; resetting to them");
   }
@@ -53,6 +83,10 @@ bool State::take_hosts_updated() {
 }
 
 void State::on_reset() {
+  {
+    std::lock_guard<std::mutex> lock(messages_mu_);
+    messages_.clear();
+  }
   for (auto& cb : callbacks_) cb();
 }
 
@@ -120,11 +154,14 @@ Status run(State& state, const std::function<Status(State&)>& train,
   // Every rank starts from rank 0's state, as after a reset. The sync is a
   // collective like any other: a peer lost during it (killed as the job
   // starts or resets) is a reset too, as in Horovod, not the end of run().
+  HostUpdateListener listener(state);
+  bool skip_sync = false;
   for (int resets = 0;; ++resets) {
-    Status s = state.sync();
+    Status s = skip_sync ? Status::Ok() : state.sync();
     if (s.ok()) s = train(state);
     if (s.ok()) return s;
     const bool hosts = state.take_hosts_updated();
+    skip_sync = hosts && state.hosts_only_removed();
     if (!hosts && !IsRecoverable(s)) return s;
     if (reset_limit > 0 && resets >= reset_limit) {
       return Status::Aborted(

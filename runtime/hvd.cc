@@ -252,6 +252,11 @@ int process_set_size(int process_set) {
 
 bool is_initialized() { return Current() != nullptr; }
 
+std::shared_ptr<rendezvous::RendezvousClient> job_rendezvous_client() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_context ? g_context->rendezvous_client() : nullptr;
+}
+
 bool hosts_changed_since_join() {
   runtime::Context* c = Current();
   return c && c->MembershipChanged();

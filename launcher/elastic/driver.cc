@@ -2,11 +2,24 @@
 
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
+#include <ctime>
 #include <set>
+
+#include "rendezvous/host_updates.h"
 
 namespace hvd::launcher::elastic {
 namespace {
+
+// How often the driver asks whether a new generation formed, while one is
+// awaited.
+constexpr std::chrono::milliseconds kFormationPoll{200};
+
+std::vector<rendezvous::HostSlots> SlotsOf(const std::vector<HostSpec>& hosts) {
+  std::vector<rendezvous::HostSlots> out;
+  for (const HostSpec& h : hosts) out.push_back({h.host, h.slots, 0});
+  return out;
+}
 
 void Say(const std::string& line) {
   std::string text = "horovodrun: " + line + "\n";
@@ -117,6 +130,10 @@ ElasticDriver::ElasticDriver(ElasticOptions options,
 
 WorkerDriver::Step ElasticDriver::Tick() {
   const auto now = Clock::now();
+  if (awaiting_formation_ && now - last_formation_check_ >= kFormationPoll) {
+    CheckFormed();
+  }
+  const std::vector<HostSpec> before = planner_.membership();
   if (auto answer = source_->Take()) {
     HostChange change = hosts_.Update(*answer);
     if (verbose_ && change.any()) {
@@ -142,6 +159,9 @@ WorkerDriver::Step ElasticDriver::Tick() {
     return step;
   }
   ++memberships_;
+  if (memberships_ > 1) AnnounceHostUpdate(before, a.membership, now);
+  awaiting_formation_ = true;
+  for (const Slot& s : a.start) proven_.erase(s);  // a new process there
   Say("elastic: " + std::to_string(a.size) + " worker" +
       (a.size == 1 ? "" : "s") + " on " + FormatHostList(a.membership) +
       (memberships_ > 1 ? " (reset " + std::to_string(planner_.resets()) + ")"
@@ -172,7 +192,73 @@ WorkerDriver::Step ElasticDriver::Tick() {
   return step;
 }
 
+void ElasticDriver::AnnounceHostUpdate(const std::vector<HostSpec>& before,
+                                       const std::vector<HostSpec>& after,
+                                       Clock::time_point now) {
+  if (!hooks_.set_key) return;
+  const rendezvous::HostUpdateResult result =
+      rendezvous::CompareHosts(SlotsOf(before), SlotsOf(after));
+  if (result == rendezvous::HostUpdateResult::kNoUpdate) return;
+  if (result == rendezvous::HostUpdateResult::kRemoved) {
+    // Only failed hosts left: the survivors reset on the failure itself.
+    bool all_failed = true;
+    for (const HostSpec& h : before) {
+      const bool kept =
+          std::any_of(after.begin(), after.end(), [&](const HostSpec& k) {
+            return k.host == h.host && k.slots >= h.slots;
+          });
+      if (!kept && !hosts_.Blacklisted(h.host, now)) all_failed = false;
+    }
+    if (all_failed) return;
+  }
+  const int n = host_updates_ + 1;
+  const rendezvous::HostUpdate update{static_cast<int64_t>(std::time(nullptr)),
+                                      result};
+  Status s = hooks_.set_key(rendezvous::HostUpdateKey(n),
+                            rendezvous::FormatHostUpdate(update));
+  if (s.ok()) {
+    s = hooks_.set_key(rendezvous::kHostUpdateCountKey, std::to_string(n));
+  }
+  if (!s.ok()) {
+    // The workers still see the new membership at their next commit.
+    Say("elastic: cannot tell the workers of the host change: " + s.message());
+    return;
+  }
+  host_updates_ = n;
+}
+
+void ElasticDriver::CheckFormed() {
+  last_formation_check_ = Clock::now();
+  if (!hooks_.members) return;
+  const std::vector<rendezvous::Member> members = hooks_.members();
+  if (members.empty()) return;
+  for (const rendezvous::Member& m : members) {
+    if (m.generation == 0) return;  // not every member joined it yet
+  }
+  for (const rendezvous::Member& m : members) proven_.insert({m.host, m.slot});
+  awaiting_formation_ = false;
+}
+
+void ElasticDriver::AbandonUnproven(const Slot& finished) {
+  CheckFormed();
+  if (!proven_.count(finished)) return;  // not a worker that joins at all
+  std::vector<Slot> stranded;
+  std::string where;
+  for (const Slot& s : planner_.running()) {
+    if (s == finished || proven_.count(s)) continue;
+    stranded.push_back(s);
+    where += (where.empty() ? "" : ", ") + s.host + " (slot " +
+             std::to_string(s.slot) + ")";
+  }
+  if (stranded.empty()) return;
+  Say("elastic: a worker finished; stopping the workers started for a "
+      "reset that will not come now: " +
+      where);
+  planner_.Abandon(stranded);
+}
+
 void ElasticDriver::Exited(const std::string& host, int slot, int exit_code) {
+  if (exit_code == 0 && !planner_.finishing()) AbandonUnproven({host, slot});
   const bool out_before = hosts_.Blacklisted(host, Clock::now());
   planner_.WorkerExited({host, slot}, exit_code, Clock::now());
   if (!out_before && hosts_.Blacklisted(host, Clock::now())) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "launcher/elastic/planner.h"
 #include "launcher/supervisor.h"
 #include "rendezvous/assignment.h"
+#include "rendezvous/members.h"
 
 namespace hvd::launcher::elastic {
 
@@ -47,6 +49,11 @@ struct ElasticDriverHooks {
   // The job's next membership, set in the rendezvous.
   std::function<Status(std::vector<rendezvous::HostSlots> hosts, int size)>
       set_membership;
+  // A key of the job's store (the host updates workers listen for).
+  std::function<Status(const std::string& key, const std::string& value)>
+      set_key;
+  // The job's members as the rendezvous sees them (empty: cannot tell).
+  std::function<std::vector<rendezvous::Member>()> members;
   // GPUs of a host, for its assignment (0 for remote hosts).
   std::function<int(const HostSpec& host)> gpus;
   // The process that runs the worker of `slot` on `host`.
@@ -55,6 +62,15 @@ struct ElasticDriverHooks {
       make_spec;
 };
 
+// Besides carrying out the planner's decisions, the driver
+//  - tells the workers of each change of hosts that discovery (or a
+//    cooldown's end) brought, as Horovod's driver notifies them
+//    (rendezvous/host_updates.h); a host removed because its worker failed
+//    is not announced: the survivors reset on the failure itself;
+//  - learns which workers have trained in a generation that formed, and
+//    when a worker finishes, abandons those that never did: they were
+//    started for a reset the finished ones will not make, so the job ends
+//    with success rather than waiting on them.
 class ElasticDriver final : public WorkerDriver {
  public:
   ElasticDriver(ElasticOptions options, HostManagerOptions host_options,
@@ -67,12 +83,29 @@ class ElasticDriver final : public WorkerDriver {
   int resets() const { return planner_.resets(); }
 
  private:
+  // Announces the change from `before` to the new membership `after`.
+  void AnnounceHostUpdate(const std::vector<HostSpec>& before,
+                          const std::vector<HostSpec>& after,
+                          Clock::time_point now);
+  // Asks the rendezvous whether the current generation formed (every
+  // member joined it); if so its workers are proven.
+  void CheckFormed();
+  // A worker finished: abandons the running ones never proven, when the
+  // finished one was.
+  void AbandonUnproven(const Slot& finished);
+
   HostManager hosts_;
   ElasticPlanner planner_;
   std::unique_ptr<HostSource> source_;
   ElasticDriverHooks hooks_;
   bool verbose_;
   int memberships_ = 0;
+  int host_updates_ = 0;  // announced so far
+  // Workers seen in a formed generation, and whether the newest membership
+  // is still to be seen formed (polled until it is).
+  std::set<Slot> proven_;
+  bool awaiting_formation_ = false;
+  Clock::time_point last_formation_check_{};
 };
 
 }  // namespace hvd::launcher::elastic

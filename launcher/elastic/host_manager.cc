@@ -59,11 +59,13 @@ void HostManager::Blacklist(const std::string& host, Clock::time_point now) {
     s.forever = true;
     return;
   }
-  const double base = std::min(
-      options_.cooldown_hi_s,
-      options_.cooldown_lo_s * std::ldexp(1.0, std::min(s.failures - 1, 30)));
-  std::uniform_real_distribution<double> jitter(0.0, 0.1);
-  const double seconds = base * (1.0 + jitter(rng_));
+  // Horovod's: lo * 2^n plus up to lo of jitter, then kept within
+  // [lo, hi].
+  const double lo = options_.cooldown_lo_s;
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  const double delay =
+      lo * std::ldexp(1.0, std::min(s.failures, 30)) + jitter(rng_) * lo;
+  const double seconds = std::max(lo, std::min(options_.cooldown_hi_s, delay));
   s.until = now + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(seconds));
 }

@@ -50,8 +50,10 @@ class HostManager {
   int Slots(Clock::time_point now) const;
 
   // The workers of `host` failed: it leaves the job until its cooldown
-  // ends (never, without a cooldown range). The n-th failure of a host
-  // keeps it out min(hi, lo * 2^(n-1)) seconds, plus up to 10 % jitter.
+  // ends (never, without a cooldown range). As Horovod computes it, the
+  // n-th failure of a host keeps it out lo * 2^n + U(0, 1) * lo seconds,
+  // kept within [lo, hi]. A failure during a cooldown is not counted
+  // (the caller blacklists only hosts that are not).
   void Blacklist(const std::string& host, Clock::time_point now);
   bool Blacklisted(const std::string& host, Clock::time_point now) const;
   // When the next cooldown ends, if some host is cooling down at `now`.

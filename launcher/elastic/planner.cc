@@ -34,7 +34,7 @@ ElasticPlanner::ElasticPlanner(ElasticOptions options, HostManager* hosts)
 
 void ElasticPlanner::WorkerExited(const Slot& slot, int status,
                                   Clock::time_point now) {
-  running_.erase(slot);
+  if (!running_.erase(slot)) return;  // stopped by the plan
   if (status == 0) {
     finishing_ = true;
     return;
@@ -51,6 +51,22 @@ void ElasticPlanner::WorkerExited(const Slot& slot, int status,
   // Workers of one host often fail together (the host went away): one
   // failure of the host, not one per worker, for its cooldown.
   if (!hosts_->Blacklisted(slot.host, now)) hosts_->Blacklist(slot.host, now);
+  const bool any_left = std::any_of(
+      running_.begin(), running_.end(),
+      [&](const Slot& s) { return !hosts_->Blacklisted(s.host, now); });
+  if (!any_left && !failed_) {
+    failed_ =
+        "every worker failed or runs on a blacklisted host (the last "
+        "on " +
+        slot.host + ", status " + std::to_string(status) +
+        "): no worker is left to go on from";
+  }
+}
+
+void ElasticPlanner::Abandon(const std::vector<Slot>& slots) {
+  for (const Slot& s : slots) {
+    if (running_.erase(s)) abandoned_.push_back(s);
+  }
 }
 
 std::vector<HostSpec> ElasticPlanner::Desired(Clock::time_point now) const {
@@ -67,8 +83,9 @@ std::vector<HostSpec> ElasticPlanner::Desired(Clock::time_point now) const {
 
 Actions ElasticPlanner::Tick(Clock::time_point now) {
   Actions a;
+  a.stop.swap(abandoned_);
   auto stop_all = [&] {
-    a.stop.assign(running_.begin(), running_.end());
+    a.stop.insert(a.stop.end(), running_.begin(), running_.end());
     running_.clear();
   };
   if (failed_) {
@@ -77,7 +94,7 @@ Actions ElasticPlanner::Tick(Clock::time_point now) {
     return a;
   }
   if (finishing_) {
-    a.done = running_.empty();
+    a.done = running_.empty() && a.stop.empty();
     return a;
   }
   std::vector<HostSpec> desired = Desired(now);

@@ -10,10 +10,16 @@
 //    ends with a line that says so.
 //  - A worker that fails gets its host blacklisted; the job goes on
 //    without the host (its other workers are stopped) from the next Tick.
+//  - When no running worker is left on a host in good standing (every
+//    worker failed, or every host it ran on is blacklisted), the job ends
+//    at once: nobody holds its state to go on from, whatever hosts
+//    discovery or a cooldown may offer later.
 //  - Every change of membership after the first is a reset; more than
 //    reset_limit of them (when set) end the job.
 //  - Once a worker has finished successfully the job is finishing: no more
 //    changes, a later failure ends it, and it is done when no worker runs.
+//    Workers the driver abandons (started for a reset that will not come
+//    now) are stopped, and their ends do not count.
 #pragma once
 
 #include <chrono>
@@ -60,13 +66,20 @@ class ElasticPlanner {
   ElasticPlanner(ElasticOptions options, HostManager* hosts);
 
   // A worker ended: status 0 is success; anything else blacklists its host.
+  // The end of a worker the plan already stopped is ignored.
   void WorkerExited(const Slot& slot, int status, Clock::time_point now);
+
+  // Stops these running workers at the next Tick, their ends ignored (the
+  // driver's call, for workers waiting on a generation that cannot form).
+  void Abandon(const std::vector<Slot>& slots);
 
   // What to do now (call after each discovery answer and worker exit).
   Actions Tick(Clock::time_point now);
 
   int resets() const { return resets_; }
+  bool finishing() const { return finishing_; }
   const std::vector<HostSpec>& membership() const { return membership_; }
+  const std::set<Slot>& running() const { return running_; }
 
  private:
   // The host manager's hosts at `now`, cut at max_np slots.
@@ -76,6 +89,7 @@ class ElasticPlanner {
   HostManager* hosts_;
   std::vector<HostSpec> membership_;  // applied
   std::set<Slot> running_;
+  std::vector<Slot> abandoned_;  // to stop at the next Tick
   bool started_ = false;
   bool finishing_ = false;  // a worker finished successfully
   std::optional<std::string> failed_;

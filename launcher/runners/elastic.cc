@@ -90,6 +90,10 @@ elastic::ElasticDriverHooks ElasticRunner::Hooks(JobRendezvous& job) {
                                 int size) {
     return job.SetMembership(std::move(hosts), size);
   };
+  hooks.set_key = [&job](const std::string& key, const std::string& value) {
+    return job.Set(key, value);
+  };
+  hooks.members = [&job] { return job.Members(); };
   hooks.gpus = [this, local_gpus](const HostSpec& h) {
     return routes_.IsLocal(h) ? local_gpus : 0;
   };

@@ -313,6 +313,108 @@ TEST_F(ElasticNetnsTest, PythonTorchStateSurvivesAKilledHost) {
   ExpectFinished(r, 2, 150, 1);
 }
 
+// (g) Horovod's worker notifications: as discovery adds a host and then
+// takes it away, every running worker hears each change as it happens
+// (State::on_hosts_updated, from the listener's thread), and the job
+// resets to it at the next commit.
+TEST_F(ElasticNetnsTest, EveryWorkerHearsEachHostChangeAsItHappens) {
+  Discover({Host(0, 2)});
+  auto job = Start(Args({"-np", "2"}, CppWorker(300)));
+  ASSERT_TRUE(WaitForWorkers(*job, 2)) << job->StderrSoFar();
+  HostPids(0, 2);
+  Discover({Host(0, 2), Host(1, 1)});
+  ASSERT_TRUE(WaitForWorkers(*job, 3)) << job->StderrSoFar();
+  HostPids(1, 1);
+  const std::string added =
+      "HOSTS_UPDATED host=" + net_->address(0) + " result=2";
+  ASSERT_FALSE(job->WaitForStdout(added, seconds(60)).empty());
+  Discover({Host(0, 2)});
+  ASSERT_TRUE(WaitForWorkers(*job, 2)) << job->StderrSoFar();
+  Result r = job->Wait(kTimeout);
+  ExpectFinished(r, 2, 300, 2);
+  // Both workers of host 0 heard both changes (the removed host's worker
+  // may be stopped before it hears of it).
+  auto count = [&](const std::string& line) {
+    size_t n = 0;
+    for (size_t at = r.out.find(line); at != std::string::npos;
+         at = r.out.find(line, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(added), 2u) << r.out;
+  EXPECT_EQ(count("HOSTS_UPDATED host=" + net_->address(0) + " result=1"), 2u)
+      << r.out;
+}
+
+// (h) Horovod's own elastic test scripts: rank 0 waits, between two
+// commits, for the host update to reach state._host_messages; the
+// launcher's update arrives there, and the job grows at the next commit.
+TEST_F(ElasticNetnsTest, PythonStateHearsTheHostUpdateBetweenCommits) {
+  if (!PythonReady()) {
+    GTEST_SKIP() << "no python3-torch or no hvd Python package built";
+  }
+  Discover({Host(0, 2)});
+  auto job =
+      Start(Args({"-np", "2"}, {"/usr/bin/python3",
+                                HVD_SOURCE_DIR "/tests/python/elastic_job.py",
+                                "--steps", "60", "--commit-every", "10",
+                                "--wait-hosts-at", "12", "--pid-dir", pids_}));
+  ASSERT_FALSE(job->WaitForStdout("WAITING", seconds(120)).empty())
+      << job->StderrSoFar();
+  Discover({Host(0, 2), Host(1, 1)});
+  ASSERT_FALSE(job->WaitForStdout("NOTIFIED result=2", seconds(60)).empty())
+      << job->StderrSoFar();
+  Result r = job->Wait(kTimeout);
+  ExpectFinished(r, 3, 60, 1);
+}
+
+// (i) Horovod's endings: when every worker has failed, or every host the
+// job ran on is blacklisted, the job ends at once with an error, though
+// --elastic-timeout is long and a cooldown would bring the hosts back.
+TEST_F(ElasticNetnsTest, WhenEveryWorkerFailsTheJobEndsAtOnce) {
+  Discover({Host(0, 1), Host(1, 1)});
+  std::vector<std::string> worker = CppWorker(100000, 20);
+  worker.insert(worker.end(), {"--fail-host", "all"});
+  const auto began = std::chrono::steady_clock::now();
+  auto job = Start(Args({"-np", "2", "--min-np", "1", "--elastic-timeout",
+                         "600", "--blacklist-cooldown-range", "1", "2"},
+                        worker));
+  Result r = job->Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no worker is left to go on from"), std::string::npos)
+      << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(300));
+  ExpectNothingLeft();
+}
+
+// (j) A host joins but the workers finish before their next commit, so
+// the reset that would take it in never comes: as in Horovod (new workers
+// start only at a reset), the job ends with success, and the worker that
+// was started for it is stopped.
+TEST_F(ElasticNetnsTest, WorkersThatFinishBeforeTheResetEndTheJobWithSuccess) {
+  Discover({Host(0, 2)});
+  std::vector<std::string> worker = CppWorker(80, 50);
+  worker.insert(worker.end(), {"--commit-every", "100000"});  // no commit
+  auto job = Start(Args({"-np", "2"}, worker));
+  ASSERT_TRUE(WaitForWorkers(*job, 2)) << job->StderrSoFar();
+  HostPids(0, 2);
+  ASSERT_FALSE(
+      job->WaitForStdout("(STEP step=10 size=2 )", seconds(60)).empty())
+      << job->StderrSoFar();
+  Discover({Host(0, 2), Host(1, 1)});
+  ASSERT_TRUE(WaitForWorkers(*job, 3)) << job->StderrSoFar();
+  Result r = job->Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopping the workers started for a reset that will "
+                       "not come now: " +
+                       net_->address(1) + " (slot 0)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Finishes(r.out).size(), 2u) << r.out;
+  ExpectNothingLeft();
+}
+
 // Processes on this machine running `program` whose environment says they
 // are workers of `host` (the namespace addresses are this test's alone).
 std::vector<pid_t> WorkersOfHost(const std::string& host,

@@ -39,8 +39,10 @@
 //                        each (re)start, rank 0 "STEP step=T size=S ms=W"
 //                        (W: wall clock) per step, and "ELASTIC ..." at the
 //                        end; --pid-dir D writes D/HOST-SLOT.pid;
-//                        --fail-host H: a worker on host H exits 3 at its
-//                        third step after each start
+//                        --fail-host H: a worker on host H (any host for
+//                        "all") exits 3 at its third step after each
+//                        start; every host update heard is printed as
+//                        "HOSTS_UPDATED host=H result=N"
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -160,6 +162,22 @@ int Steps(int steps, const std::string& work, const StopWhen& when,
   return hvd::shutdown().ok() ? 0 : 1;
 }
 
+// A TensorState that says each host update it hears.
+class SayingState : public hvd::elastic::TensorState {
+ public:
+  explicit SayingState(std::string host) : host_(std::move(host)) {}
+  void on_hosts_updated(int64_t timestamp,
+                        hvd::elastic::HostUpdateResult result) override {
+    std::printf("HOSTS_UPDATED host=%s result=%d\n", host_.c_str(),
+                static_cast<int>(result));
+    std::fflush(stdout);
+    TensorState::on_hosts_updated(timestamp, result);
+  }
+
+ private:
+  std::string host_;
+};
+
 // --elastic-job: see the top of the file.
 int ElasticJob(int steps, int commit_every, int step_ms,
                const std::string& pid_dir, const std::string& fail_host) {
@@ -173,7 +191,7 @@ int ElasticJob(int steps, int commit_every, int step_ms,
   std::vector<float> weights(1000, 0.0f);
   int64_t step = 0;
   int resets = 0, steps_run = 0;
-  hvd::elastic::TensorState state;
+  SayingState state(host);
   state.add("weights", &weights);
   state.add_counter("step", &step);
   state.register_reset_callback([&] { ++resets; });
@@ -183,7 +201,7 @@ int ElasticJob(int steps, int commit_every, int step_ms,
     std::fflush(stdout);
     int since_start = 0;
     for (; step < steps; ++step) {
-      if (host == fail_host && ++since_start == 3) {
+      if ((host == fail_host || fail_host == "all") && ++since_start == 3) {
         std::fflush(stdout);
         _exit(3);
       }

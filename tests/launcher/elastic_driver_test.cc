@@ -1,19 +1,61 @@
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <map>
+#include <thread>
+
 #include "launcher/elastic/driver.h"
+#include "rendezvous/host_updates.h"
 
 namespace hvd::launcher::elastic {
 namespace {
+
+// Discovery's answers, handed out one per Take as the test pushes them.
+class ScriptedHosts final : public HostSource {
+ public:
+  explicit ScriptedHosts(std::deque<std::vector<HostSpec>>* answers)
+      : answers_(answers) {}
+  std::optional<std::vector<HostSpec>> Take() override {
+    if (answers_->empty()) return std::nullopt;
+    auto out = answers_->front();
+    answers_->pop_front();
+    return out;
+  }
+
+ private:
+  std::deque<std::vector<HostSpec>>* answers_;
+};
 
 // The driver with a fixed host list and hooks that record what it asks.
 struct Harness {
   std::vector<std::pair<std::vector<rendezvous::HostSlots>, int>> memberships;
   Status membership_status;
-  std::set<std::string> unstartable;  // hosts whose spec cannot be made
+  std::set<std::string> unstartable;          // hosts whose spec cannot be made
+  std::map<std::string, std::string> store;   // what set_key set
+  std::vector<rendezvous::Member> members;    // what the rendezvous says
+  std::deque<std::vector<HostSpec>> answers;  // for MakeScripted
+
+  // Discovery answering `answers` one Tick at a time.
+  std::unique_ptr<ElasticDriver> MakeScripted(ElasticOptions options = {}) {
+    return std::make_unique<ElasticDriver>(
+        options, HostManagerOptions{},
+        std::make_unique<ScriptedHosts>(&answers), Hooks(), false);
+  }
 
   std::unique_ptr<ElasticDriver> Make(std::vector<HostSpec> hosts,
                                       ElasticOptions options = {}) {
+    return std::make_unique<ElasticDriver>(options, HostManagerOptions{},
+                                           FixedHosts(std::move(hosts)),
+                                           Hooks(), false);
+  }
+
+  ElasticDriverHooks Hooks() {
     ElasticDriverHooks hooks;
+    hooks.set_key = [this](const std::string& k, const std::string& v) {
+      store[k] = v;
+      return Status::Ok();
+    };
+    hooks.members = [this] { return members; };
     hooks.set_membership = [this](std::vector<rendezvous::HostSlots> h,
                                   int size) {
       memberships.push_back({h, size});
@@ -30,11 +72,26 @@ struct Harness {
       spec.argv = {h.host, std::to_string(slot), std::to_string(a.rank)};
       return spec;
     };
-    return std::make_unique<ElasticDriver>(options, HostManagerOptions{},
-                                           FixedHosts(std::move(hosts)),
-                                           std::move(hooks), false);
+    return hooks;
+  }
+
+  // The host update announced as number n.
+  std::optional<rendezvous::HostUpdate> Update(int n) {
+    auto it = store.find(rendezvous::HostUpdateKey(n));
+    if (it == store.end()) return std::nullopt;
+    auto u = rendezvous::ParseHostUpdate(it->second);
+    EXPECT_TRUE(u.ok());
+    return u.ok() ? std::optional(*u) : std::nullopt;
   }
 };
+
+rendezvous::Member M(const std::string& host, int slot, int generation) {
+  rendezvous::Member m;
+  m.host = host;
+  m.slot = slot;
+  m.generation = generation;
+  return m;
+}
 
 TEST(ElasticDriverTest, SetsTheMembershipThenStartsItsWorkers) {
   Harness t;
@@ -92,6 +149,88 @@ TEST(ElasticDriverTest, ARefusedMembershipEndsTheJob) {
   EXPECT_NE(step.failure->find("cannot set the job's hosts"), std::string::npos)
       << *step.failure;
   EXPECT_TRUE(step.start.empty());
+}
+
+// Horovod's driver tells the workers of each host change discovery brings
+// (added, removed, both), with its time; a host that leaves because its
+// worker failed is not announced (the survivors reset on the failure).
+TEST(ElasticDriverTest, AnnouncesDiscoveredHostChangesNotFailures) {
+  Harness t;
+  auto d = t.MakeScripted();
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
+  d->Tick();
+  EXPECT_FALSE(t.Update(1));  // the first membership is no change
+  const int64_t before = static_cast<int64_t>(std::time(nullptr));
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}, {"c", 2, ""}});
+  d->Tick();
+  ASSERT_TRUE(t.Update(1));
+  EXPECT_EQ(t.Update(1)->result, rendezvous::HostUpdateResult::kAdded);
+  EXPECT_GE(t.Update(1)->timestamp, before);
+  EXPECT_LE(t.Update(1)->timestamp, static_cast<int64_t>(std::time(nullptr)));
+  EXPECT_EQ(t.store[rendezvous::kHostUpdateCountKey], "1");
+  d->Exited("b", 0, 1);  // b fails: it leaves, unannounced
+  d->Tick();
+  EXPECT_EQ(t.memberships.size(), 3u);
+  EXPECT_FALSE(t.Update(2));
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}, {"c", 1, ""}});
+  d->Tick();  // c loses a slot
+  ASSERT_TRUE(t.Update(2));
+  EXPECT_EQ(t.Update(2)->result, rendezvous::HostUpdateResult::kRemoved);
+  t.answers.push_back({{"c", 1, ""}, {"d", 1, ""}});
+  d->Tick();  // a leaves, d comes
+  ASSERT_TRUE(t.Update(3));
+  EXPECT_EQ(t.Update(3)->result, rendezvous::HostUpdateResult::kMixed);
+  EXPECT_EQ(t.store[rendezvous::kHostUpdateCountKey], "3");
+}
+
+// A host joins, but the workers finish before they reset to take it in:
+// its worker, waiting for a generation that cannot form now, is stopped,
+// and the job ends with success (Horovod starts new workers only at a
+// reset, so its job ends so too).
+TEST(ElasticDriverTest, AWorkerThatNeverJoinedIsAbandonedWhenTheJobFinishes) {
+  Harness t;
+  auto d = t.MakeScripted();
+  t.answers.push_back({{"a", 1, ""}});
+  d->Tick();
+  t.members = {M("a", 0, 1)};  // generation 1 formed
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
+  WorkerDriver::Step grow = d->Tick();
+  ASSERT_EQ(grow.start.size(), 1u);
+  // b joined the new epoch; a never did: it finished its training instead.
+  t.members = {M("a", 0, 0), M("b", 0, 2)};
+  d->Exited("a", 0, 0);
+  WorkerDriver::Step step = d->Tick();
+  EXPECT_FALSE(step.failure);
+  EXPECT_EQ(step.stop, (std::vector<std::pair<std::string, int>>{{"b", 0}}));
+  EXPECT_TRUE(d->Tick().done);
+}
+
+TEST(ElasticDriverTest, WorkersOfTheFinishedGenerationAreLeftToFinish) {
+  Harness t;
+  auto d = t.MakeScripted();
+  t.answers.push_back({{"a", 1, ""}});
+  d->Tick();
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
+  d->Tick();
+  t.members = {M("a", 0, 2), M("b", 0, 2)};  // both reset into epoch 2
+  d->Exited("a", 0, 0);
+  WorkerDriver::Step step = d->Tick();
+  EXPECT_TRUE(step.stop.empty());
+  EXPECT_FALSE(step.done);  // b finishes on its own
+  d->Exited("b", 0, 0);
+  EXPECT_TRUE(d->Tick().done);
+}
+
+// A job whose workers never join (not hvd programs): nothing is abandoned.
+TEST(ElasticDriverTest, WorkersThatNeverJoinAnythingAreNotAbandoned) {
+  Harness t;
+  auto d = t.Make({{"a", 1, ""}, {"b", 1, ""}});
+  d->Tick();
+  t.members = {M("a", 0, 0), M("b", 0, 0)};
+  d->Exited("a", 0, 0);
+  WorkerDriver::Step step = d->Tick();
+  EXPECT_TRUE(step.stop.empty());
+  EXPECT_FALSE(step.done);
 }
 
 }  // namespace

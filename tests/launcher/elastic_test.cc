@@ -149,28 +149,46 @@ TEST(HostManagerTest, BlacklistedForGoodWithoutACooldownRange) {
   EXPECT_FALSE(m.NextCooldownEnd(t).has_value());
 }
 
-TEST(HostManagerTest, CooldownsDoubleUpToTheRangesEnd) {
+TEST(HostManagerTest, CooldownsAreHorovodsUpToTheRangesEnd) {
   HostManagerOptions o;
   o.cooldown_lo_s = 10;
-  o.cooldown_hi_s = 35;
-  HostManager m(o);
-  auto t = Clock::now();
-  m.Update({H("a", 2), H("b", 2)});
-  // 1st failure: 10 s (+ up to 10 %), 2nd: 20 s, 3rd: 35 s (the cap).
-  for (double want : {10.0, 20.0, 35.0}) {
-    m.Blacklist("a", t);
-    auto end = m.NextCooldownEnd(t);
-    ASSERT_TRUE(end.has_value());
-    const double got = std::chrono::duration<double>(*end - t).count();
-    EXPECT_GE(got, want);
-    EXPECT_LE(got, want * 1.1 + 1e-6);
-    EXPECT_TRUE(m.Blacklisted("a", t + seconds(static_cast<int>(want) - 1)));
-    EXPECT_EQ(Names(m.Current(t)), (std::vector<std::string>{"b:2"}));
-    t = *end;
-    EXPECT_FALSE(m.Blacklisted("a", t));
-    // Back, in its old place.
-    EXPECT_EQ(Names(m.Current(t)), (std::vector<std::string>{"a:2", "b:2"}));
+  o.cooldown_hi_s = 75;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    o.seed = seed;
+    HostManager m(o);
+    auto t = Clock::now();
+    m.Update({H("a", 2), H("b", 2)});
+    // Failure n keeps it out 10 * 2^n s plus up to 10 s, at most 75 s:
+    // 20-30 s, 40-50 s, then the cap.
+    for (auto [least, most] :
+         {std::pair{20.0, 30.0}, {40.0, 50.0}, {75.0, 75.0}, {75.0, 75.0}}) {
+      m.Blacklist("a", t);
+      auto end = m.NextCooldownEnd(t);
+      ASSERT_TRUE(end.has_value());
+      const double got = std::chrono::duration<double>(*end - t).count();
+      EXPECT_GE(got, least - 1e-6);
+      EXPECT_LE(got, most + 1e-6);
+      EXPECT_TRUE(m.Blacklisted("a", t + seconds(static_cast<int>(least) - 1)));
+      EXPECT_EQ(Names(m.Current(t)), (std::vector<std::string>{"b:2"}));
+      t = *end;
+      EXPECT_FALSE(m.Blacklisted("a", t));
+      // Back, in its old place.
+      EXPECT_EQ(Names(m.Current(t)), (std::vector<std::string>{"a:2", "b:2"}));
+    }
   }
+}
+
+TEST(HostManagerTest, ACooldownNeverEndsBeforeTheRangesStart) {
+  HostManagerOptions o;
+  o.cooldown_lo_s = 30;
+  o.cooldown_hi_s = 40;  // below 2 * lo: the upper limit rules
+  HostManager m(o);
+  const auto t = Clock::now();
+  m.Update({H("a", 1)});
+  m.Blacklist("a", t);
+  const double got =
+      std::chrono::duration<double>(*m.NextCooldownEnd(t) - t).count();
+  EXPECT_DOUBLE_EQ(got, 40.0);
 }
 
 TEST(ElasticSizeTest, BetweenMinAndMax) {
@@ -304,6 +322,64 @@ TEST(ElasticPlannerTest, AFailureAfterSuccessEndsTheJob) {
   Actions end = p.Tick(t);
   ASSERT_TRUE(end.failure.has_value());
   EXPECT_NE(end.failure->find("status 3"), std::string::npos);
+}
+
+// Horovod's endings: when every worker failed, or every host the job ran
+// on is blacklisted, the job ends at once, even with other hosts offered.
+TEST(ElasticPlannerTest, WhenEveryWorkerFailedTheJobEndsAtOnce) {
+  HostManager hosts;
+  ElasticOptions o;
+  o.max_np = 2;
+  ElasticPlanner p(o, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 1), H("b", 1), H("c", 1)});  // c: spare
+  p.Tick(t);
+  p.WorkerExited({"a", 0}, 1, t);
+  Actions go_on = p.Tick(t);  // b is left: it goes on with b and c
+  ASSERT_FALSE(go_on.failure.has_value());
+  EXPECT_EQ(Names(go_on.membership), (std::vector<std::string>{"b:1", "c:1"}));
+  p.WorkerExited({"b", 0}, 1, t);
+  p.WorkerExited({"c", 0}, 2, t);
+  Actions end = p.Tick(t);
+  ASSERT_TRUE(end.failure.has_value());
+  EXPECT_NE(end.failure->find("no worker is left"), std::string::npos)
+      << *end.failure;
+  EXPECT_NE(end.failure->find("on c, status 2"), std::string::npos)
+      << *end.failure;
+}
+
+TEST(ElasticPlannerTest, WhenEveryHostIsBlacklistedTheJobEndsAtOnce) {
+  HostManagerOptions cooldown;
+  cooldown.cooldown_lo_s = 1;
+  cooldown.cooldown_hi_s = 2;  // a would come back: Horovod ends anyway
+  HostManager hosts(cooldown);
+  ElasticPlanner p({}, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 2)});
+  p.Tick(t);
+  p.WorkerExited({"a", 1}, 137, t);  // a/0 still runs, on a blacklisted host
+  Actions end = p.Tick(t);
+  ASSERT_TRUE(end.failure.has_value());
+  EXPECT_EQ(SlotNames(end.stop), (std::vector<std::string>{"a/0"}));
+}
+
+TEST(ElasticPlannerTest, AbandonedWorkersStopAndTheirEndsDoNotCount) {
+  HostManager hosts;
+  ElasticPlanner p({}, &hosts);
+  auto t = Clock::now();
+  hosts.Update({H("a", 1)});
+  p.Tick(t);
+  hosts.Update({H("a", 1), H("b", 1)});
+  EXPECT_EQ(SlotNames(p.Tick(t).start), (std::vector<std::string>{"b/0"}));
+  p.Abandon({{"b", 0}});
+  p.WorkerExited({"a", 0}, 0, t);
+  Actions stop = p.Tick(t);
+  EXPECT_EQ(SlotNames(stop.stop), (std::vector<std::string>{"b/0"}));
+  EXPECT_FALSE(stop.done);           // not before the stop is carried out
+  p.WorkerExited({"b", 0}, 143, t);  // its SIGTERM
+  Actions end = p.Tick(t);
+  EXPECT_FALSE(end.failure.has_value());
+  EXPECT_TRUE(end.done);
 }
 
 }  // namespace

@@ -3,11 +3,17 @@ TorchState), for the launcher's elastic tests: the same lines as
 hvd_test_worker --elastic-job.
 
     elastic_job.py --steps N [--commit-every K] [--step-ms M] [--pid-dir D]
+                   [--wait-hosts-at T]
 
 Prints "START rank=R size=S step=T" at each (re)start, rank 0 prints
 "STEP step=T size=S ms=W" per step, and every rank ends with "ELASTIC
 rank=R size=S steps=RUN weight=T resets=N same=1|0" (same: every rank
 holds the same weights).
+
+--wait-hosts-at T: after step T rank 0 prints "WAITING", then waits (up
+to 60 s) for a host update to reach its state between two commits, as
+Horovod's own elastic test scripts wait on ``state._host_messages``, and
+prints "NOTIFIED result=R"; the next commit then resets to the new hosts.
 """
 
 import argparse
@@ -19,12 +25,26 @@ import torch
 import horovod.torch as hvd
 
 
+def wait_for_host_update(state: hvd.elastic.TorchState) -> None:
+    """As Horovod's elastic test scripts: rank 0 waits between commits
+    until the launcher's host update is in its state's queue."""
+    print("WAITING", flush=True)
+    deadline = time.time() + 60
+    while state._host_messages.empty():
+        if time.time() > deadline:
+            raise TimeoutError("no host update reached the state")
+        time.sleep(0.05)
+    _, result = state._host_messages.queue[0]
+    print("NOTIFIED result=%d" % int(result), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--commit-every", type=int, default=5)
     parser.add_argument("--step-ms", type=int, default=50)
     parser.add_argument("--pid-dir", default="")
+    parser.add_argument("--wait-hosts-at", type=int, default=-1)
     args = parser.parse_args()
 
     hvd.init()
@@ -60,6 +80,8 @@ def main() -> int:
                       (state.step, hvd.size(), int(time.time() * 1000)),
                       flush=True)
             time.sleep(args.step_ms / 1000.0)
+            if state.step == args.wait_hosts_at and hvd.rank() == 0:
+                wait_for_host_update(state)
             if state.step % args.commit_every == 0:
                 state.commit()
 

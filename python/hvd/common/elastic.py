@@ -10,7 +10,12 @@ from typing import Any, Callable, Dict, List
 
 from hvd import _core
 from hvd.common.exceptions import HorovodInternalError, HostsUpdatedInterrupt
-from hvd.runner.elastic.worker import HostUpdateResult
+from hvd.runner.elastic.worker import (HostUpdateResult,
+                                       WorkerNotificationManager)
+
+# The process's listener for the launcher's host updates; run() registers
+# its state with it (as Horovod's horovod.common.elastic does).
+notification_manager = WorkerNotificationManager()
 
 
 class State:
@@ -41,8 +46,8 @@ class State:
 
     def on_hosts_updated(self, timestamp: float,
                          update_res: HostUpdateResult) -> None:
-        """Records a host update; the next commit() acts on it (as
-        Horovod's: its driver calls this on every worker)."""
+        """Queues a host update for the next check (the notification
+        manager calls it as the launcher makes each one)."""
         self._host_messages.put((timestamp, update_res))
 
     def commit(self) -> None:
@@ -62,12 +67,11 @@ class State:
             timestamp, result = self._host_messages.get()
             if timestamp > last:
                 last = timestamp
-            if timestamp > prev:
                 update |= result
-        if self._rank() == 0 and _core.hosts_changed():
-            # The launcher changed the membership; what changed is not
-            # told, so the state is synced.
-            last = max(last, time.time())
+        if self._rank() == 0 and _core.hosts_changed() and last <= prev:
+            # A new membership whose update was not (yet) heard: what
+            # changed is not told, so the state is synced.
+            last = max(prev + 1e-6, time.time())
             update |= HostUpdateResult.mixed
         prev, self._last_updated_timestamp, update = self._bcast_object(
             (prev, last, int(update)), root_rank=0, name="elastic.hosts")
@@ -124,18 +128,23 @@ def run_fn(func: Callable[..., Any],
 
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
+        notification_manager.init()
+        notification_manager.register_listener(state)
         skip_sync = False
-        while True:
-            try:
-                if not skip_sync:
-                    state.sync()
-                return func(state, *args, **kwargs)
-            except HorovodInternalError:
-                state.restore()
-                skip_sync = False
-            except HostsUpdatedInterrupt as e:
-                skip_sync = e.skip_sync
-            reset()
-            state.on_reset()
+        try:
+            while True:
+                try:
+                    if not skip_sync:
+                        state.sync()
+                    return func(state, *args, **kwargs)
+                except HorovodInternalError:
+                    state.restore()
+                    skip_sync = False
+                except HostsUpdatedInterrupt as e:
+                    skip_sync = e.skip_sync
+                reset()
+                state.on_reset()
+        finally:
+            notification_manager.remove_listener(state)
 
     return wrapper
