@@ -98,9 +98,14 @@ class EmbeddedRendezvous final : public JobRendezvous {
 
 class DaemonRendezvous final : public JobRendezvous {
  public:
+  // `asker` serves the background asks (MembersAsync) alone, so that the
+  // warning of an outage names the call that holds up the job.
   DaemonRendezvous(std::unique_ptr<rendezvous::RendezvousClient> client,
+                   std::unique_ptr<rendezvous::RendezvousClient> asker,
                    JobAccess access, int ttl_seconds)
-      : client_(std::move(client)), access_(std::move(access)) {
+      : client_(std::move(client)),
+        asker_(std::move(asker)),
+        access_(std::move(access)) {
     if (ttl_seconds > 0) {
       // Three keep-alives per TTL, so one lost call does not end the job.
       auto period = std::chrono::milliseconds(ttl_seconds * 1000 / 3);
@@ -120,6 +125,13 @@ class DaemonRendezvous final : public JobRendezvous {
   }
   std::vector<rendezvous::Member> Members() override {
     return MembersFrom(client_->Get(rendezvous::kMembersKey));
+  }
+  void MembersAsync(
+      std::function<void(std::vector<rendezvous::Member>)> done) override {
+    asker_->GetAsync(rendezvous::kMembersKey,
+                     [done = std::move(done)](StatusOr<std::string> text) {
+                       done(MembersFrom(std::move(text)));
+                     });
   }
   Status Set(const std::string& key, const std::string& value) override {
     return client_->Set(key, value);
@@ -168,6 +180,7 @@ class DaemonRendezvous final : public JobRendezvous {
   }
 
   std::unique_ptr<rendezvous::RendezvousClient> client_;
+  std::unique_ptr<rendezvous::RendezvousClient> asker_;
   JobAccess access_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -258,8 +271,11 @@ StatusOr<std::unique_ptr<JobRendezvous>> ConnectDaemon(
   access.tls_key_pem = tls.key_pem;
   auto client = rendezvous::RendezvousClient::Create(
       options.rendezvous_addr, job->job_id, job->token, tls);
-  return std::unique_ptr<JobRendezvous>(new DaemonRendezvous(
-      std::move(client), std::move(access), job->ttl_seconds));
+  auto asker = rendezvous::RendezvousClient::Create(
+      options.rendezvous_addr, job->job_id, job->token, tls);
+  return std::unique_ptr<JobRendezvous>(
+      new DaemonRendezvous(std::move(client), std::move(asker),
+                           std::move(access), job->ttl_seconds));
 }
 
 }  // namespace

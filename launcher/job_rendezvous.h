@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ class JobRendezvous {
                           int exit_status) = 0;
   // The job's members now; empty when they cannot be told.
   virtual std::vector<rendezvous::Member> Members() = 0;
+  // The same without blocking the caller: `done` gets them, at once from
+  // this process's table, on a client thread from a daemon's. It must not
+  // block, and may run after this object is gone (a daemon call in
+  // flight), so it should hold only what it owns.
+  virtual void MembersAsync(
+      std::function<void(std::vector<rendezvous::Member>)> done) {
+    done(Members());
+  }
   // The job's key/value store, as its workers see it.
   virtual Status Set(const std::string& key, const std::string& value) = 0;
   virtual StatusOr<std::string> Get(const std::string& key) = 0;

@@ -1,8 +1,9 @@
 // The worker's side of the launcher's host updates (rendezvous/
 // host_updates.h): reading the count, waiting for the next one, and the
 // listener that hands them to a State.
-#include "common/logging.h"
 #include "common/parse.h"
+#include "common/setting_keys.h"
+#include "common/settings.h"
 #include "hvd/elastic.h"
 #include "rendezvous/client.h"
 #include "rendezvous/host_updates.h"
@@ -58,7 +59,10 @@ StatusOr<std::optional<HostUpdate>> wait_host_update(
 }
 
 HostUpdateListener::HostUpdateListener(State& state) : state_(state) {
-  thread_ = std::thread([this] { Loop(); });
+  // Only an elastic job's launcher makes updates (HOROVOD_ELASTIC=1).
+  const settings::EnvMap env = settings::ProcessEnv();
+  auto elastic = settings::Reader(env).Get(settings::key::kElastic);
+  if (elastic.ok() && *elastic) thread_ = std::thread([this] { Loop(); });
 }
 
 HostUpdateListener::~HostUpdateListener() {
@@ -66,13 +70,12 @@ HostUpdateListener::~HostUpdateListener() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void HostUpdateListener::Loop() {
   // Updates made before the listener started are not its to hand on.
   std::optional<int> seen;
-  std::string last_error;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -89,13 +92,9 @@ void HostUpdateListener::Loop() {
     }
     auto update = wait_host_update(*seen + 1, kListenWait);
     if (!update.ok()) {
-      // No job during a reset, or the rendezvous is away: try again; the
-      // membership check at commit still sees any change.
-      if (update.status().code() != StatusCode::kFailedPrecondition &&
-          update.status().message() != last_error) {
-        last_error = update.status().message();
-        HVD_LOG(Warning) << "host updates: " << update.status().ToString();
-      }
+      // No job during a reset, or the rendezvous is away (its client says
+      // so once): try again; the membership check at commit still sees
+      // any change.
       std::this_thread::sleep_for(kNoJobPause);
       continue;
     }

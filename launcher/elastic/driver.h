@@ -52,7 +52,8 @@ struct ElasticDriverHooks {
   // A key of the job's store (the host updates workers listen for).
   std::function<Status(const std::string& key, const std::string& value)>
       set_key;
-  // The job's members as the rendezvous sees them (empty: cannot tell).
+  // The job's members as the rendezvous last told them (empty: cannot
+  // tell); must not block.
   std::function<std::vector<rendezvous::Member>()> members;
   // GPUs of a host, for its assignment (0 for remote hosts).
   std::function<int(const HostSpec& host)> gpus;

@@ -1,6 +1,8 @@
 #include "launcher/runners/elastic.h"
 
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <random>
 
 #include "launcher/local_host.h"
@@ -93,7 +95,29 @@ elastic::ElasticDriverHooks ElasticRunner::Hooks(JobRendezvous& job) {
   hooks.set_key = [&job](const std::string& key, const std::string& value) {
     return job.Set(key, value);
   };
-  hooks.members = [&job] { return job.Members(); };
+  // Never blocks the supervisor's loop: the answer of the last ask (this
+  // one's, from this process's table), a new ask started when none is in
+  // flight (a daemon that is away answers only after its retries).
+  struct MembersCache {
+    std::mutex mu;
+    std::vector<rendezvous::Member> latest;  // guarded by mu
+    bool asking = false;                     // guarded by mu
+  };
+  auto cache = std::make_shared<MembersCache>();
+  hooks.members = [&job, cache] {
+    {
+      std::lock_guard<std::mutex> lock(cache->mu);
+      if (cache->asking) return cache->latest;
+      cache->asking = true;
+    }
+    job.MembersAsync([cache](std::vector<rendezvous::Member> members) {
+      std::lock_guard<std::mutex> lock(cache->mu);
+      cache->latest = std::move(members);
+      cache->asking = false;
+    });
+    std::lock_guard<std::mutex> lock(cache->mu);
+    return cache->latest;
+  };
   hooks.gpus = [this, local_gpus](const HostSpec& h) {
     return routes_.IsLocal(h) ? local_gpus : 0;
   };

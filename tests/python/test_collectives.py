@@ -128,10 +128,14 @@ def test_alltoall_with_uneven_splits() -> None:
     want = np.concatenate([np.full((s, 2), 100 * q + r)
                            for q, s in enumerate(want_splits)])
     np.testing.assert_array_equal(out.numpy(), want)
-    # Splits as a tensor work too.
+    # Splits as a tensor work too: 32-bit integers, as Horovod demands.
     out2, _ = hvd.alltoall(torch.tensor(rows, dtype=torch.int32),
-                           splits=torch.tensor(splits))
+                           splits=torch.tensor(splits, dtype=torch.int32))
     np.testing.assert_array_equal(out2.numpy(), want)
+    for wrong in (torch.int64, torch.float32):
+        with pytest.raises(ValueError, match="torch.int32"):
+            hvd.alltoall(torch.tensor(rows, dtype=torch.int32),
+                         splits=torch.tensor(splits, dtype=wrong))
 
 
 def test_alltoall_without_splits_divides_evenly() -> None:

@@ -141,3 +141,35 @@ def test_host_updates_interrupt_at_commit_and_removals_skip_sync() -> None:
         assert caught.value.skip_sync is skip
         state.on_hosts_updated(stamp, result)  # the same update: no news
         state.commit()
+
+
+def test_check_host_updates_merges_as_horovods() -> None:
+    """Updates are taken in arrival order; one no newer than the newest
+    taken so far is dropped, what it did included (Horovod's check)."""
+    from horovod.runner.elastic.worker import HostUpdateResult
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
+    stamp = time.time() + 10
+    if hvd.rank() == 0:
+        state.on_hosts_updated(stamp + 2, HostUpdateResult.removed)
+        state.on_hosts_updated(stamp + 1, HostUpdateResult.added)  # stale
+    with pytest.raises(hvd.HostsUpdatedInterrupt) as caught:
+        state.check_host_updates()
+    assert caught.value.skip_sync is True  # removed alone
+
+
+def test_the_notification_manager_calls_every_registered_state() -> None:
+    from horovod.common.elastic import notification_manager
+    from horovod.runner.elastic.worker import HostUpdateResult
+    heard = []
+
+    class Listener:
+        def on_hosts_updated(self, timestamp: float,
+                             result: HostUpdateResult) -> None:
+            heard.append((timestamp, result))
+
+    listener = Listener()
+    notification_manager.register_listener(listener)
+    notification_manager.handle_hosts_updated(5.0, HostUpdateResult.mixed)
+    notification_manager.remove_listener(listener)
+    notification_manager.handle_hosts_updated(6.0, HostUpdateResult.added)
+    assert heard == [(5.0, HostUpdateResult.mixed)]

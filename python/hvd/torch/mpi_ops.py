@@ -642,6 +642,9 @@ def alltoall_async(tensor: torch.Tensor,
                 f"by the number of ranks ({rows} rows, {n} ranks)")
         split_list = [rows // n] * n
     elif isinstance(splits, torch.Tensor):
+        if splits.dtype != torch.int32:  # as Horovod: no silent rounding
+            raise ValueError(f"alltoall's splits must be a torch.int32 "
+                             f"tensor, not {splits.dtype}")
         split_list = [int(s) for s in splits.reshape(-1).tolist()]
     else:
         split_list = [int(s) for s in splits]

@@ -10,6 +10,7 @@ waits for each in turn (rendezvous/host_updates.h).
 
 import atexit
 import enum
+import os
 import threading
 from typing import Any, Optional, Set
 
@@ -55,6 +56,8 @@ class WorkerNotificationManager:
              local_rank: Optional[int] = None) -> None:
         """Starts listening, once per process (Horovod's arguments name
         its service's address; hvd's listener needs none of them)."""
+        if os.environ.get("HOROVOD_ELASTIC") != "1":
+            return  # only an elastic job's launcher makes updates
         with self._lock:
             if self._thread is not None:
                 return
