@@ -252,8 +252,9 @@ StatusOr<std::unique_ptr<JobRendezvous>> ConnectDaemon(
                                                      "--rendezvous-tls-key"));
   }
   auto job = rendezvous::RendezvousClient::CreateJob(
-      options.rendezvous_addr, admin, hosts, size, std::chrono::seconds(10),
-      tls, elastic);
+      options.rendezvous_addr, admin, hosts, size,
+      // Across a daemon's restart: as long as workers may take to start.
+      std::chrono::seconds(options.start_timeout_s), tls, elastic);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kUnauthenticated) {
       return Status::Unauthenticated(job.status().message(),

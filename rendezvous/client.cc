@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <future>
 #include <optional>
 #include <random>
@@ -9,6 +10,7 @@
 
 #include "common/host_port.h"
 #include "common/logging.h"
+#include "common/random.h"
 #include "proto/rendezvous.grpc.pb.h"
 #include "rendezvous/backoff.h"
 #include "rendezvous/client_session.h"
@@ -66,6 +68,10 @@ std::string StillUnreachable(const std::string& message,
 
 constexpr auto kUnavailable = static_cast<int32_t>(StatusCode::kUnavailable);
 
+// The longest one try to create a job may take, so that a daemon that
+// went away mid-call is tried again in time.
+constexpr milliseconds kCreateTry{5000};
+
 // A random id for one barrier call, never 0 (BarrierRequest.entry).
 uint64_t BarrierEntry() {
   thread_local std::mt19937_64 rng([] {
@@ -94,19 +100,14 @@ void AddHosts(const std::vector<HostSlots>& hosts,
 StatusOr<CreatedJob> CreateJobAt(pb::Rendezvous::Stub* stub,
                                  const std::string& address,
                                  const std::string& admin_token,
-                                 const std::vector<HostSlots>& hosts, int size,
-                                 std::chrono::milliseconds timeout,
-                                 bool elastic) {
+                                 const pb::CreateJobRequest& req,
+                                 std::chrono::milliseconds timeout) {
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
-  // The creator is told at once when the daemon is not there, rather
-  // than waiting out the timeout for it to appear.
+  // An absent daemon answers at once, so the caller's backoff (not
+  // gRPC's) paces the tries.
   ctx.set_wait_for_ready(false);
   ctx.AddMetadata(kAdminTokenMetadata, admin_token);
-  pb::CreateJobRequest req;
-  AddHosts(hosts, req.mutable_hosts());
-  req.set_size(size);
-  req.set_elastic(elastic);
   pb::CreateJobResponse resp;
   HVD_RETURN_IF_ERROR(FromGrpcStatus(stub->CreateJob(&ctx, req, &resp),
                                      "rendezvous " + address));
@@ -180,18 +181,46 @@ StatusOr<CreatedJob> RendezvousClient::CreateJob(
     const std::string& address, const std::string& admin_token,
     const std::vector<HostSlots>& hosts, int size,
     std::chrono::milliseconds timeout, const ClientTls& tls, bool elastic) {
-  // Each listed daemon in turn, while they cannot be reached.
+  pb::CreateJobRequest req;
+  AddHosts(hosts, req.mutable_hosts());
+  req.set_size(size);
+  req.set_elastic(elastic);
+  HVD_ASSIGN_OR_RETURN(std::string key, RandomHex(32));
+  req.set_creation_key(key);
+  // Each listed daemon in turn, with backoff, while none can be reached
+  // (or a try's answer is lost): the key makes a repeat harmless.
   Stub stubs(address, tls);
-  for (size_t tried = 1;; ++tried) {
+  const auto start = SteadyClock::now();
+  const auto deadline = start + timeout;
+  Backoff backoff(BackoffSeed());
+  bool said = false;
+  for (;;) {
     size_t at;
     pb::Rendezvous::Stub* stub = stubs.Current(&at);
-    StatusOr<CreatedJob> job = CreateJobAt(stub, stubs.name(at), admin_token,
-                                           hosts, size, timeout, elastic);
-    if (job.ok() || job.status().code() != StatusCode::kUnavailable ||
-        tried == stubs.size()) {
+    StatusOr<CreatedJob> job =
+        CreateJobAt(stub, stubs.name(at), admin_token, req,
+                    std::clamp(Left(deadline), milliseconds(1), kCreateTry));
+    const StatusCode code = job.status().code();
+    if (code != StatusCode::kUnavailable &&
+        code != StatusCode::kDeadlineExceeded) {
+      if (said) {
+        HVD_LOG(Info) << "rendezvous " << address << " answers again";
+      }
       return job;
     }
     stubs.Next(at);
+    const milliseconds wait = WaitBeforeRetry(backoff, deadline);
+    if (wait <= milliseconds(0)) {
+      return Status(code, StillUnreachable(job.status().message(), start));
+    }
+    if (!said) {
+      said = true;
+      HVD_LOG(Warning) << job.status().message()
+                       << "; retrying until it answers (create job: for up "
+                          "to "
+                       << Seconds(Left(deadline)) << " more)";
+    }
+    std::this_thread::sleep_for(wait);
   }
 }
 

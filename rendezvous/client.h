@@ -8,7 +8,8 @@
 // waiting only for what is left of its timeout; the other calls retry for
 // call_timeout(). The client says once per outage, on stderr, what it is
 // waiting for, and a call that never reaches the server ends with one
-// error saying so. CreateJob alone fails at once: its creator decides.
+// error saying so. CreateJob retries for its own timeout, and is applied
+// once however often it is sent (its creation key).
 //
 // Thread-safety: a RendezvousClient may be used from several threads.
 #pragma once
@@ -56,8 +57,12 @@ class RendezvousClient {
   ~RendezvousClient();
 
   // Creates a job on the server at `address` (needs the admin token);
-  // of several listed, at the first that can be reached. `elastic`: its
-  // hosts come with SetMembership (JobTable::CreateJob).
+  // of several listed, at the first that can be reached, trying them in
+  // turn with backoff until `timeout` while none can. Every try carries
+  // the same random creation key, so a try whose answer was lost (the
+  // daemon restarted after writing the job) gets the job it made, not a
+  // second one. `elastic`: its hosts come with SetMembership
+  // (JobTable::CreateJob).
   static StatusOr<CreatedJob> CreateJob(const std::string& address,
                                         const std::string& admin_token,
                                         const std::vector<HostSlots>& hosts,

@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/files.h"
@@ -141,6 +143,26 @@ StatusOr<std::unique_ptr<store::EtcdJournal>> OpenEtcd(
 // Set once the etcd store gives the jobs up; the daemon then exits 1.
 std::atomic<bool> store_lost{false};
 
+// Past the grace, the parts still closing (the store's last writes, the
+// metrics server) get this long before the process ends regardless.
+constexpr std::chrono::seconds kCloseMargin{5};
+
+// Whatever is in flight, a stopped daemon is gone within its grace and the
+// margin: an operator's stop, or systemd's, never hangs on a stuck call or
+// store. What was not yet durable was not answered either, so nothing a
+// client was told is lost by ending here.
+void BoundTheShutdown(int grace_seconds) {
+  std::thread([grace_seconds] {
+    std::this_thread::sleep_for(std::chrono::seconds(grace_seconds) +
+                                kCloseMargin);
+    static const char kLine[] =
+        "hvd-rendezvousd: still shutting down past its grace and margin; "
+        "exiting now\n";
+    (void)!write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
+    _exit(1);
+  }).detach();
+}
+
 int Main(int argc, char** argv) {
   // Block the stop signals before any thread exists, so every gRPC thread
   // inherits the mask and only sigwait below sees them.
@@ -245,6 +267,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "hvd-rendezvousd: SIG%s: shutting down\n",
                  name ? name : "?");
     (void)SdNotify("STOPPING=1");
+    BoundTheShutdown(config->shutdown_grace_seconds);
     // Unavailable: the clients wait for the daemon that comes back.
     (*server)->Shutdown(
         Status::Unavailable(

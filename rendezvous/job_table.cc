@@ -35,12 +35,21 @@ void JobTable::LayOut(Job& job, std::vector<HostSlots> hosts) {
 }
 
 StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
-                                         bool elastic) {
+                                         bool elastic,
+                                         const std::string& creation_key) {
   // An elastic job may start with no members (epoch 0): its launcher
   // learns its hosts later, and joins wait for the first membership.
   const bool no_members_yet = elastic && hosts.empty() && size == 0;
   if (!no_members_yet) HVD_RETURN_IF_ERROR(ValidateHosts(hosts, size));
-  HVD_ASSIGN_OR_RETURN(std::string token, RandomHex(32));
+  constexpr size_t kShortestKey = 32;
+  if (!creation_key.empty() && creation_key.size() < kShortestKey) {
+    return Status::InvalidArgument(
+        "creation key", "must be a random secret of at least 32 characters");
+  }
+  std::string token = creation_key;
+  if (token.empty()) {
+    HVD_ASSIGN_OR_RETURN(token, RandomHex(32));
+  }
   Job job;
   LayOut(job, std::move(hosts));
   job.token_hash = HashToken(token);
@@ -48,6 +57,13 @@ StatusOr<CreatedJob> JobTable::CreateJob(std::vector<HostSlots> hosts, int size,
   if (no_members_yet) job.epoch = 0;
 
   std::lock_guard<std::mutex> lock(mu_);
+  if (!creation_key.empty()) {
+    for (const auto& [id, made] : jobs_) {
+      if (made.token_hash == job.token_hash) {  // a repeated try
+        return CreatedJob{id, token, limits_.job_ttl_seconds};
+      }
+    }
+  }
   if (jobs_.size() >= limits_.max_jobs) {
     return Status::ResourceExhausted(
         "CreateJob", std::to_string(limits_.max_jobs) +

@@ -82,8 +82,13 @@ class JobTable {
   // generation is the job's membership epoch instead of the slot's count.
   // An elastic job may be created with no hosts and size 0 (epoch 0): joins
   // wait for its first membership.
+  // `creation_key` (the creator's random secret, >= 32 characters, or
+  // empty): it becomes the token, and a job already made with it is
+  // answered instead of a new one (a creator's retry after a lost answer,
+  // even across a restart: the token's hash is in the journal).
   StatusOr<CreatedJob> CreateJob(std::vector<HostSlots> hosts, int size,
-                                 bool elastic = false);
+                                 bool elastic = false,
+                                 const std::string& creation_key = "");
 
   // An elastic job's next membership (epoch + 1): its hosts in assignment
   // order and size, as the launcher decided. Pending barrier rounds end

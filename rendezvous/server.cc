@@ -38,7 +38,7 @@ class Service final : public pb::Rendezvous::CallbackService {
     Status s = CheckAdmin(ctx);
     if (s.ok()) {
       auto job = table_->CreateJob(HostsFromProto(req->hosts()), req->size(),
-                                   req->elastic());
+                                   req->elastic(), req->creation_key());
       if (job.ok()) {
         resp->set_job_id(job->job_id);
         resp->set_job_token(job->token);

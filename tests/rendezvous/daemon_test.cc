@@ -397,6 +397,8 @@ TEST(DaemonLauncherTest, WrongTokenIsOneLineSayingSo) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// An absent daemon is retried until --start-timeout: one line says so
+// while it waits, and one when it gives up.
 TEST(DaemonLauncherTest, UnreachableDaemonIsOneLineSayingSo) {
   TempDir dir;
   std::string address;
@@ -406,16 +408,39 @@ TEST(DaemonLauncherTest, UnreachableDaemonIsOneLineSayingSo) {
     d.Stop(SIGTERM);
   }
   std::string token = dir.Write("tok", "admin-token\n");
-  Result r = RunCommand({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr",
-                         address, "--rendezvous-token-file", token, HVD_HELLO},
-                        seconds(60));
+  Result r = RunCommand(
+      {HVD_HOROVODRUN, "-np", "2", "--start-timeout", "2", "--rendezvous-addr",
+       address, "--rendezvous-token-file", token, HVD_HELLO},
+      seconds(60));
   EXPECT_EQ(r.exit_code, 1);
   auto lines = Lines(r.err);
-  ASSERT_EQ(lines.size(), 1u) << r.err;
-  EXPECT_NE(lines[0].find("cannot reach the rendezvous server"),
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  EXPECT_NE(lines[0].find("retrying until it answers (create job"),
             std::string::npos)
       << lines[0];
+  EXPECT_NE(lines[1].find("cannot reach the rendezvous server"),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[1].find("still unreachable after 2"), std::string::npos)
+      << lines[1];
   EXPECT_LT(r.took, seconds(15));
+}
+
+// A daemon that comes up (or back) while horovodrun creates its job: the
+// job is made once and runs.
+TEST(DaemonLauncherTest, ADaemonThatComesUpLateStillGetsTheJob) {
+  TempDir dir;
+  const int port = FreePort("127.0.0.1");
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  std::string token = dir.Write("tok", std::string(Daemon::kAdminToken) + "\n");
+  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--rendezvous-addr", address,
+                  "--rendezvous-token-file", token, HVD_HELLO});
+  ASSERT_FALSE(
+      job.WaitForStderr("(retrying until it answers)", seconds(60)).empty())
+      << job.StderrSoFar();
+  Daemon d(dir, {}, address);
+  Result r = job.Wait(seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(SystemdUnitTest, VerifiesCleanAndIsHardened) {

@@ -166,7 +166,7 @@ TEST_F(EtcdStoreTest, StopsAtTheEndOfItsGraceWhileEtcdIsGone) {
   etcd_->Kill(0);
   auto blocked = std::async(std::launch::async, [&] {
     return rendezvous::RendezvousClient::CreateJob(
-        d.address(), Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(120));
+        d.address(), Daemon::kAdminToken, {{"localhost", 1}}, 1, seconds(20));
   });
   // In the table, its answer waiting for etcd.
   ASSERT_TRUE(WaitForMetric(

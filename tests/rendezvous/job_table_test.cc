@@ -40,6 +40,22 @@ TEST_F(JobTableTest, JobsHaveDistinctIdsAndTokens) {
             StatusCode::kUnauthenticated);
 }
 
+TEST_F(JobTableTest, ACreationKeyMakesTheJobOnceAndIsItsToken) {
+  const std::string key(40, 'a');
+  auto first = table_.CreateJob({{"h", 1}}, 1, false, key);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->token, key);
+  EXPECT_TRUE(table_.Authenticate(first->job_id, key).ok());
+  auto repeat = table_.CreateJob({{"h", 1}}, 1, false, key);
+  ASSERT_TRUE(repeat.ok());
+  EXPECT_EQ(repeat->job_id, first->job_id);
+  EXPECT_NE(table_.CreateJob({{"h", 1}}, 1)->job_id, first->job_id);
+  auto short_key = table_.CreateJob({{"h", 1}}, 1, false, "short");
+  EXPECT_EQ(short_key.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(short_key.status().message().find("at least 32"),
+            std::string::npos);
+}
+
 TEST_F(JobTableTest, JoinAssignsByHostAndSlotAndIsIdempotent) {
   auto a = table_.Join(job_.job_id, "h2", 0);
   ASSERT_TRUE(a.ok());

@@ -226,6 +226,31 @@ TEST(TableRecordsTest, ABarrierCallRetriedAfterARestartPassesOnce) {
   }
 }
 
+// A creator's retry whose first answer was lost in a restart gets the job
+// its first try made, not a second one: the creation key is the token,
+// whose hash the journal keeps.
+TEST(TableRecordsTest, ACreationRetriedAfterARestartMakesTheJobOnce) {
+  const std::string key(64, 'k');
+  ListJournal journal;
+  JobTable old;
+  old.SetJournal(&journal);
+  auto job = old.CreateJob({{"a", 2}}, 2, false, key);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->token, key);
+  for (const auto& records : {journal.records, old.SnapshotRecords()}) {
+    JobTable rebuilt;
+    for (const TableRecord& r : records) ASSERT_TRUE(rebuilt.Restore(r).ok());
+    auto again = rebuilt.CreateJob({{"a", 2}}, 2, false, key);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->job_id, job->job_id);
+    EXPECT_EQ(again->token, key);
+    EXPECT_EQ(rebuilt.JobCount(), 1u);
+    auto other = rebuilt.CreateJob({{"a", 2}}, 2, false, std::string(64, 'o'));
+    ASSERT_TRUE(other.ok());
+    EXPECT_NE(other->job_id, job->job_id);
+  }
+}
+
 // Snapshots taken between changes lose none: the table is rebuilt from
 // the last snapshot and the records after it.
 TEST(TableRecordsTest, ASnapshotAndTheRecordsAfterItRebuildTheTable) {
