@@ -1,7 +1,5 @@
 #include "rendezvous/host_updates.h"
 
-#include <map>
-
 #include "common/parse.h"
 
 namespace hvd::rendezvous {
@@ -35,6 +33,11 @@ HostUpdateResult CompareHosts(const std::vector<HostSlots>& before,
   std::map<std::string, int> had, has;
   for (const HostSlots& h : before) had[h.host] += h.slots;
   for (const HostSlots& h : after) has[h.host] += h.slots;
+  return CompareSlots(had, has);
+}
+
+HostUpdateResult CompareSlots(const std::map<std::string, int>& had,
+                              const std::map<std::string, int>& has) {
   int result = 0;
   for (const auto& [host, slots] : had) {
     auto it = has.find(host);

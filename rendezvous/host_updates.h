@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,8 +45,12 @@ std::string HostUpdateKey(int n);
 std::string FormatHostUpdate(const HostUpdate& u);
 StatusOr<HostUpdate> ParseHostUpdate(std::string_view text);
 
-// What going from hosts `before` to `after` did: removed when a host left
-// or lost slots, added when one came or gained slots.
+// What going from hosts `before` to `after` (host -> slots) did: removed
+// when a host left or lost slots, added when one came or gained slots.
+HostUpdateResult CompareSlots(const std::map<std::string, int>& before,
+                              const std::map<std::string, int>& after);
+// The same for two host lists (a host named twice counts its slots once
+// per line).
 HostUpdateResult CompareHosts(const std::vector<HostSlots>& before,
                               const std::vector<HostSlots>& after);
 

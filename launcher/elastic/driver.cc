@@ -133,7 +133,6 @@ WorkerDriver::Step ElasticDriver::Tick() {
   if (awaiting_formation_ && now - last_formation_check_ >= kFormationPoll) {
     CheckFormed();
   }
-  const std::vector<HostSpec> before = planner_.membership();
   if (auto answer = source_->Take()) {
     HostChange change = hosts_.Update(*answer);
     if (verbose_ && change.any()) {
@@ -159,7 +158,8 @@ WorkerDriver::Step ElasticDriver::Tick() {
     return step;
   }
   ++memberships_;
-  if (memberships_ > 1) AnnounceHostUpdate(before, a.membership, now);
+  if (memberships_ > 1) AnnounceHostUpdate(applied_, a.membership, now);
+  applied_ = a.membership;
   awaiting_formation_ = true;
   for (const Slot& s : a.start) proven_.erase(s);  // a new process there
   Say("elastic: " + std::to_string(a.size) + " worker" +

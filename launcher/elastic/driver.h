@@ -101,7 +101,8 @@ class ElasticDriver final : public WorkerDriver {
   ElasticDriverHooks hooks_;
   bool verbose_;
   int memberships_ = 0;
-  int host_updates_ = 0;  // announced so far
+  std::vector<HostSpec> applied_;  // the membership set last
+  int host_updates_ = 0;           // announced so far
   // Workers seen in a formed generation, and whether the newest membership
   // is still to be seen formed (polled until it is).
   std::set<Slot> proven_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rendezvous/host_updates.h"
+
 namespace hvd::launcher::elastic {
 
 HostManager::HostManager(HostManagerOptions options)
@@ -21,17 +23,11 @@ HostChange HostManager::Update(const std::vector<HostSpec>& discovered) {
       known->user = h.user;
     }
   }
-  HostChange change;
-  for (const auto& [host, slots] : slots_) {
-    auto it = now.find(host);
-    if (it == now.end() || it->second < slots) change.removed = true;
-  }
-  for (const auto& [host, slots] : now) {
-    auto it = slots_.find(host);
-    if (it == slots_.end() || it->second < slots) change.added = true;
-  }
+  const int result = static_cast<int>(rendezvous::CompareSlots(slots_, now));
   slots_ = std::move(now);
-  return change;
+  return HostChange{
+      (result & static_cast<int>(rendezvous::HostUpdateResult::kAdded)) != 0,
+      (result & static_cast<int>(rendezvous::HostUpdateResult::kRemoved)) != 0};
 }
 
 std::vector<HostSpec> HostManager::Current(Clock::time_point now) const {

@@ -334,16 +334,10 @@ TEST_F(ElasticNetnsTest, EveryWorkerHearsEachHostChangeAsItHappens) {
   ExpectFinished(r, 2, 300, 2);
   // Both workers of host 0 heard both changes (the removed host's worker
   // may be stopped before it hears of it).
-  auto count = [&](const std::string& line) {
-    size_t n = 0;
-    for (size_t at = r.out.find(line); at != std::string::npos;
-         at = r.out.find(line, at + 1)) {
-      ++n;
-    }
-    return n;
-  };
-  EXPECT_EQ(count(added), 2u) << r.out;
-  EXPECT_EQ(count("HOSTS_UPDATED host=" + net_->address(0) + " result=1"), 2u)
+  EXPECT_EQ(Occurrences(r.out, added), 2u) << r.out;
+  EXPECT_EQ(Occurrences(r.out,
+                        "HOSTS_UPDATED host=" + net_->address(0) + " result=1"),
+            2u)
       << r.out;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/util/job_output.h"
 #include "tests/util/job_pids.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
@@ -603,14 +604,7 @@ TEST(HorovodrunElasticTest, FailingDiscoveryKeepsTheLastGoodHosts) {
   int done = 0;
   for (const std::string& l : Lines(r.out)) done += std::regex_match(l, line);
   EXPECT_EQ(done, 2) << r.out;
-  auto said = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = r.err.find(what); at != std::string::npos;
-         at = r.err.find(what, at + 1)) {
-      ++n;
-    }
-    return n;
-  };
+  auto said = [&](const std::string& what) { return Occurrences(r.err, what); };
   EXPECT_EQ(said("exited with status 3; keeping the last hosts it gave"), 1u)
       << r.err;
   EXPECT_EQ(said("did not finish within 1000 ms; it was stopped; keeping the "

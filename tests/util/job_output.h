@@ -1,5 +1,5 @@
 // Checks of what a job printed, shared by the suites that run horovodrun:
-// hvd_hello's lines, and train_mnist's test accuracy.
+// hvd_hello's lines, train_mnist's test accuracy, how often a line came.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -31,6 +31,16 @@ inline void ExpectHello(const std::string& out, int np,
     ranks.insert(std::stoi(m[1]));
   }
   EXPECT_EQ(ranks.size(), static_cast<size_t>(np)) << out;
+}
+
+// How often `what` occurs in `text` (overlapping occurrences count).
+inline size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
 }
 
 // train_mnist's "Test accuracy: X" in `out`; -1 when it printed none.
