@@ -37,9 +37,10 @@ Status State::check_host_updates() {
     messages_.clear();
   }
   int64_t decided[3] = {last > last_updated_timestamp_ ? 1 : 0, update, last};
-  if (rank() == 0 && hosts_changed_since_join()) {
+  if (!decided[0] && rank() == 0 && hosts_changed_since_join()) {
     // A new membership whose update was not (yet) heard: what changed is
-    // not told, so the state is synced.
+    // not told, so the state is synced. (Asked only then: it is a call to
+    // the rendezvous.)
     decided[0] = 1;
     decided[1] = static_cast<int>(HostUpdateResult::kMixed);
   }

@@ -68,9 +68,10 @@ class State:
             if timestamp > last:
                 last = timestamp
                 update |= result
-        if self._rank() == 0 and _core.hosts_changed() and last <= prev:
+        if last <= prev and self._rank() == 0 and _core.hosts_changed():
             # A new membership whose update was not (yet) heard: what
-            # changed is not told, so the state is synced.
+            # changed is not told, so the state is synced. (Asked only
+            # then: it is a call to the rendezvous.)
             last = max(prev + 1e-6, time.time())
             update |= HostUpdateResult.mixed
         prev, self._last_updated_timestamp, update = self._bcast_object(
