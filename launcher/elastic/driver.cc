@@ -130,8 +130,13 @@ ElasticDriver::ElasticDriver(ElasticOptions options,
 
 WorkerDriver::Step ElasticDriver::Tick() {
   const auto now = Clock::now();
-  if (awaiting_formation_ && now - last_formation_check_ >= kFormationPoll) {
-    CheckFormed();
+  if ((awaiting_formation_ || finish_to_judge_) &&
+      now - last_formation_check_ >= kFormationPoll) {
+    if (finish_to_judge_) {
+      AbandonUnproven(*finish_to_judge_);
+    } else {
+      CheckFormed();
+    }
   }
   if (auto answer = source_->Take()) {
     HostChange change = hosts_.Update(*answer);
@@ -227,20 +232,30 @@ void ElasticDriver::AnnounceHostUpdate(const std::vector<HostSpec>& before,
   host_updates_ = n;
 }
 
-void ElasticDriver::CheckFormed() {
+ElasticDriver::Formation ElasticDriver::CheckFormed() {
   last_formation_check_ = Clock::now();
-  if (!hooks_.members) return;
+  if (!hooks_.members) return Formation::kNotFormed;
   const std::vector<rendezvous::Member> members = hooks_.members();
-  if (members.empty()) return;
-  for (const rendezvous::Member& m : members) {
-    if (m.generation == 0) return;  // not every member joined it yet
+  std::set<Slot> listed, applied;
+  for (const rendezvous::Member& m : members) listed.insert({m.host, m.slot});
+  for (const HostSpec& h : applied_) {
+    for (int i = 0; i < h.slots; ++i) applied.insert({h.host, i});
   }
-  for (const rendezvous::Member& m : members) proven_.insert({m.host, m.slot});
+  if (members.empty() || listed != applied) return Formation::kUnknown;
+  for (const rendezvous::Member& m : members) {
+    if (m.generation == 0) return Formation::kNotFormed;  // not all joined
+  }
+  proven_.insert(listed.begin(), listed.end());
   awaiting_formation_ = false;
+  return Formation::kFormed;
 }
 
 void ElasticDriver::AbandonUnproven(const Slot& finished) {
-  CheckFormed();
+  if (CheckFormed() == Formation::kUnknown) {
+    finish_to_judge_ = finished;
+    return;
+  }
+  finish_to_judge_.reset();
   if (!proven_.count(finished)) return;  // not a worker that joins at all
   std::vector<Slot> stranded;
   std::string where;

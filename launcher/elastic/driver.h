@@ -88,11 +88,14 @@ class ElasticDriver final : public WorkerDriver {
   void AnnounceHostUpdate(const std::vector<HostSpec>& before,
                           const std::vector<HostSpec>& after,
                           Clock::time_point now);
+  enum class Formation { kUnknown, kNotFormed, kFormed };
   // Asks the rendezvous whether the current generation formed (every
-  // member joined it); if so its workers are proven.
-  void CheckFormed();
+  // member joined it); if so its workers are proven. kUnknown while no
+  // answer about the newest membership has come (the daemon is away).
+  Formation CheckFormed();
   // A worker finished: abandons the running ones never proven, when the
-  // finished one was.
+  // finished one was. Decided once the rendezvous answers about the
+  // newest membership: until then a new worker may have joined it unseen.
   void AbandonUnproven(const Slot& finished);
 
   HostManager hosts_;
@@ -107,6 +110,7 @@ class ElasticDriver final : public WorkerDriver {
   // is still to be seen formed (polled until it is).
   std::set<Slot> proven_;
   bool awaiting_formation_ = false;
+  std::optional<Slot> finish_to_judge_;  // AbandonUnproven's, deferred
   Clock::time_point last_formation_check_{};
 };
 

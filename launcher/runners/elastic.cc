@@ -88,33 +88,43 @@ elastic::ElasticDriverHooks ElasticRunner::Hooks(JobRendezvous& job) {
   const int local_gpus = CountLocalGpus();
 
   elastic::ElasticDriverHooks hooks;
-  hooks.set_membership = [&job](std::vector<rendezvous::HostSlots> hosts,
-                                int size) {
-    return job.SetMembership(std::move(hosts), size);
-  };
-  hooks.set_key = [&job](const std::string& key, const std::string& value) {
-    return job.Set(key, value);
-  };
-  // Never blocks the supervisor's loop: the answer of the last ask (this
-  // one's, from this process's table), a new ask started when none is in
-  // flight (a daemon that is away answers only after its retries).
+  // The members hook never blocks the supervisor's loop: the answer of the
+  // last ask (this one's, from this process's table), a new ask started
+  // when none is in flight (a daemon that is away answers only after its
+  // retries). An answer asked before the latest membership was set is
+  // dropped: it would show the old members, all joined, as formed.
   struct MembersCache {
     std::mutex mu;
     std::vector<rendezvous::Member> latest;  // guarded by mu
     bool asking = false;                     // guarded by mu
+    uint64_t sets = 0;                       // guarded by mu
   };
   auto cache = std::make_shared<MembersCache>();
+  hooks.set_membership = [&job, cache](std::vector<rendezvous::HostSlots> hosts,
+                                       int size) {
+    Status s = job.SetMembership(std::move(hosts), size);
+    std::lock_guard<std::mutex> lock(cache->mu);
+    ++cache->sets;
+    cache->latest.clear();
+    return s;
+  };
+  hooks.set_key = [&job](const std::string& key, const std::string& value) {
+    return job.Set(key, value);
+  };
   hooks.members = [&job, cache] {
+    uint64_t asked_at;
     {
       std::lock_guard<std::mutex> lock(cache->mu);
       if (cache->asking) return cache->latest;
       cache->asking = true;
+      asked_at = cache->sets;
     }
-    job.MembersAsync([cache](std::vector<rendezvous::Member> members) {
-      std::lock_guard<std::mutex> lock(cache->mu);
-      cache->latest = std::move(members);
-      cache->asking = false;
-    });
+    job.MembersAsync(
+        [cache, asked_at](std::vector<rendezvous::Member> members) {
+          std::lock_guard<std::mutex> lock(cache->mu);
+          if (asked_at == cache->sets) cache->latest = std::move(members);
+          cache->asking = false;
+        });
     std::lock_guard<std::mutex> lock(cache->mu);
     return cache->latest;
   };

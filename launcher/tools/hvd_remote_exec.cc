@@ -250,12 +250,17 @@ pid_t StartWorker(hvd::launcher::RemoteLaunch& launch,
   argv.push_back(nullptr);
   for (std::string& e : launch.env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  const pid_t wrapper = getpid();
   pid_t pid = fork();
   if (pid != 0) {
     if (pid > 0) setpgid(pid, pid);
     return pid;
   }
   setpgid(0, 0);
+  // This wrapper ends the worker's group on every way out but its own
+  // kill -9; then the worker must not outlive it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != wrapper) _exit(129);
   signal(SIGPIPE, SIG_DFL);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);

@@ -167,5 +167,48 @@ TEST(RemoteExecTest, SweepsTheJobsNamesItsWorkerLeft) {
   }
 }
 
+// hvd-remote-exec ends its worker's group however the worker's side ends,
+// but it cannot when it is itself killed with -9 (a chaos run found the
+// worker left running): the worker then goes with it.
+TEST(RemoteExecTest, AWorkerDoesNotOutliveItsWrapperKilled) {
+  TempDir dir;
+  launcher::RemoteLaunch launch;
+  launch.cwd = dir.path();
+  launch.env = {"PATH=/usr/bin:/bin"};
+  launch.argv = {"sh", "-c",
+                 "echo $$ > " + dir.path() + "/worker.pid; exec sleep 60"};
+  {
+    std::ofstream(dir.path() + "/launch", std::ios::binary)
+        << launcher::EncodeRemoteLaunch(launch);
+  }
+  // The channel stays open (as sshd's would) until `done`.
+  Subprocess shell({"/bin/sh", "-c",
+                    "(cat " + dir.path() + "/launch; while [ ! -e " +
+                        dir.path() + "/done ]; do sleep 0.05; done) | " +
+                        HVD_REMOTE_EXEC + " & echo $! > " + dir.path() +
+                        "/wrapper.pid; wait"});
+  pid_t wrapper = 0, worker = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        wrapper = std::atoi(ReadTrimmed(dir.path() + "/wrapper.pid").c_str());
+        worker = std::atoi(ReadTrimmed(dir.path() + "/worker.pid").c_str());
+        return wrapper > 0 && worker > 0;
+      },
+      seconds(20)));
+  auto alive = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, comm, state;
+    return static_cast<bool>(stat >> pid_field >> comm >> state) &&
+           state != "Z";
+  };
+  ASSERT_TRUE(alive(worker));
+  kill(wrapper, SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return !alive(worker); }, seconds(10)))
+      << "the worker outlived its hvd-remote-exec";
+  if (alive(worker)) kill(worker, SIGKILL);
+  std::ofstream(dir.path() + "/done") << "";
+  EXPECT_FALSE(shell.Wait(seconds(30)).timed_out);
+}
+
 }  // namespace
 }  // namespace hvd::testing

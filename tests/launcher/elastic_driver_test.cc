@@ -221,6 +221,41 @@ TEST(ElasticDriverTest, WorkersOfTheFinishedGenerationAreLeftToFinish) {
   EXPECT_TRUE(d->Tick().done);
 }
 
+// A worker finishes while the rendezvous cannot answer (a daemon
+// restarting), or answers only about the membership before the reset: the
+// driver cannot tell whether the new worker joined, so it decides only
+// once an answer about the newest membership comes.
+TEST(ElasticDriverTest, AFinishIsJudgedOnAnAnswerAboutTheNewestMembership) {
+  for (bool joined : {true, false}) {
+    SCOPED_TRACE(joined ? "b joined the reset" : "b never joined");
+    Harness t;
+    auto d = t.MakeScripted();
+    t.answers.push_back({{"a", 1, ""}});
+    d->Tick();
+    t.members = {M("a", 0, 1)};  // generation 1 formed
+    t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
+    ASSERT_EQ(d->Tick().start.size(), 1u);
+    t.members = {M("a", 0, 1)};  // an answer asked before the reset
+    d->Exited("a", 0, 0);
+    EXPECT_TRUE(d->Tick().stop.empty());
+    t.members = {};  // the rendezvous is away
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_TRUE(d->Tick().stop.empty());
+    t.members = {M("a", 0, joined ? 2 : 0), M("b", 0, 2)};
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    WorkerDriver::Step step = d->Tick();
+    EXPECT_FALSE(step.failure);
+    if (joined) {
+      EXPECT_TRUE(step.stop.empty());  // b finishes on its own
+      d->Exited("b", 0, 0);
+      EXPECT_TRUE(d->Tick().done);
+    } else {
+      EXPECT_EQ(step.stop,
+                (std::vector<std::pair<std::string, int>>{{"b", 0}}));
+    }
+  }
+}
+
 // A job whose workers never join (not hvd programs): nothing is abandoned.
 TEST(ElasticDriverTest, WorkersThatNeverJoinAnythingAreNotAbandoned) {
   Harness t;
