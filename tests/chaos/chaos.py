@@ -8,7 +8,8 @@ Run i uses seed S + i; a failing run prints its seed, and
 ``--runs 1 --seed THAT`` (with the same --faults) replays it: the same
 scenario, faults, moments and pauses (the machine's timing still varies,
 as it does for any fault). The scenarios and fault kinds are in
-faults.py; a fault that finds the job already ended is counted apart.
+faults.py; a fault that finds the job already ended, or no process of
+its kind yet, is counted apart (missed).
 
 Invariants, each run:
 - the job finishes with every result right (hvd_hello's every round's
@@ -49,7 +50,8 @@ ELASTIC_STEPS = 60  # the elastic job's steps, 40 ms each
 # Faults land over the job's life: its start (job creation, the first
 # joins), its steps, its end (the last rounds, shutdown).
 WINDOW_S = {"local": 3.0, "etcd": 3.0, "hosts": 4.0, "elastic": 4.0}
-START_P, START_S = 0.2, 0.12 # this share of the faults come in the start
+START_P, START_S = 0.2, 0.12  # this share of the faults come in the start
+END_P = 0.1  # and this share at the job's end (its last rounds or steps)
 JOB_DEADLINE_S = 120.0  # a job still running then is hung
 SETTLE_S = 10.0  # for the job's processes to go once horovodrun ended
 KILLED_SETTLE_S = 30.0  # ... once horovodrun was killed
@@ -195,9 +197,25 @@ def phase_of(scenario: str, out: str, since_change: Optional[float]) -> str:
         if since_change is not None and since_change < 1.5:
             return "elastic-change"
         return "steps" if "STEP step=" in out else "start"
-    if f"round {ROUNDS} sum=" in out:
+    if f"round {ROUNDS - 2} sum=" in out:
         return "end"
     return "rounds" if "round 1 sum=" in out else "start"
+
+
+def near_end(scenario: str, out: str) -> bool:
+    if scenario == "elastic":
+        return f"STEP step={ELASTIC_STEPS - 1} " in out
+    return f"round {ROUNDS - 2} sum=" in out
+
+
+def wait_for_end(run: Run, out_path: str, deadline: float) -> None:
+    """Until the job's output shows its last steps, or it ended."""
+    while run.job is not None and run.job.poll() is None and \
+            time.monotonic() < deadline:
+        with open(out_path) as f:
+            if near_end(run.scenario, f.read()):
+                return
+        time.sleep(0.01)
 
 
 def hello_right(out: str) -> bool:
@@ -287,7 +305,10 @@ def drive(run: Run, rng: random.Random, outcome: Outcome, out_path: str,
         changer.start()
     fault_at = start
     for fault in outcome.faults:
-        time.sleep(max(0.0, start + fault.at_s - time.monotonic()))
+        if fault.at_end:
+            wait_for_end(run, out_path + ".out", start + JOB_DEADLINE_S)
+        else:
+            time.sleep(max(0.0, start + fault.at_s - time.monotonic()))
         if run.job.poll() is not None:
             continue
         fault.hit = True
@@ -321,11 +342,15 @@ def run_once(build: str, world: World, seed: int, kinds: List[str],
     rng = random.Random(seed)
     scenario, faults = draw(rng, kinds, scenarios)
     for f in faults:
-        f.at_s = rng.uniform(0.0, START_S if rng.random() < START_P else
+        where = rng.random()
+        f.at_s = rng.uniform(0.0, START_S if where < START_P else
                              WINDOW_S[scenario])
+        if where > 1 - END_P:
+            f.at_end, f.at_s = True, WINDOW_S[scenario]  # sorts last
     change_at = rng.uniform(0.8, 2.0) if scenario == "elastic" else None
     if change_at is not None:  # the first fault lands in the change
         faults[0].at_s = change_at + rng.uniform(-0.3, 1.0)
+        faults[0].at_end = False
     faults.sort(key=lambda f: f.at_s)
     outcome = Outcome(seed, scenario, faults)
     with tempfile.TemporaryDirectory(prefix="hvd-chaos-") as work:
@@ -400,7 +425,7 @@ def report(outcomes: List[Outcome], bench: bool) -> None:
               f"{sum(f.kind == k and f.hit for _, f in faults)} faults")
     print(f"BENCH chaos.faults.daemon-kill.etcd "
           f"{sum(f.kind == 'daemon-kill' and f.hit and o.scenario == 'etcd' for o, f in faults)} faults")
-    print(f"BENCH chaos.faults_after_the_end "
+    print(f"BENCH chaos.faults_missed "
           f"{sum(not f.hit for _, f in faults)} faults")
     phases = sorted({f.phase for _, f in faults if f.hit})
     for p in phases:
@@ -423,9 +448,9 @@ def report(outcomes: List[Outcome], bench: bool) -> None:
 
 def describe(o: Outcome) -> str:
     faults = " ".join(
-        f"{f.kind}@{f.at_s:.2f}s" +
+        f"{f.kind}@{'end' if f.at_end else f'{f.at_s:.2f}s'}" +
         (f"[{f.phase}{', ' + f.note if f.note else ''}]" if f.hit
-         else "[after the end]") for f in o.faults)
+         else f"[missed: {f.note or 'after the end'}]") for f in o.faults)
     return (f"run seed={o.seed} {o.scenario}: {faults} verdict={o.verdict} "
             f"end={o.end_after_fault_s:.1f}s settle={o.settle_s:.1f}s" +
             "".join(f" daemon_exit={t:.1f}s" for t in o.daemon_exits) +

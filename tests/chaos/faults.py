@@ -44,6 +44,7 @@ TWO_FAULTS_P = 0.3
 class Fault:
     kind: str
     at_s: float  # from the job's start, as drawn
+    at_end: bool = False  # instead: once the job's last steps show
     phase: str = ""  # the job's phase when it came
     hit: bool = False  # the job still ran then
     note: str = ""  # what it did (its victim, its pause)
@@ -97,6 +98,8 @@ class Injector:
 
     def inject(self, fault: Fault) -> None:
         getattr(self, "_" + fault.kind.replace("-", "_"))(fault)
+        if fault.note == "pid 0" or fault.note.startswith("pid 0 "):
+            fault.hit = False  # no process of that kind was there yet
 
     def _daemon(self, fault: Fault, sig: int) -> None:
         took = self.run.daemon.stop(sig)
