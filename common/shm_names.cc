@@ -4,16 +4,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <thread>
 
 namespace hvd {
 namespace {
 
 constexpr const char* kShmDir = "/dev/shm/";
+// How long a sweep waits for the processes it was told were killed.
+constexpr std::chrono::milliseconds kDyingWait{2000};
 
 // Names in /dev/shm that start with `prefix`.
 std::vector<std::string> EntriesWithPrefix(const std::string& prefix) {
@@ -108,6 +112,26 @@ std::set<std::string> NamesInUse(const std::vector<std::string>& names,
   return used;
 }
 
+// True while a process of `groups` runs (zombies, done with every call,
+// not counting).
+bool AnyRunsIn(const std::vector<pid_t>& groups) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  while (dirent* e = readdir(proc)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    pid_t pgid = 0;
+    bool zombie = false;
+    if (ReadStat(e->d_name, &pgid, &zombie) && !zombie &&
+        std::find(groups.begin(), groups.end(), pgid) != groups.end()) {
+      found = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
 }  // namespace
 
 std::string ShmJobPrefix(const std::string& job_id) {
@@ -119,6 +143,15 @@ ShmSweep SweepJobSegments(const std::string& job_id,
   ShmSweep sweep;
   // An empty or path-like id would match other jobs' names.
   if (job_id.empty() || job_id.find('/') != std::string::npos) return sweep;
+  // A SIGKILL lands when its process next leaves the kernel: a worker on
+  // another CPU may still finish creating a segment after kill() returned.
+  // The names are listed once the killed are gone (a chaos run found one
+  // created after the list was taken).
+  const auto limit = std::chrono::steady_clock::now() + kDyingWait;
+  while (!dying_groups.empty() && AnyRunsIn(dying_groups) &&
+         std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::vector<std::string> names = EntriesWithPrefix(ShmJobPrefix(job_id));
   if (names.empty()) return sweep;
   const std::set<std::string> used = NamesInUse(names, dying_groups);

@@ -492,6 +492,13 @@ def main() -> int:
     kinds = [k for k in kinds if k not in left_out]
     scenarios = sorted({s for k in kinds for s in KINDS[k]
                         if s in scenarios})
+    # Stopped by a signal (a background run ignores SIGINT unless told):
+    # the run's and the world's cleanups still run.
+    def stop(signum: int, _frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     build = os.path.abspath(args.build)
     world = World(build, "etcd" in scenarios, "disk" not in missing,
                   "hosts" in scenarios)

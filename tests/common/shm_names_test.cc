@@ -111,6 +111,7 @@ TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   ASSERT_EQ(::read(pipefd[0], &ready, 1), 1);
   ASSERT_EQ(ready, 'y');
   EXPECT_TRUE(SweepJobSegments(job).removed.empty());
+  // Still running past the sweep's wait for the dying: it does not count.
   EXPECT_TRUE(SweepJobSegments(job, {child}).removed.size() == 1);
   EXPECT_FALSE(Exists(held.name()));
   ::kill(child, SIGKILL);
@@ -118,6 +119,38 @@ TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   ::close(pipefd[0]);
   ::close(pipefd[1]);
   ::close(stay[1]);
+}
+
+// A killed worker on another CPU may finish creating a segment after
+// kill() returned: the sweep lists the names once the dying are gone. Here
+// the "dying" child makes its segment a moment after the sweep began.
+TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
+  const std::string job = NewJobId();
+  const std::string name = ShmJobPrefix(job) + "shmctl-1";
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setpgid(0, 0);
+    char c;
+    (void)!::read(go[0], &c, 1);
+    ::usleep(100 * 1000);
+    int fd = ::open(("/dev/shm/" + name).c_str(),
+                    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  ::setpgid(child, child);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ShmSweep sweep = SweepJobSegments(job, {child});
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(Has(sweep.removed, name));
+  EXPECT_FALSE(Exists(name));
+  ::unlink(("/dev/shm/" + name).c_str());
+  ::close(go[0]);
+  ::close(go[1]);
 }
 
 TEST(ShmNamesTest, AnEmptyJobIdSweepsNothing) {
