@@ -1,14 +1,7 @@
 #include "runtime/context.h"
 
-#include <pthread.h>
-
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "common/logging.h"
@@ -17,6 +10,7 @@
 #include "rendezvous/flight_keys.h"
 #include "rendezvous/members.h"
 #include "runtime/affinity.h"
+#include "runtime/launcher_reports.h"
 #include "runtime/metrics.h"
 #include "runtime/stack_dump.h"
 #include "runtime/store.h"
@@ -92,164 +86,6 @@ constexpr size_t kShmEagerTensorBytes = 4u << 10;
 // ring); beyond that the copies into and out of the message cost more than
 // the round trip saves (1 MiB on loopback: 495 us against 364 us).
 constexpr size_t kTcpPairEagerBytes = 256u << 10;
-
-}  // namespace
-
-// Every interval, and once more at the end, this rank's report goes to the
-// rendezvous under metrics/HOST/SLOT (a job-wide key: the launcher reads
-// the latest of each worker, whatever generation it is in).
-class Context::MetricsPublisher {
- public:
-  // `arrivals`: this rank's recent submissions for `arrivals_key` ("" while
-  // there are none).
-  MetricsPublisher(std::shared_ptr<rendezvous::RendezvousClient> client,
-                   std::string key, metrics::Labels labels,
-                   std::chrono::milliseconds interval, std::string arrivals_key,
-                   std::function<std::string()> arrivals)
-      : client_(std::move(client)),
-        key_(std::move(key)),
-        labels_(std::move(labels)),
-        interval_(interval),
-        arrivals_key_(std::move(arrivals_key)),
-        arrivals_(std::move(arrivals)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~MetricsPublisher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    Publish();
-  }
-
- private:
-  void Loop() {
-    pthread_setname_np(pthread_self(), "hvd-metrics");
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
-      lock.unlock();
-      Publish();
-      lock.lock();
-    }
-  }
-  void Publish() {
-    // Best effort: a lost report is followed by the next.
-    (void)client_->Set(key_, Metrics::Process().Report(labels_));
-    if (std::string a = arrivals_(); !a.empty()) {
-      (void)client_->Set(arrivals_key_, a);
-    }
-  }
-
-  std::shared_ptr<rendezvous::RendezvousClient> client_;
-  std::string key_;
-  metrics::Labels labels_;
-  std::chrono::milliseconds interval_;
-  std::string arrivals_key_;
-  std::function<std::string()> arrivals_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
-};
-
-// Answers the launcher's requests for this rank's flight recorder
-// (rendezvous/flight_keys.h): a wait on the next request stays armed at
-// the rendezvous (no thread, no polling), and its callback publishes the
-// dump, then arms the wait on the one after. Gone with the context: a
-// callback after that does nothing.
-class Context::FlightResponder {
- public:
-  FlightResponder(const std::shared_ptr<rendezvous::RendezvousClient>& client,
-                  std::string host, int slot, std::function<std::string()> dump)
-      : state_(std::make_shared<State>()) {
-    state_->client = client;
-    state_->host = std::move(host);
-    state_->slot = slot;
-    state_->dump = std::move(dump);
-    // Requests so far: this context answers the ones to come.
-    uint64_t next = 1;
-    if (auto count = client->Get(rendezvous::kFlightCountKey); count.ok()) {
-      auto n = ParseInt64(*count, rendezvous::kFlightCountKey, 0, INT64_MAX);
-      if (n.ok()) next = static_cast<uint64_t>(*n) + 1;
-    }
-    Arm(state_, next);
-  }
-  ~FlightResponder() {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->alive = false;
-  }
-
- private:
-  struct State {
-    std::weak_ptr<rendezvous::RendezvousClient> client;
-    std::string host;
-    int slot = 0;
-    std::mutex mu;
-    bool alive = true;  // guarded by mu; `dump` may run only while it holds
-    std::function<std::string()> dump;
-  };
-
-  static void Arm(const std::shared_ptr<State>& state, uint64_t n) {
-    auto client = state->client.lock();
-    if (!client) return;
-    client->WaitAsync(
-        {rendezvous::FlightRequestKey(n)}, std::chrono::hours(24),
-        [state, n](StatusOr<std::vector<std::string>> asked) {
-          // Cancelled or unreachable: the job or this context is ending.
-          if (!asked.ok() &&
-              asked.status().code() != StatusCode::kDeadlineExceeded) {
-            return;
-          }
-          std::string dump;
-          {
-            std::lock_guard<std::mutex> lock(state->mu);
-            if (!state->alive) return;
-            if (asked.ok()) dump = state->dump();
-          }
-          auto client = state->client.lock();
-          if (!client) return;
-          if (asked.ok()) {
-            client->SetAsync(
-                rendezvous::FlightDumpKey(n, state->host, state->slot), dump,
-                [](Status) {});  // best effort: the launcher names the silent
-          }
-          Arm(state, asked.ok() ? n + 1 : n);
-        });
-  }
-
-  std::shared_ptr<State> state_;
-};
-
-namespace {
-
-// Rank 0's stall inspector asks the launcher for every rank's flight
-// recorder (rendezvous/flight_keys.h). Before a stall shutdown it waits
-// for the launcher's report (the other ranks must still be there to
-// answer), at most a little longer than the launcher waits for dumps, and
-// only when a launcher that answers runs the job.
-std::function<void(const std::string&, bool)> AskForFlightDumps(
-    const std::shared_ptr<rendezvous::RendezvousClient>& client, int generation,
-    int rank) {
-  std::weak_ptr<rendezvous::RendezvousClient> weak = client;
-  auto asks = std::make_shared<std::atomic<int>>(0);
-  return
-      [weak, generation, rank, asks](const std::string& stalled, bool final) {
-        auto c = weak.lock();
-        if (!c) return;
-        const std::string token = "g" + std::to_string(generation) + "r" +
-                                  std::to_string(rank) + "n" +
-                                  std::to_string(++*asks);
-        Status s = c->Set(rendezvous::kFlightAskKey,
-                          token + (final ? " shutdown " : " stall ") + stalled);
-        if (!s.ok() || !final || !c->Get(rendezvous::kFlightAnswererKey).ok()) {
-          return;
-        }
-        (void)c->Wait({rendezvous::FlightAskedKey(token)},
-                      std::chrono::seconds(15));
-      };
-}
 
 }  // namespace
 

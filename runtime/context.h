@@ -24,6 +24,8 @@ class RendezvousClient;
 
 namespace hvd::runtime {
 
+class FlightResponder;
+class MetricsPublisher;
 class Timeline;
 
 class Context {
@@ -121,9 +123,7 @@ class Context {
   std::atomic<Engine*> engine_made_{nullptr};
   // Sends this rank's metrics to the launcher through the rendezvous
   // (HVD_METRICS_INTERVAL_MS); destroyed first, after a last report.
-  class MetricsPublisher;
   std::unique_ptr<MetricsPublisher> publisher_;
-  class FlightResponder;
   std::unique_ptr<FlightResponder> flight_;
 };
 
