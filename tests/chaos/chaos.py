@@ -375,8 +375,11 @@ def run_once(build: str, world: World, seed: int, kinds: List[str],
                 lines = text_err.strip().splitlines()
                 outcome.detail = f"exit {code}: " + \
                     (lines[-1] if lines else "(no stderr)")
+            # The job's processes, and what the last of them sweep (the
+            # watchdog that outlives a killed horovodrun removes its
+            # segments), get the settling bound.
             outcome.settle_s = wait_gone(
-                run.leftover_processes,
+                lambda: run.leftover_processes() + files_left(run, text_err),
                 KILLED_SETTLE_S if run.launcher_killed else SETTLE_S)
             outcome.leftovers = [f"process {p}"
                                  for p in run.leftover_processes()]
@@ -502,7 +505,8 @@ def main() -> int:
     build = os.path.abspath(args.build)
     world = World(build, "etcd" in scenarios, "disk" not in missing,
                   "hosts" in scenarios)
-    outcomes = []
+    outcomes: List[Outcome] = []
+    stopped = ""
     try:
         for i in range(args.runs):
             o = run_once(build, world, args.seed + i, kinds, scenarios,
@@ -511,8 +515,12 @@ def main() -> int:
             print(describe(o), flush=True)
             for line in o.stderr_tail:
                 print("    | " + line, flush=True)
+    except KeyboardInterrupt as e:  # the runs so far still count
+        stopped = str(e) or "interrupted"
     finally:
         world.close()
+    if stopped:
+        print(f"chaos: stopped ({stopped}) after {len(outcomes)} runs")
     report(outcomes, args.bench)
     broken = [o for o in outcomes if o.broken]
     for o in broken:

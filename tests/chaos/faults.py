@@ -174,7 +174,7 @@ class Injector:
         etcd.restart(member)
 
 
-def wait_gone(find: Callable[[], List[int]], seconds: float) -> float:
+def wait_gone(find: Callable[[], list], seconds: float) -> float:
     """Waits until `find` finds nothing, up to `seconds`; how long it
     took."""
     start = time.monotonic()
