@@ -29,8 +29,9 @@ struct ShmSweep {
 // Unlinks every /dev/shm entry of `job_id` that no live process has open or
 // mapped, processes of the groups in `dying_groups` (just SIGKILLed) not
 // counting; first waits (up to 2 s) for those to be gone, so that none
-// makes a name after the list is taken. Processes whose /proc entries this user cannot read are taken
-// to use nothing of the job (its segments are mode 0600). Reads nothing of
+// makes a name after the list is taken. Processes whose /proc entries
+// this user cannot read are taken to use nothing of the job (its segments
+// are mode 0600). Reads nothing of
 // /proc when the job has no entries, the common case.
 ShmSweep SweepJobSegments(const std::string& job_id,
                           const std::vector<pid_t>& dying_groups = {});

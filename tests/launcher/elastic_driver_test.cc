@@ -93,6 +93,16 @@ rendezvous::Member M(const std::string& host, int slot, int generation) {
   return m;
 }
 
+// Scripted discovery: host a alone, its generation 1 formed; then b joins,
+// and its worker starts.
+void FormAThenGrowToB(Harness& t, ElasticDriver& d) {
+  t.answers.push_back({{"a", 1, ""}});
+  d.Tick();
+  t.members = {M("a", 0, 1)};
+  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
+  ASSERT_EQ(d.Tick().start.size(), 1u);
+}
+
 TEST(ElasticDriverTest, SetsTheMembershipThenStartsItsWorkers) {
   Harness t;
   auto d = t.Make({{"a", 2, ""}, {"b", 1, ""}});
@@ -190,12 +200,7 @@ TEST(ElasticDriverTest, AnnouncesDiscoveredHostChangesNotFailures) {
 TEST(ElasticDriverTest, AWorkerThatNeverJoinedIsAbandonedWhenTheJobFinishes) {
   Harness t;
   auto d = t.MakeScripted();
-  t.answers.push_back({{"a", 1, ""}});
-  d->Tick();
-  t.members = {M("a", 0, 1)};  // generation 1 formed
-  t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
-  WorkerDriver::Step grow = d->Tick();
-  ASSERT_EQ(grow.start.size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(FormAThenGrowToB(t, *d));
   // b joined the new epoch; a never did: it finished its training instead.
   t.members = {M("a", 0, 0), M("b", 0, 2)};
   d->Exited("a", 0, 0);
@@ -230,11 +235,7 @@ TEST(ElasticDriverTest, AFinishIsJudgedOnAnAnswerAboutTheNewestMembership) {
     SCOPED_TRACE(joined ? "b joined the reset" : "b never joined");
     Harness t;
     auto d = t.MakeScripted();
-    t.answers.push_back({{"a", 1, ""}});
-    d->Tick();
-    t.members = {M("a", 0, 1)};  // generation 1 formed
-    t.answers.push_back({{"a", 1, ""}, {"b", 1, ""}});
-    ASSERT_EQ(d->Tick().start.size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(FormAThenGrowToB(t, *d));
     t.members = {M("a", 0, 1)};  // an answer asked before the reset
     d->Exited("a", 0, 0);
     EXPECT_TRUE(d->Tick().stop.empty());
