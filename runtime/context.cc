@@ -179,25 +179,54 @@ Status Context::Place(const WorkerConfig& config, Transport data) {
 
 std::unique_ptr<Store> Context::GenerationStore(
     const std::string& prefix) const {
-  return MakeRendezvousStore(
-      client_.get(), "g" + std::to_string(assignment_.generation) + "/" +
-                         store_prefix_ + prefix);
+  return MakeRendezvousStore(client_.get(),
+                             "g" + std::to_string(assignment_.generation) +
+                                 "/" + store_prefix_ + prefix,
+                             config_.elastic ? assignment_.generation : 0);
 }
 
 StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                                    int previous_generation) {
-  std::unique_ptr<Context> ctx(new Context());
-  ctx->config_ = config;
-  ctx->engine_options_ = config.engine;
-  ctx->timeline_path_ = config.timeline;
-  ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
   if (!config.launched) {
+    std::unique_ptr<Context> ctx = Blank(config);
     ctx->backends_ =
         std::make_unique<BackendSet>(CreateLocalBackend(), "local copies");
     ctx->backends_->SetActivityPrefixes("GLOO_", "NCCL_");
     ctx->control_ = CreateLocalControlPlane();
     return ctx;
   }
+  for (;;) {
+    HVD_ASSIGN_OR_RETURN(std::unique_ptr<Context> ctx,
+                         Join(config, previous_generation));
+    Status connected = ctx->Connect(config);
+    // An elastic job's membership moved on while this rank met its peers:
+    // they have gone on to the next generation (or are gone), so it follows
+    // them instead of failing at its timeout.
+    if (!connected.ok() && config.elastic && ctx->MembershipChanged()) {
+      HVD_LOG(Info) << "generation " << ctx->assignment_.generation
+                    << " was superseded while meeting its peers ("
+                    << connected.ToString() << "); joining the next";
+      previous_generation = ctx->assignment_.generation;
+      continue;
+    }
+    HVD_RETURN_IF_ERROR(ctx->Explained(connected));
+    ctx->StartReports(config);
+    return ctx;
+  }
+}
+
+std::unique_ptr<Context> Context::Blank(const WorkerConfig& config) {
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->config_ = config;
+  ctx->engine_options_ = config.engine;
+  ctx->timeline_path_ = config.timeline;
+  ctx->timeline_mark_cycles_ = config.timeline_mark_cycles;
+  return ctx;
+}
+
+StatusOr<std::unique_ptr<Context>> Context::Join(const WorkerConfig& config,
+                                                 int previous_generation) {
+  std::unique_ptr<Context> ctx = Blank(config);
   ctx->client_ = rendezvous::RendezvousClient::Create(
       config.rendezvous_addr, config.job_id, config.job_token,
       rendezvous::ClientTls{config.tls_ca_pem, config.tls_cert_pem,
@@ -216,12 +245,15 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                        std::to_string(config.slot));
   }
   ctx->assignment_ = *joined;
-  const rendezvous::Assignment& a = ctx->assignment_;
-  HVD_RETURN_IF_ERROR(CheckAssignment(config, a));
-  HVD_RETURN_IF_ERROR(ctx->Explained(ctx->Connect(config)));
-  Context* raw = ctx.get();
-  ctx->flight_ = std::make_unique<FlightResponder>(
-      ctx->client_, config.host, config.slot, [raw] {
+  HVD_RETURN_IF_ERROR(CheckAssignment(config, ctx->assignment_));
+  return ctx;
+}
+
+void Context::StartReports(const WorkerConfig& config) {
+  const rendezvous::Assignment& a = assignment_;
+  Context* raw = this;
+  flight_ = std::make_unique<FlightResponder>(
+      client_, config.host, config.slot, [raw] {
         const Engine* made = raw->engine_made_.load(std::memory_order_acquire);
         // No engine yet: no collective either.
         const int rank = raw->assignment_.rank;
@@ -230,12 +262,12 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
         return made ? made->flight_recorder().ToJson(rank, host, stacks)
                     : FlightRecorder(0, 0).ToJson(rank, host, stacks);
       });
-  ctx->engine_options_.stall.ask_dump =
-      AskForFlightDumps(ctx->client_, a.generation, a.rank);
+  engine_options_.stall.ask_dump =
+      AskForFlightDumps(client_, a.generation, a.rank);
   // The engine calls it from its thread while the context (its owner)
   // lives; the record must be set before the callers learn of the failure
   // and exit.
-  ctx->engine_options_.on_collectives_failed = [raw] {
+  engine_options_.on_collectives_failed = [raw] {
     const Engine* made = raw->engine_made_.load(std::memory_order_acquire);
     if (made == nullptr) return;
     (void)raw->client_->Set(
@@ -244,8 +276,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                                        raw->config_.host));
   };
   if (config.metrics_interval.count() > 0) {
-    ctx->publisher_ = std::make_unique<MetricsPublisher>(
-        ctx->client_,
+    publisher_ = std::make_unique<MetricsPublisher>(
+        client_,
         std::string(rendezvous::kMetricsKeyPrefix) + config.host + "/" +
             std::to_string(config.slot),
         metrics::Labels{{"rank", std::to_string(a.rank)},
@@ -265,7 +297,6 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const WorkerConfig& config,
                       : std::string();
         });
   }
-  return ctx;
 }
 
 bool Context::MembershipChanged() const {

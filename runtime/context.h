@@ -34,6 +34,8 @@ class Context {
   // timeout for the other ranks. A process that was in the job before (an
   // init() after a shutdown()) passes the generation it left: the new one's
   // keys, segments and connections are its own (assignment().generation).
+  // In an elastic job whose membership moves on while this rank meets its
+  // peers, it joins the newer generation instead (Store::Current).
   static StatusOr<std::unique_ptr<Context>> Create(const WorkerConfig& config,
                                                    int previous_generation = 0);
   ~Context();
@@ -74,6 +76,15 @@ class Context {
 
  private:
   Context() = default;
+  // A context with `config`'s settings, not yet in any job.
+  static std::unique_ptr<Context> Blank(const WorkerConfig& config);
+  // Joins the job (the generation after `previous_generation`, when given)
+  // through a client of its own; connects nothing yet.
+  static StatusOr<std::unique_ptr<Context>> Join(const WorkerConfig& config,
+                                                 int previous_generation);
+  // What a joined, connected rank tells its launcher beside the job
+  // (launcher_reports.h): flight dumps, metrics, asks for dumps.
+  void StartReports(const WorkerConfig& config);
   // The flat backend wrapped in the hierarchical one when the plan wants it
   // and every host holds the same number of ranks (else logs why not).
   StatusOr<std::unique_ptr<Backend>> MaybeHierarchical(

@@ -94,6 +94,7 @@ Status ReadEngine(const settings::Reader& read, WorkerConfig& c) {
   HVD_ASSIGN_OR_RETURN(c.start_timeout, read.Get(key::kStartTimeout));
   HVD_ASSIGN_OR_RETURN(c.join_timeout, read.Get(key::kJoinTimeout));
   HVD_ASSIGN_OR_RETURN(c.elastic_timeout, read.Get(key::kElasticTimeout));
+  HVD_ASSIGN_OR_RETURN(c.elastic, read.Get(key::kElastic));
   HVD_ASSIGN_OR_RETURN(c.gloo_timeout, read.Get(key::kGlooTimeout));
   HVD_ASSIGN_OR_RETURN(c.gloo_iface, read.Get(key::kNetworkInterface));
   EngineOptions& e = c.engine;
@@ -246,12 +247,10 @@ StatusOr<bool> ReadLaunch(const settings::EnvMap& env, WorkerConfig& c) {
 
 // The rank horovodrun planned for this worker, which the rendezvous'
 // answer must match (CheckAssignment).
-Status ReadPlannedRank(const settings::Reader& read,
-                       const settings::EnvMap& env, WorkerConfig& c) {
+Status ReadPlannedRank(const settings::EnvMap& env, WorkerConfig& c) {
   // In an elastic job HOROVOD_RANK is only the rank a worker started with:
   // the membership may change before it joins, and at every reset.
-  HVD_ASSIGN_OR_RETURN(bool elastic_job, read.Get(settings::key::kElastic));
-  if (!elastic_job && Lookup(env, worker_env::kRank)) {
+  if (!c.elastic && Lookup(env, worker_env::kRank)) {
     rendezvous::Assignment a;
     struct Field {
       const char* name;
@@ -285,7 +284,7 @@ StatusOr<WorkerConfig> WorkerConfig::FromEnv(const settings::EnvMap& env) {
   if (auto addr = Lookup(env, worker_env::kGlooAddr)) c.gloo_addr = *addr;
   HVD_ASSIGN_OR_RETURN(bool launched, ReadLaunch(env, c));
   if (!launched) return c;
-  HVD_RETURN_IF_ERROR(ReadPlannedRank(read, env, c));
+  HVD_RETURN_IF_ERROR(ReadPlannedRank(env, c));
   return c;
 }
 

@@ -53,6 +53,9 @@ struct WorkerConfig {
   std::chrono::milliseconds gloo_timeout{
       settings::Default(settings::key::kGlooTimeout)};
   bool dynamic_process_sets = false;  // HOROVOD_DYNAMIC_PROCESS_SETS
+  // HOROVOD_ELASTIC: its membership may move on while a rank meets its
+  // peers (Store::Current).
+  bool elastic = false;
   // HOROVOD_NUM_NCCL_STREAMS: the NCCL backend's streams per GPU.
   int num_nccl_streams = int(settings::Default(settings::key::kNumNcclStreams));
   // Shared memory between the ranks of a host (!HOROVOD_SHM_DISABLE);

@@ -137,36 +137,5 @@ TEST(ProcessSetTest, EachSetHasItsOwnRanksTransportsAndEngine) {
   });
 }
 
-// An elastic job's workers notice a new membership (what commit() checks)
-// and join it, in its epoch, with their new ranks.
-TEST(MembershipTest, WorkersSeeANewMembershipAndJoinIt) {
-  TestJob job({{"a", 1}, {"b", 1}}, /*elastic=*/true);
-  ASSERT_TRUE(job.ok());
-  std::vector<std::unique_ptr<Context>> ctx(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      auto c = Context::Create(job.Config(r));
-      ASSERT_TRUE(c.ok()) << c.status().ToString();
-      ctx[r] = std::move(*c);
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_TRUE(ctx[0] && ctx[1]);
-  EXPECT_FALSE(ctx[0]->MembershipChanged());
-  ASSERT_TRUE(job.table().SetMembership(job.job_id(), {{"b", 1}}, 1).ok());
-  EXPECT_TRUE(ctx[0]->MembershipChanged());
-  EXPECT_TRUE(ctx[1]->MembershipChanged());
-  // b's worker leaves and joins the new membership alone, as rank 0.
-  const int left = ctx[1]->assignment().generation;
-  ctx[1].reset();
-  auto again = Context::Create(job.Config(1), left);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ((*again)->assignment().rank, 0);
-  EXPECT_EQ((*again)->assignment().size, 1);
-  EXPECT_EQ((*again)->assignment().generation, 2);
-  EXPECT_FALSE((*again)->MembershipChanged());
-}
-
 }  // namespace
 }  // namespace hvd::runtime

@@ -48,6 +48,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kTicketBytes = 16;
+// How often a rank accepting its peers asks the store whether its
+// generation is still current (Store::Current).
+constexpr int kCurrentMs = 500;
 
 // Reads or writes exactly n bytes on a blocking-by-poll socket before the
 // deadline.
@@ -250,7 +253,13 @@ StatusOr<std::vector<std::vector<Fd>>> ConnectPeers(
   }
   while (missing > 0) {
     pollfd pfd{listener.get(), POLLIN, 0};
-    int ready = ::poll(&pfd, 1, RemainingMs(deadline));
+    // In slices, to ask between them whether the generation was superseded
+    // (its peers then never come).
+    int ready = ::poll(&pfd, 1, std::min(RemainingMs(deadline), kCurrentMs));
+    if (ready == 0 && Clock::now() < deadline) {
+      HVD_RETURN_IF_ERROR(store.Current().WithContext(where));
+      continue;
+    }
     if (ready == 0 || Clock::now() >= deadline) {
       std::string absent;
       for (int p = o.rank + 1; p < o.size; ++p) {
