@@ -9,10 +9,10 @@
 #include <array>
 #include <cstring>
 
+#include "runtime/transport/tcp/control_bells.h"
 #include "runtime/transport/tcp/control_frame.h"
 #include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_mesh.h"
-#include "runtime/wake_fd.h"
 
 namespace hvd::runtime {
 
@@ -54,7 +54,7 @@ class TcpControlPlane final : public ControlPlane {
       : options_(o),
         peers_(std::move(peers)),
         socks_(std::move(socks)),
-        bells_(std::move(bells)),
+        bells_(peers_, std::move(bells), o.wake_fds, o.size),
         doubling_(PlanDoubling(o.rank, o.size)) {
     const size_t n = static_cast<size_t>(o.size);
     in_.resize(n);
@@ -63,12 +63,11 @@ class TcpControlPlane final : public ControlPlane {
     len_buf_.resize(n);
     in_kind_.resize(n);
     out_sent_.resize(n);
-    rang_.resize(n);
     pfds_.resize(2 * n);
     traffic_.sockets = 2 * static_cast<int>(peers_.size());
   }
 
-  void Notify() override { wake_.Notify(); }
+  void Notify() override { bells_.Notify(); }
 
   void Wait(std::chrono::milliseconds timeout, bool* peer) override {
     Sleep(timeout, /*started_wakes=*/true, peer);
@@ -82,7 +81,7 @@ class TcpControlPlane final : public ControlPlane {
   // its earlier trips are done, and every exchange reaches every rank's
   // first peer within a trip).
   bool Drivable() const override { return true; }
-  bool PeerWaiting() override { return Readable(socks_, 0); }
+  bool PeerWaiting() override { return AnyReadable(peers_, socks_, 0); }
   bool AwaitPeer() override {
     const auto until = Clock::now() + Spin();
     do {
@@ -93,7 +92,7 @@ class TcpControlPlane final : public ControlPlane {
   }
   // A ring that came while a caller drove is still unread: the engine
   // thread reads the bells.
-  bool PeerRangWhileDriving() override { return Readable(bells_, 0); }
+  bool PeerRangWhileDriving() override { return bells_.Rang(); }
 
   Traffic traffic() const override { return traffic_; }
 
@@ -114,7 +113,7 @@ class TcpControlPlane final : public ControlPlane {
                   bool urgent) override {
     if (!broken_.ok()) return broken_;
     spin_ = urgent ? Spin() : std::chrono::microseconds(0);
-    for (int p : peers_) rang_[p] = false;
+    bells_.NewExchange();
     traffic_.exchanges++;
     const auto start = Clock::now();
     Status s = Run(mine, all);
@@ -301,7 +300,7 @@ class TcpControlPlane final : public ControlPlane {
       // within the spin (or they wait on peers of their own), so their
       // engine threads answer.
       for (int p : from) {
-        if (in_len_[p] == UINT32_MAX && in_got_[p] == 0) Ring(p);
+        if (in_len_[p] == UINT32_MAX && in_got_[p] == 0) bells_.Ring(p);
       }
       HVD_RETURN_IF_ERROR(Poll(to, from, deadline));
       spin_until = Clock::now() + spin_;
@@ -453,24 +452,8 @@ class TcpControlPlane final : public ControlPlane {
               static_cast<ssize_t>(abort.size())) {
         ::shutdown(fd, SHUT_RDWR);
       }
-      Ring(p);
+      bells_.Ring(p);
     }
-  }
-
-  // Whether a byte (or a hang-up) waits on any of `fds` within
-  // `timeout_ms` (any thread: the caller that drives and the engine
-  // thread both look).
-  bool Readable(const std::vector<Fd>& fds, int timeout_ms) const {
-    std::array<pollfd, 64> some;
-    std::vector<pollfd> many;
-    pollfd* p = some.data();
-    if (peers_.size() > some.size()) {
-      many.resize(peers_.size());
-      p = many.data();
-    }
-    size_t k = 0;
-    for (int q : peers_) p[k++] = {fds[q].get(), POLLIN, 0};
-    return ::poll(p, k, timeout_ms) > 0;
   }
 
   // The engine thread's sleep until a Notify, a ring, a peer's exchange
@@ -480,45 +463,8 @@ class TcpControlPlane final : public ControlPlane {
              bool* peer) {
     *peer = false;
     if (!broken_.ok()) return;
-    std::vector<pollfd> fds{{wake_.fd(), POLLIN, 0}};
-    for (int q : peers_) {
-      fds.push_back({bells_[q].get(), POLLIN, 0});
-      if (started_wakes) fds.push_back({socks_[q].get(), POLLIN, 0});
-    }
-    for (size_t i = 0; i < options_.wake_fds.size(); ++i) {
-      if (!wake_gone_[i]) fds.push_back({options_.wake_fds[i], POLLIN, 0});
-    }
-    (void)::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
-    wake_.Drain();
-    char sink[64];
-    for (size_t i = 0; i < options_.wake_fds.size(); ++i) {
-      if (wake_gone_[i]) continue;
-      ssize_t r;
-      while ((r = ::recv(options_.wake_fds[i], sink, sizeof(sink),
-                         MSG_DONTWAIT)) > 0) {
-      }
-      // Hung up: its rank left (or died, which its own exchange names);
-      // polling it again would only spin.
-      if (r == 0) wake_gone_[i] = true;
-    }
-    for (int q : peers_) {
-      ssize_t r;
-      while ((r = ::recv(bells_[q].get(), sink, sizeof(sink), MSG_DONTWAIT)) >
-             0) {
-      }
-      // A hung-up bell: the peer is gone, and an exchange names it.
-      if (r == 0) *peer = true;
-    }
+    if (bells_.Sleep(timeout, started_wakes ? &socks_ : nullptr)) *peer = true;
     if (PeerWaiting()) *peer = true;
-  }
-
-  // Wakes peer `p`'s engine thread: its callers did not come within the
-  // spin (once per exchange).
-  void Ring(int p) {
-    if (rang_[p]) return;
-    rang_[p] = true;
-    const char one = 1;
-    (void)!::send(bells_[p].get(), &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 
   // A rank of this plane as errors name it.
@@ -556,16 +502,13 @@ class TcpControlPlane final : public ControlPlane {
 
   const ControlOptions options_;
   const std::vector<int> peers_;
-  std::vector<Fd> socks_, bells_;  // by rank; empty for ranks not peers
+  std::vector<Fd> socks_;  // by rank; empty for ranks not peers
+  ControlBells bells_;
   const DoublingPlan doubling_;
-  WakeFd wake_;
   std::chrono::microseconds spin_{0};  // this exchange's
   // An urgent exchange's recent time: written by Exchange and read by
   // AwaitPeer, both under the engine's cycle lock (cycle_driver.h).
   std::chrono::microseconds typical_{0};
-  std::vector<bool> rang_;  // this exchange's rings, by rank
-  // options_.wake_fds that hung up (the engine thread's, in Sleep)
-  std::vector<bool> wake_gone_ = std::vector<bool>(options_.wake_fds.size());
   Status broken_;
   bool forwarded_ = false;  // broken_ came from a peer's abort frame
   Traffic traffic_;

@@ -1,10 +1,5 @@
 #include "runtime/transport/tcp/tcp_ring.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <sched.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -13,9 +8,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Arrived input is reduced in pieces of at least this much, so the
-// reduction of a large block overlaps the rest of its transfer.
-constexpr size_t kReducePiece = 256 << 10;
 // The chain broadcast's piece (Chain).
 constexpr size_t kChainPiece = 256 << 10;
 
@@ -53,7 +45,9 @@ StatusOr<std::unique_ptr<TcpRing>> TcpRing::Connect(
 TcpRing::TcpRing(const TcpRingOptions& options,
                  std::vector<std::vector<Fd>> mesh)
     : options_(options),
-      mesh_(std::move(mesh)),
+      steps_(TcpStepOptions{options.rank, options.streams, options.stream_bytes,
+                            options.spin, options.op_timeout},
+             std::move(mesh)),
       left_((options.rank + options.size - 1) % options.size),
       right_((options.rank + 1) % options.size),
       doubling_(PlanDoubling(options.rank, options.size)) {}
@@ -102,17 +96,18 @@ Status TcpRing::Folded(uint8_t* data, size_t count, DataType type, ReduceOp op,
   auto none = [](size_t, size_t) {};
   if (doubling_.extra) {  // folds in, then waits for the result
     HVD_RETURN_IF_ERROR(
-        Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
-    return Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
+        steps_.Step(fold, data, bytes, fold, nullptr, 0, esize, false, none));
+    return steps_.Step(fold, nullptr, 0, fold, data, bytes, esize, false, none);
   }
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   if (fold >= 0) {
-    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, scratch_.data(), bytes,
-                             esize, false, ReduceInto(data, type, op)));
+    HVD_RETURN_IF_ERROR(steps_.Step(fold, nullptr, 0, fold, scratch_.data(),
+                                    bytes, esize, false,
+                                    ReduceInto(data, type, op)));
   }
   HVD_RETURN_IF_ERROR(among());
   if (fold >= 0) {
-    return Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
+    return steps_.Step(fold, data, bytes, fold, nullptr, 0, esize, false, none);
   }
   return Status::Ok();
 }
@@ -123,8 +118,9 @@ Status TcpRing::Doubling(uint8_t* data, size_t count, DataType type,
     const size_t esize = DataTypeSize(type), bytes = count * esize;
     auto reduce = ReduceInto(data, type, op);
     for (int partner : doubling_.partners) {
-      HVD_RETURN_IF_ERROR(Step(partner, data, bytes, partner, scratch_.data(),
-                               bytes, esize, true, reduce));
+      HVD_RETURN_IF_ERROR(steps_.Step(partner, data, bytes, partner,
+                                      scratch_.data(), bytes, esize, true,
+                                      reduce));
     }
     return Status::Ok();
   });
@@ -154,10 +150,10 @@ Status TcpRing::HalvingAmong(uint8_t* data, size_t count, DataType type,
     halves_[i] = {lo, mid, hi, low};
     const size_t keep = low ? lo : mid, keep_end = low ? mid : hi;
     const size_t give = low ? mid : lo, give_end = low ? hi : mid;
-    HVD_RETURN_IF_ERROR(Step(partner, data + give * esize,
-                             (give_end - give) * esize, partner,
-                             scratch_.data(), (keep_end - keep) * esize, esize,
-                             false, ReduceInto(data + keep * esize, type, op)));
+    HVD_RETURN_IF_ERROR(
+        steps_.Step(partner, data + give * esize, (give_end - give) * esize,
+                    partner, scratch_.data(), (keep_end - keep) * esize, esize,
+                    false, ReduceInto(data + keep * esize, type, op)));
     lo = keep;
     hi = keep_end;
   }
@@ -168,9 +164,9 @@ Status TcpRing::HalvingAmong(uint8_t* data, size_t count, DataType type,
     const int partner = plan.partners[rounds - 1 - i];
     const size_t keep = h.low ? h.lo : h.mid, keep_end = h.low ? h.mid : h.hi;
     const size_t get = h.low ? h.mid : h.lo, get_end = h.low ? h.hi : h.mid;
-    HVD_RETURN_IF_ERROR(
-        Step(partner, data + keep * esize, (keep_end - keep) * esize, partner,
-             data + get * esize, (get_end - get) * esize, esize, false, none));
+    HVD_RETURN_IF_ERROR(steps_.Step(
+        partner, data + keep * esize, (keep_end - keep) * esize, partner,
+        data + get * esize, (get_end - get) * esize, esize, false, none));
   }
   return Status::Ok();
 }
@@ -188,151 +184,17 @@ Status TcpRing::Ring(uint8_t* data, size_t count, DataType type, ReduceOp op) {
   // over s + 2 ranks; after n - 1 steps, block me + 1 over all of them.
   for (int s = 0; s < n - 1; ++s) {
     const Span out = block(me - s), in = block(me - s - 1);
-    HVD_RETURN_IF_ERROR(Step(right_, data + out.at, out.bytes, left_,
-                             scratch_.data(), in.bytes, esize, false,
-                             ReduceInto(data + in.at, type, op)));
+    HVD_RETURN_IF_ERROR(steps_.Step(right_, data + out.at, out.bytes, left_,
+                                    scratch_.data(), in.bytes, esize, false,
+                                    ReduceInto(data + in.at, type, op)));
   }
   // Allgather: pass the reduced blocks around.
   for (int s = 0; s < n - 1; ++s) {
     const Span out = block(me + 1 - s), in = block(me - s);
-    HVD_RETURN_IF_ERROR(Step(right_, data + out.at, out.bytes, left_,
-                             data + in.at, in.bytes, esize, false,
-                             [](size_t, size_t) {}));
+    HVD_RETURN_IF_ERROR(steps_.Step(right_, data + out.at, out.bytes, left_,
+                                    data + in.at, in.bytes, esize, false,
+                                    [](size_t, size_t) {}));
   }
-  return Status::Ok();
-}
-
-int TcpRing::StreamsFor(size_t bytes) const {
-  const int have = static_cast<int>(mesh_[right_].size());
-  if (!several_ || bytes < options_.stream_bytes) return 1;
-  return std::max(1, std::min<int>(have, bytes / options_.stream_bytes));
-}
-
-// Each direction's block in slices, one per stream, cut at whole elements
-// the same way at both ends (from the block's size alone).
-void TcpRing::Slices(size_t bytes, size_t esize, std::vector<Slice>* v) const {
-  const int k = StreamsFor(bytes);
-  const size_t elems = bytes / esize;
-  v->clear();
-  for (int i = 0; i < k; ++i) {
-    const size_t begin = elems * i / k * esize;
-    v->push_back({begin, elems * (i + 1) / k * esize, begin, begin});
-  }
-}
-
-Status TcpRing::TimedOut(int peer) const {
-  return Status::DeadlineExceeded(
-      Where(), "rank " + std::to_string(peer) + " did not keep up within " +
-                   std::to_string(options_.op_timeout.count() / 1000) +
-                   " s (raise HOROVOD_GLOO_TIMEOUT_SECONDS if it is only "
-                   "slow)");
-}
-
-template <typename F>
-void TcpRing::ReportArrived(Slice& r, const Slice* sent, size_t esize,
-                            F& arrived) {
-  size_t whole = r.done - (r.done - r.begin) % esize;
-  // Slices begin at whole elements: so does what was sent, cut down.
-  if (sent) whole = std::min(whole, sent->done - sent->done % esize);
-  if (whole > r.reduced &&
-      (whole - r.reduced >= kReducePiece || whole == r.end)) {
-    arrived(r.reduced, whole);
-    r.reduced = whole;
-  }
-}
-
-Status TcpRing::Sleep(int to, int from,
-                      std::chrono::steady_clock::time_point deadline) {
-  fds_.clear();
-  for (size_t i = 0; i < sends_.size(); ++i) {
-    if (sends_[i].done < sends_[i].end) {
-      fds_.push_back({mesh_[to][i].get(), POLLOUT, 0});
-    }
-  }
-  for (size_t i = 0; i < recvs_.size(); ++i) {
-    if (recvs_[i].done < recvs_[i].end) {
-      fds_.push_back({mesh_[from][i].get(), POLLIN, 0});
-    }
-  }
-  if (::poll(fds_.data(), fds_.size(), RemainingMs(deadline)) < 0 &&
-      errno != EINTR) {
-    return Status::Internal(Where(), Errno("poll"));
-  }
-  return Status::Ok();
-}
-
-template <typename F>
-Status TcpRing::Step(int to, const uint8_t* out, size_t out_bytes, int from,
-                     uint8_t* in, size_t in_bytes, size_t esize,
-                     bool behind_send, F&& arrived) {
-  // Members, reused: a step allocates nothing once the first ran.
-  std::vector<Slice>& sends = sends_;
-  std::vector<Slice>& recvs = recvs_;
-  Slices(out_bytes, esize, &sends);
-  Slices(in_bytes, esize, &recvs);
-  // Behind the send, slice i of the input waits for slice i of the output
-  // (the same bytes: both buffers are as large, and cut alike).
-  auto reduce = [&](size_t i) {
-    ReportArrived(recvs[i], behind_send ? &sends[i] : nullptr, esize, arrived);
-  };
-  size_t left_to_send = out_bytes, left_to_recv = in_bytes;
-  const auto deadline = Clock::now() + options_.op_timeout;
-  auto spin_until = Clock::now() + options_.spin;
-  auto peer = [&](int r, const std::string& what) {
-    return Status::Unavailable(Where(),
-                               "rank " + std::to_string(r) + " " + what);
-  };
-  while (left_to_send > 0 || left_to_recv > 0) {
-    bool progress = false;
-    for (size_t i = 0; i < sends.size(); ++i) {
-      Slice& w = sends[i];
-      if (w.done == w.end) continue;
-      ssize_t got = ::send(mesh_[to][i].get(), out + w.done, w.end - w.done,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (got > 0) {
-        w.done += static_cast<size_t>(got);
-        left_to_send -= static_cast<size_t>(got);
-        progress = true;
-      } else if (errno == EPIPE || errno == ECONNRESET) {
-        return peer(to, "closed its connection (it exited or crashed)");
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return peer(to, Errno("send"));
-      }
-    }
-    for (size_t i = 0; i < recvs.size(); ++i) {
-      Slice& r = recvs[i];
-      if (r.done == r.end) continue;
-      ssize_t got = ::recv(mesh_[from][i].get(), in + r.done, r.end - r.done,
-                           MSG_DONTWAIT);
-      if (got > 0) {
-        r.done += static_cast<size_t>(got);
-        left_to_recv -= static_cast<size_t>(got);
-        progress = true;
-        reduce(i);
-      } else if (got == 0 || errno == ECONNRESET) {
-        return peer(from, "closed its connection (it exited or crashed)");
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return peer(from, Errno("recv"));
-      }
-    }
-    const auto now = Clock::now();
-    if (progress) {
-      spin_until = now + options_.spin;
-      continue;
-    }
-    if (now < spin_until) {
-      // The peer may need this CPU to answer: ranks sharing a host's cores
-      // (as many as a host runs, or hosts sharing a machine) would
-      // otherwise spin through each other's turns.
-      sched_yield();
-      continue;
-    }
-    if (now >= deadline) return TimedOut(left_to_recv ? from : to);
-    HVD_RETURN_IF_ERROR(Sleep(to, from, deadline));
-    spin_until = Clock::now() + options_.spin;
-  }
-  // What waited for its send.
-  for (size_t i = 0; i < recvs.size(); ++i) reduce(i);
   return Status::Ok();
 }
 
@@ -377,9 +239,9 @@ Status TcpRing::GatherRing(uint8_t* out, const std::vector<size_t>& at) {
   };
   for (int s = 0; s < n - 1; ++s) {
     const Span send = block(me - s), recv = block(me - s - 1);
-    HVD_RETURN_IF_ERROR(Step(right_, out + send.at, send.bytes, left_,
-                             out + recv.at, recv.bytes, 1, false,
-                             [](size_t, size_t) {}));
+    HVD_RETURN_IF_ERROR(steps_.Step(right_, out + send.at, send.bytes, left_,
+                                    out + recv.at, recv.bytes, 1, false,
+                                    [](size_t, size_t) {}));
   }
   return Status::Ok();
 }
@@ -389,13 +251,13 @@ Status TcpRing::GatherDoubling(uint8_t* out, const std::vector<size_t>& at) {
   const size_t total = at[n];
   auto none = [](size_t, size_t) {};
   if (doubling_.extra) {  // hands its block in, then gets them all
-    HVD_RETURN_IF_ERROR(Step(fold, out + at[me], at[me + 1] - at[me], fold,
-                             nullptr, 0, 1, false, none));
-    return Step(fold, nullptr, 0, fold, out, total, 1, false, none);
+    HVD_RETURN_IF_ERROR(steps_.Step(fold, out + at[me], at[me + 1] - at[me],
+                                    fold, nullptr, 0, 1, false, none));
+    return steps_.Step(fold, nullptr, 0, fold, out, total, 1, false, none);
   }
   if (fold >= 0) {
-    HVD_RETURN_IF_ERROR(Step(fold, nullptr, 0, fold, out + at[fold],
-                             at[fold + 1] - at[fold], 1, false, none));
+    HVD_RETURN_IF_ERROR(steps_.Step(fold, nullptr, 0, fold, out + at[fold],
+                                    at[fold + 1] - at[fold], 1, false, none));
   }
   const int q = DoublingPow2(n);
   // The blocks of ranks [a, b), past n none.
@@ -408,17 +270,18 @@ Status TcpRing::GatherDoubling(uint8_t* out, const std::vector<size_t>& at) {
     const int partner = me ^ m, mine = me & ~(m - 1),
               theirs = partner & ~(m - 1);
     const Span low = range(mine, mine + m), plow = range(theirs, theirs + m);
-    HVD_RETURN_IF_ERROR(Step(partner, out + low.at, low.bytes, partner,
-                             out + plow.at, plow.bytes, 1, false, none));
+    HVD_RETURN_IF_ERROR(steps_.Step(partner, out + low.at, low.bytes, partner,
+                                    out + plow.at, plow.bytes, 1, false, none));
     const Span high = range(q + mine, q + mine + m),
                phigh = range(q + theirs, q + theirs + m);
     if (high.bytes + phigh.bytes > 0) {
-      HVD_RETURN_IF_ERROR(Step(partner, out + high.at, high.bytes, partner,
-                               out + phigh.at, phigh.bytes, 1, false, none));
+      HVD_RETURN_IF_ERROR(steps_.Step(partner, out + high.at, high.bytes,
+                                      partner, out + phigh.at, phigh.bytes, 1,
+                                      false, none));
     }
   }
   if (fold >= 0) {
-    return Step(fold, out, total, fold, nullptr, 0, 1, false, none);
+    return steps_.Step(fold, out, total, fold, nullptr, 0, 1, false, none);
   }
   return Status::Ok();
 }
@@ -443,14 +306,14 @@ Status TcpRing::Tree(uint8_t* data, size_t bytes, int root) {
   // the tree.
   const int top = root >= q ? root - q : root;
   if (root >= q && me == root) {
-    return Step(top, data, bytes, top, nullptr, 0, 1, false, none);
+    return steps_.Step(top, data, bytes, top, nullptr, 0, 1, false, none);
   }
   if (doubling_.extra) {
-    return Step(fold, nullptr, 0, fold, data, bytes, 1, false, none);
+    return steps_.Step(fold, nullptr, 0, fold, data, bytes, 1, false, none);
   }
   if (root >= q && me == top) {
     HVD_RETURN_IF_ERROR(
-        Step(root, nullptr, 0, root, data, bytes, 1, false, none));
+        steps_.Step(root, nullptr, 0, root, data, bytes, 1, false, none));
   }
   // Round m: the ranks within m of the root (relative: me ^ top) have the
   // buffer and send it to their partner m further.
@@ -458,15 +321,15 @@ Status TcpRing::Tree(uint8_t* data, size_t bytes, int root) {
   for (int m = 1; m < q; m *= 2) {
     const int partner = me ^ m;
     if (v < m) {
-      HVD_RETURN_IF_ERROR(
-          Step(partner, data, bytes, partner, nullptr, 0, 1, false, none));
+      HVD_RETURN_IF_ERROR(steps_.Step(partner, data, bytes, partner, nullptr, 0,
+                                      1, false, none));
     } else if (v < 2 * m) {
-      HVD_RETURN_IF_ERROR(
-          Step(partner, nullptr, 0, partner, data, bytes, 1, false, none));
+      HVD_RETURN_IF_ERROR(steps_.Step(partner, nullptr, 0, partner, data, bytes,
+                                      1, false, none));
     }
   }
   if (fold >= 0 && fold != root) {
-    return Step(fold, data, bytes, fold, nullptr, 0, 1, false, none);
+    return steps_.Step(fold, data, bytes, fold, nullptr, 0, 1, false, none);
   }
   return Status::Ok();
 }
@@ -486,15 +349,16 @@ Status TcpRing::Chain(uint8_t* data, size_t bytes, int root) {
     uint8_t* p = data + at(k);
     const size_t b = at(k + 1) - at(k);
     HVD_RETURN_IF_ERROR(
-        place == 0 ? Step(right_, p, b, right_, nullptr, 0, 1, false, none)
-                   : Step(left_, nullptr, 0, left_, p, b, 1, false, none));
+        place == 0
+            ? steps_.Step(right_, p, b, right_, nullptr, 0, 1, false, none)
+            : steps_.Step(left_, nullptr, 0, left_, p, b, 1, false, none));
   }
   if (place == 0 || place == n - 1) return Status::Ok();
   // Step k takes piece k from the left while passing piece k - 1 right.
   for (size_t k = 0; k <= pieces; ++k) {
     const size_t out = k == 0 ? 0 : at(k - 1), in = at(k);
-    HVD_RETURN_IF_ERROR(Step(right_, data + out, in - out, left_, data + in,
-                             at(k + 1) - in, 1, false, none));
+    HVD_RETURN_IF_ERROR(steps_.Step(right_, data + out, in - out, left_,
+                                    data + in, at(k + 1) - in, 1, false, none));
   }
   return Status::Ok();
 }
@@ -546,23 +410,17 @@ Status TcpRing::ScatterRing(uint8_t* work, const std::vector<size_t>& at,
   // round the ring, ending on rank b.
   for (int s = 0; s < n - 1; ++s) {
     const Span send = block(me - s - 1), recv = block(me - s - 2);
-    HVD_RETURN_IF_ERROR(Step(right_, work + send.at, send.bytes, left_,
-                             scratch_.data(), recv.bytes, esize, false,
-                             ReduceInto(work + recv.at, type, op)));
+    HVD_RETURN_IF_ERROR(steps_.Step(right_, work + send.at, send.bytes, left_,
+                                    scratch_.data(), recv.bytes, esize, false,
+                                    ReduceInto(work + recv.at, type, op)));
   }
   return Status::Ok();
-}
-
-int TcpRing::Sockets() const {
-  int n = 0;
-  for (const auto& peer : mesh_) n += static_cast<int>(peer.size());
-  return n;
 }
 
 Status TcpRing::ConnectTheRest(Store& store) {
   std::vector<int> rest;
   for (int p = 0; p < options_.size; ++p) {
-    if (p != options_.rank && mesh_[p].empty()) rest.push_back(p);
+    if (p != options_.rank && !steps_.Connected(p)) rest.push_back(p);
   }
   // Every rank's set is the complement of the ring's and the doubling's
   // peers, which are symmetric: so is it.
@@ -570,7 +428,7 @@ Status TcpRing::ConnectTheRest(Store& store) {
   HVD_ASSIGN_OR_RETURN(std::vector<std::vector<Fd>> more,
                        ConnectPeers(options_, store, "a2a", "TCP alltoall",
                                     rest, options_.streams));
-  for (int p : rest) mesh_[p] = std::move(more[p]);
+  for (int p : rest) steps_.Add(p, std::move(more[p]));
   return Status::Ok();
 }
 
@@ -597,9 +455,9 @@ Status TcpRing::Pairwise(const uint8_t* in,
               std::min(send_bytes[me], recv_bytes[me]));
   for (int k = 1; k < n; ++k) {
     const int to = (me + k) % n, from = (me + n - k) % n;
-    HVD_RETURN_IF_ERROR(Step(to, in + from_at[to], send_bytes[to], from,
-                             out + to_at[from], recv_bytes[from], 1, false,
-                             [](size_t, size_t) {}));
+    HVD_RETURN_IF_ERROR(steps_.Step(to, in + from_at[to], send_bytes[to], from,
+                                    out + to_at[from], recv_bytes[from], 1,
+                                    false, [](size_t, size_t) {}));
   }
   return Status::Ok();
 }

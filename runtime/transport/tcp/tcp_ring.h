@@ -13,8 +13,6 @@
 // Not thread-safe: one collective at a time, as every Backend.
 #pragma once
 
-#include <poll.h>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -27,6 +25,7 @@
 #include "runtime/transport/tcp/doubling.h"
 #include "runtime/transport/tcp/tcp_mesh.h"
 #include "runtime/transport/tcp/tcp_options.h"
+#include "runtime/transport/tcp/tcp_steps.h"
 
 namespace hvd::runtime {
 
@@ -70,7 +69,7 @@ class TcpRing {
                    void* out, const std::vector<size_t>& recv_bytes,
                    Store& store);
   // Sockets this rank holds, every stream counted (tests).
-  int Sockets() const;
+  int Sockets() const { return steps_.Sockets(); }
   // Autotune's choice (every rank makes it in the same cycle): the
   // crossovers as given, or each 4 times as far (0 stays 0: its peers
   // may not be connected).
@@ -83,9 +82,9 @@ class TcpRing {
   // Autotune's choice (every rank makes it in the same cycle, since both
   // ends of a step must cut it alike): large steps over the streams, or
   // everything over the first.
-  void SetSeveralStreams(bool on) { several_ = on; }
+  void SetSeveralStreams(bool on) { steps_.SetSeveralStreams(on); }
   // The streams a step of `bytes` goes over.
-  int StreamsFor(size_t bytes) const;
+  int StreamsFor(size_t bytes) const { return steps_.StreamsFor(bytes); }
 
  private:
   TcpRing(const TcpRingOptions& options, std::vector<std::vector<Fd>> mesh);
@@ -138,37 +137,13 @@ class TcpRing {
   // trips, a block each, the block of rank r ending reduced on r.
   Status ScatterRing(uint8_t* work, const std::vector<size_t>& offsets,
                      DataType type, ReduceOp op);
-  // Sends [out, out + out_bytes) to rank `to` while receiving in_bytes
-  // from rank `from` into `in`, each over StreamsFor(bytes) streams;
-  // `arrived(from, to)` is told of each byte range of whole elements that
-  // came in. `behind_send`: a range is reported only once the same range
-  // of `out` has been sent (the reduction writes where the send reads).
   // acc[from, to) op= the scratch buffer's same bytes, as a step's
   // `arrived`.
   auto ReduceInto(uint8_t* acc, DataType type, ReduceOp op);
-  template <typename F>
-  Status Step(int to, const uint8_t* out, size_t out_bytes, int from,
-              uint8_t* in, size_t in_bytes, size_t esize, bool behind_send,
-              F&& arrived);
-  // A direction's part on one stream: [begin, end), how far it got, and
-  // (received) how far it was reduced.
-  struct Slice {
-    size_t begin, end, done, reduced;
-  };
-  void Slices(size_t bytes, size_t esize, std::vector<Slice>* out) const;
-  // Tells `arrived` of what `r` received in whole elements, and behind the
-  // send only what `sent` has sent of the same bytes, in pieces of at least
-  // kReducePiece (the last whatever its size).
-  template <typename F>
-  void ReportArrived(Slice& r, const Slice* sent, size_t esize, F& arrived);
-  // Polls the step's unfinished sockets until one is ready.
-  Status Sleep(int to, int from,
-               std::chrono::steady_clock::time_point deadline);
-  Status TimedOut(int peer) const;
   std::string Where() const;
 
   const TcpRingOptions options_;
-  std::vector<std::vector<Fd>> mesh_;
+  TcpSteps steps_;  // the sockets, and a step's moving of bytes on them
   int left_, right_;
   const DoublingPlan doubling_;
   // The halving's blocks, by step: [lo, mid) and [mid, hi), and whether
@@ -178,12 +153,9 @@ class TcpRing {
     bool low;
   };
   std::vector<Half> halves_;
-  bool several_ = true;
   TcpCrossovers crossovers_ = options_.crossovers;  // in use
   std::vector<uint8_t> scratch_;
-  std::vector<uint8_t> work_;         // Reducescatter's copy of its input
-  std::vector<Slice> sends_, recvs_;  // the step's (Step)
-  std::vector<pollfd> fds_;
+  std::vector<uint8_t> work_;  // Reducescatter's copy of its input
   Status broken_;
 };
 
