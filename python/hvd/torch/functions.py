@@ -1,9 +1,8 @@
 """Helpers that start every rank from the same state: parameters,
 optimizer state and arbitrary picklable objects."""
 
-import io
 import pickle
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
