@@ -52,6 +52,7 @@ if [[ $tests -eq 1 ]]; then
     prometheus  # the metrics tests: promtool, and a server scraping a job
     etcd-server etcd-client  # hvd-rendezvousd --store etcd:// (its tests start their own)
     lintian  # the package tests check the .debs
+    podman runc netavark mmdebstrap  # the container images and jobs across containers
     systemd
     hyperfine time
   )

@@ -41,38 +41,9 @@ done
 command_line=$("$here/readme_command.sh" "$which" "$src/README.md") || exit 1
 
 # --- The root ---------------------------------------------------------------
-# The sources for the root: every Debian 12 entry of this machine's apt
-# configuration (one-line and deb822 forms), written as one-line entries.
-host_sources() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [[ -f $f ]] || continue
-    awk '$1 == "deb" { sub(/\[[^]]*\] */, ""); print }' "$f"
-  done
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f $f ]] || continue
-    awk '
-      function flush() {
-        if (types ~ /(^| )deb( |$)/ && enabled != "no")
-          for (i = 1; i <= nu; i++) for (j = 1; j <= ns; j++)
-            print "deb " u[i] " " s[j] " " comps
-        types = ""; nu = ns = 0; comps = ""; enabled = ""
-      }
-      /^[ \t]*$/ { flush(); next }
-      /^#/ { next }
-      tolower($1) == "types:" { $1 = ""; types = $0 }
-      tolower($1) == "uris:" { for (i = 2; i <= NF; i++) u[++nu] = $i }
-      tolower($1) == "suites:" { for (i = 2; i <= NF; i++) s[++ns] = $i }
-      tolower($1) == "components:" { $1 = ""; sub(/^ /, ""); comps = $0 }
-      tolower($1) == "enabled:" { enabled = tolower($2) }
-      END { flush() }
-    ' "$f"
-  done | awk '$3 ~ /^bookworm/ && / main( |$)/' | sort -u
-}
-
 cache=${HVD_FRESH_CACHE:-/var/cache/hvd-fresh}
 include=git,ca-certificates,sudo,procps
-sources=$(host_sources)
+sources=$("$src/tests/util/debian12_sources.sh")
 [[ -n $sources ]] || die "this machine's apt sources name no Debian 12 (bookworm) main archive to make the root from"
 key=$(printf '%s\n%s\n' "$include" "$sources" | sha256sum | cut -c1-16)
 tarball=$cache/debian12-$key.tar

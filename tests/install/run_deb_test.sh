@@ -17,15 +17,7 @@ if [[ $(id -u) -ne 0 ]] || ! command -v unshare >/dev/null; then
 fi
 command -v lintian >/dev/null || fail "lintian is missing: run packaging/install-deps.sh"
 
-# The packages' own tree, kept in the build tree so that a second run only
-# rebuilds what changed.
-pkg=$build/deb
-cmake -S "$src" -B "$pkg" -DCMAKE_BUILD_TYPE=Release -DHVD_WITH_CUDA=OFF \
-  -DHVD_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-cmake --build "$pkg" -j"$(nproc)" >/dev/null
-rm -f "$pkg"/*.deb
-(cd "$pkg" && cpack -G DEB >/dev/null 2>"$pkg/cpack.err") ||
-  fail "cpack: $(cat "$pkg/cpack.err")"
+pkg=$("$src/tests/install/make_debs.sh" "$build" "$src") || fail "the packages could not be made (above)"
 debs=("$pkg"/*.deb)
 names=$(for d in "${debs[@]}"; do dpkg-deb -f "$d" Package; done | sort | tr '\n' ' ')
 [[ $names == "hvd hvd-rendezvousd libhvd-dev libhvd0 python3-hvd " ]] ||
