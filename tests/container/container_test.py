@@ -260,26 +260,27 @@ def expect_accuracy(out: str, pattern: str, percent: bool, what: str) -> None:
 
 
 TRAIN_MNIST_ACCURACY = r"Test accuracy: ([0-9.]+)"
+# One epoch of 4,000 digits, tested on 1,000.
+SHORT = ["--epochs", "1", "--train-limit", "4000", "--test-limit", "1000"]
+
+
+def job(c: Cluster, args: List[str], what: str) -> str:
+    """horovodrun ARGS from the first container, which must succeed; its
+    output."""
+    p = run(c.horovodrun(args), timeout=JOB_TIMEOUT_S, check=False,
+            env=c.podman.env)
+    out = p.stdout + p.stderr
+    if p.returncode != 0:
+        raise Failed(f"{what} exited {p.returncode}:\n{out[-3000:]}")
+    return out
 
 
 def jobs_across_containers(c: Cluster) -> None:
-    p = run(c.horovodrun(["train_mnist", "--epochs", "1", "--train-limit",
-                          "4000", "--test-limit", "1000"]),
-            timeout=JOB_TIMEOUT_S, check=False, env=c.podman.env)
-    if p.returncode != 0:
-        raise Failed(f"train_mnist across containers exited {p.returncode}:"
-                     f"\n{(p.stdout + p.stderr)[-3000:]}")
-    expect_accuracy(p.stdout + p.stderr, TRAIN_MNIST_ACCURACY, False,
-                    "train_mnist")
-    p = run(c.horovodrun(["python3", "/examples/pytorch_mnist.py", "--epochs",
-                          "1", "--train-limit", "4000", "--test-limit",
-                          "1000", "--no-checkpoint", "--data-dir",
-                          "/usr/share/hvd/mnist"]),
-            timeout=JOB_TIMEOUT_S, check=False, env=c.podman.env)
-    if p.returncode != 0:
-        raise Failed(f"pytorch_mnist.py across containers exited "
-                     f"{p.returncode}:\n{(p.stdout + p.stderr)[-3000:]}")
-    out = p.stdout + p.stderr
+    out = job(c, ["train_mnist", *SHORT], "train_mnist across containers")
+    expect_accuracy(out, TRAIN_MNIST_ACCURACY, False, "train_mnist")
+    out = job(c, ["python3", "/examples/pytorch_mnist.py", *SHORT,
+                  "--no-checkpoint", "--data-dir", "/usr/share/hvd/mnist"],
+              "pytorch_mnist.py across containers")
     expect_accuracy(out, r"Accuracy: ([0-9.]+)%", True, "pytorch_mnist.py")
     if "weights identical on every rank" not in out:
         raise Failed(f"pytorch_mnist.py: the ranks' weights:\n{out[-3000:]}")
@@ -300,15 +301,10 @@ def job_on_a_rendezvous_container(c: Cluster, work: str) -> None:
     wait_port(c.hosts.addr(0), RDV_PORT, "hvd-rendezvousd")
     # The launcher's container reads the token from its own copy.
     shutil.copy(token, os.path.join(c.keys[0], "rdv-token"))
-    p = run(c.horovodrun(["--rendezvous-addr", addr, "--rendezvous-token-file",
-                          "/root/.ssh/rdv-token", "train_mnist", "--epochs",
-                          "1", "--train-limit", "4000", "--test-limit",
-                          "1000"]),
-            timeout=JOB_TIMEOUT_S, check=False, env=c.podman.env)
-    if p.returncode != 0:
-        raise Failed(f"the job on hvd-rendezvousd's container exited "
-                     f"{p.returncode}:\n{(p.stdout + p.stderr)[-3000:]}")
-    expect_accuracy(p.stdout + p.stderr, TRAIN_MNIST_ACCURACY, False,
+    out = job(c, ["--rendezvous-addr", addr, "--rendezvous-token-file",
+                  "/root/.ssh/rdv-token", "train_mnist", *SHORT],
+              "the job on hvd-rendezvousd's container")
+    expect_accuracy(out, TRAIN_MNIST_ACCURACY, False,
                     "train_mnist on hvd-rendezvousd")
     c.podman("rm", "-f", "-t", "5", PREFIX + "rendezvous")
 
