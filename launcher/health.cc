@@ -153,7 +153,18 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
   return out;
 }
 
+HealthMarks Marks(const HostHealth& h) {
+  HealthMarks m;
+  m.allreduce = h.allreduce_share > 0.2;
+  m.cpu = h.cpu_share >= 0 && h.cpu_share < 0.7;
+  m.memory = h.memory_share > 0.9;
+  m.gpu = h.gpu_share >= 0 && h.gpu_share < 0.7;
+  m.gpu_memory = h.gpu_memory_share > 0.9;
+  return m;
+}
+
 std::string HealthLine(const HostHealth& h) {
+  const HealthMarks marks = Marks(h);
   std::string out = "host " + h.host + ":";
   char buf[64];
   auto add = [&](const std::string& text, bool bad) {
@@ -168,19 +179,19 @@ std::string HealthLine(const HostHealth& h) {
   if (h.allreduce_share >= 0) {
     add("allreduce " + Percent(h.allreduce_share) + " of " +
             (h.step_s >= 0 ? "step" : "time"),
-        h.allreduce_share > 0.2);
+        marks.allreduce);
   }
   if (h.bus_bytes_per_s >= 0) {
     std::snprintf(buf, sizeof(buf), "bus %.2f GB/s", h.bus_bytes_per_s / 1e9);
     add(buf, false);
   }
-  if (h.cpu_share >= 0) add("CPU " + Percent(h.cpu_share), h.cpu_share < 0.7);
+  if (h.cpu_share >= 0) add("CPU " + Percent(h.cpu_share), marks.cpu);
   if (h.memory_share >= 0) {
-    add("memory " + Percent(h.memory_share), h.memory_share > 0.9);
+    add("memory " + Percent(h.memory_share), marks.memory);
   }
-  if (h.gpu_share >= 0) add("GPU " + Percent(h.gpu_share), h.gpu_share < 0.7);
+  if (h.gpu_share >= 0) add("GPU " + Percent(h.gpu_share), marks.gpu);
   if (h.gpu_memory_share >= 0) {
-    add("GPU memory " + Percent(h.gpu_memory_share), h.gpu_memory_share > 0.9);
+    add("GPU memory " + Percent(h.gpu_memory_share), marks.gpu_memory);
   }
   out.pop_back();  // the last comma
   return out;
@@ -193,30 +204,31 @@ std::string HealthSummary(const std::vector<HostHealth>& hosts) {
   std::set<std::string> advice;
   for (const HostHealth& h : hosts) {
     out += "  " + HealthLine(h) + "\n";
-    if (h.allreduce_share > 0.2) {
+    const HealthMarks marks = Marks(h);
+    if (marks.allreduce) {
       advice.insert(
           "allreduce takes " + Percent(h.allreduce_share) +
           " of a step: raise --fusion-threshold-mb so more gradients travel "
           "together, try --hierarchical-allreduce across hosts, or a larger "
           "batch size so each step computes more per byte sent");
     }
-    if (h.cpu_share >= 0 && h.cpu_share < 0.7) {
+    if (marks.cpu) {
       advice.insert("CPU is busy " + Percent(h.cpu_share) +
                     " of the time: the ranks wait (for data, or for each "
                     "other): a larger batch size, more data-loading threads, "
                     "or fewer ranks per host");
     }
-    if (h.memory_share > 0.9) {
+    if (marks.memory) {
       advice.insert("memory is " + Percent(h.memory_share) +
                     " full: a smaller batch size, or fewer ranks per host");
     }
-    if (h.gpu_share >= 0 && h.gpu_share < 0.7) {
+    if (marks.gpu) {
       advice.insert("the GPU computes " + Percent(h.gpu_share) +
                     " of the time: it waits for input or for the "
                     "allreduce: a larger batch size, more data-loading "
                     "workers, or a higher --fusion-threshold-mb");
     }
-    if (h.gpu_memory_share > 0.9) {
+    if (marks.gpu_memory) {
       advice.insert("GPU memory is " + Percent(h.gpu_memory_share) +
                     " full: a smaller batch size, or one rank per GPU");
     }

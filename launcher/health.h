@@ -24,6 +24,15 @@ struct HostHealth {
   double gpu_memory_share = -1;
 };
 
+// Which of a host's values are outside their healthy range: allreduce
+// over 20 % of a step, CPU and GPU busy under 70 % of the time, memory
+// and GPU memory over 90 % full (absent values are never marked).
+struct HealthMarks {
+  bool allreduce = false, cpu = false, memory = false, gpu = false,
+       gpu_memory = false;
+};
+HealthMarks Marks(const HostHealth& h);
+
 // `before` and `after`: reports by worker (the same keys); `seconds` of
 // wall time between them; `size`: the job's ranks (for bus bandwidth).
 std::vector<HostHealth> Health(const std::vector<std::string>& before,

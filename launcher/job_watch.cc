@@ -1,11 +1,14 @@
 #include "launcher/job_watch.h"
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "common/metrics_format.h"
 #include "common/worker_env.h"
 #include "launcher/flight_dump.h"
 #include "launcher/health.h"
+#include "launcher/live_page.h"
 
 namespace hvd::launcher {
 namespace {
@@ -42,40 +45,84 @@ StatusOr<std::unique_ptr<JobWatch>> JobWatch::Start(const LaunchOptions& o,
   w->start_ = std::chrono::steady_clock::now();
   w->stragglers_ = std::make_unique<Stragglers>(size);
   if (o.metrics_port > 0) {
-    const std::string job_id = job->access().job_id;
-    JobWatch* raw = w.get();
-    std::map<std::string, metrics::HttpServer::Page> pages;
-    pages["/metrics"] = {
-        "text/plain; version=0.0.4; charset=utf-8", [raw, job, size, job_id] {
-          static const std::vector<metrics::Family> kLauncher = {
-              {"hvd_job_workers", metrics::Type::kGauge,
-               "Workers the launcher runs."},
-              {"hvd_collective_arrival_spread_seconds",
-               metrics::Type::kHistogram,
-               "Time between the first and the last rank's submission of "
-               "each collective every rank submitted."},
-              {"hvd_rank_last_arrivals_total", metrics::Type::kCounter,
-               "Collectives this rank was the last to submit."}};
-          std::vector<std::string> reports = job->MetricsReports();
-          reports.push_back(
-              metrics::Sample("hvd_job_workers", {{"job", job_id}}, size));
-          raw->CountArrivals();
-          reports.push_back(raw->StragglerSamples());
-          return metrics::Exposition(reports, kLauncher);
-        }};
-    // Every rank's flight recorder and the report on them, gathered on
-    // each GET (as SIGUSR1's dump, without files).
-    pages["/debug/collectives"] = {
-        "application/json",
-        [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
-    HVD_ASSIGN_OR_RETURN(
-        w->server_, metrics::HttpServer::Start(o.metrics_port, std::move(pages),
-                                               "--metrics-port"));
+    w->live_ = true;
+    w->live_job_.id = job->access().job_id;
+    w->live_job_.command = o.command;
+    for (const HostSpec& h : o.hosts) {
+      w->live_job_.hosts.push_back(h.host + ":" + std::to_string(h.slots));
+    }
+    w->live_job_.size = size;
+    HVD_ASSIGN_OR_RETURN(w->server_,
+                         metrics::HttpServer::Start(o.metrics_port, w->Pages(),
+                                                    "--metrics-port"));
   }
   if (o.monitor || o.metrics_port > 0) {
     w->thread_ = std::thread([raw = w.get()] { raw->Loop(); });
   }
   return w;
+}
+
+std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
+  JobRendezvous* job = job_;
+  const int size = size_;
+  const std::string job_id = job->access().job_id;
+  std::map<std::string, metrics::HttpServer::Page> pages;
+  pages["/metrics"] = {
+      "text/plain; version=0.0.4; charset=utf-8", [this, job, size, job_id] {
+        static const std::vector<metrics::Family> kLauncher = {
+            {"hvd_job_workers", metrics::Type::kGauge,
+             "Workers the launcher runs."},
+            {"hvd_collective_arrival_spread_seconds", metrics::Type::kHistogram,
+             "Time between the first and the last rank's submission of "
+             "each collective every rank submitted."},
+            {"hvd_rank_last_arrivals_total", metrics::Type::kCounter,
+             "Collectives this rank was the last to submit."}};
+        std::vector<std::string> reports = job->MetricsReports();
+        reports.push_back(
+            metrics::Sample("hvd_job_workers", {{"job", job_id}}, size));
+        CountArrivals();
+        reports.push_back(StragglerSamples());
+        return metrics::Exposition(reports, kLauncher);
+      }};
+  // Every rank's flight recorder and the report on them, gathered on
+  // each GET (as SIGUSR1's dump, without files).
+  pages["/debug/collectives"] = {
+      "application/json",
+      [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
+  pages["/"] = {"text/html; charset=utf-8", [] { return LivePageHtml(); }};
+  pages["/api/state"] = {"application/json", [this] {
+                           const double run_s =
+                               std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start_)
+                                   .count();
+                           std::lock_guard<std::mutex> lock(live_mu_);
+                           return LiveStateJson(live_job_, run_s, history_);
+                         }};
+  // Debian's Chart.js, read once: served from the installed file, never a
+  // CDN.
+  std::ifstream chart(kChartJsPath, std::ios::binary);
+  if (chart) {
+    auto text =
+        std::make_shared<std::string>(std::istreambuf_iterator<char>(chart),
+                                      std::istreambuf_iterator<char>());
+    pages["/chart.js"] = {"application/javascript", [text] { return *text; }};
+  }
+  return pages;
+}
+
+void JobWatch::Sample(std::chrono::steady_clock::time_point t, double seconds,
+                      std::vector<std::string>& before) {
+  std::vector<std::string> now = job_->MetricsReports();
+  std::vector<HostHealth> hosts = Health(before, now, seconds, size_);
+  std::string stragglers;
+  {
+    std::lock_guard<std::mutex> lock(stragglers_mu_);
+    stragglers = stragglers_->Line();
+  }
+  const double t_s = std::chrono::duration<double>(t - start_).count();
+  std::lock_guard<std::mutex> lock(live_mu_);
+  history_.Add(t_s, std::move(hosts), std::move(stragglers));
+  before = std::move(now);
 }
 
 void JobWatch::CountArrivals() {
@@ -125,6 +172,8 @@ JobWatch::~JobWatch() {
 void JobWatch::Loop() {
   std::vector<std::string> before = job_->MetricsReports();
   auto then = std::chrono::steady_clock::now();
+  std::vector<std::string> last_second = before;
+  auto last_t = then;
   // Arrivals every second (a worker's report holds its last 1,000
   // submissions, published every second); health lines every interval.
   const auto tick = std::chrono::seconds(1);
@@ -134,6 +183,10 @@ void JobWatch::Loop() {
     lock.unlock();
     CountArrivals();
     const auto t = std::chrono::steady_clock::now();
+    if (live_) {
+      Sample(t, std::chrono::duration<double>(t - last_t).count(), last_second);
+      last_t = t;
+    }
     if (monitor_ && t >= next_lines) {
       std::vector<std::string> now = job_->MetricsReports();
       std::string lines;

@@ -1,5 +1,6 @@
 // --metrics-port and --monitor for the length of a job: the /metrics
 // endpoint over the workers' reports (and /debug/collectives), the live
+// page at / with its /api/state (live_page.h, live_state.h), the live
 // health lines, who arrives last at the collectives (launcher/stragglers.h,
 // read once a second), and the summary at the end (Finish).
 #pragma once
@@ -17,6 +18,7 @@
 #include "common/status.h"
 #include "launcher/cli.h"
 #include "launcher/job_rendezvous.h"
+#include "launcher/live_state.h"
 #include "launcher/stragglers.h"
 
 namespace hvd::launcher {
@@ -41,6 +43,12 @@ class JobWatch {
  private:
   JobWatch() = default;
   void Loop();
+  // The pages of --metrics-port.
+  std::map<std::string, metrics::HttpServer::Page> Pages();
+  // The live page's sample of the `seconds` that ended at `t`, since the
+  // reports `before` (replaced by the new ones).
+  void Sample(std::chrono::steady_clock::time_point t, double seconds,
+              std::vector<std::string>& before);
   // Reads the workers' arrivals into stragglers_.
   void CountArrivals();
   std::string StragglerSamples();
@@ -60,6 +68,10 @@ class JobWatch {
   std::thread thread_;
   std::mutex stragglers_mu_;  // the scrape's thread and the loop's
   std::unique_ptr<Stragglers> stragglers_;
+  LiveJob live_job_;
+  bool live_ = false;    // --metrics-port: the loop samples for the page
+  std::mutex live_mu_;   // the page's thread and the loop's
+  LiveHistory history_;  // guarded by live_mu_
 };
 
 }  // namespace hvd::launcher

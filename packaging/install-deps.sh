@@ -53,6 +53,7 @@ if [[ $tests -eq 1 ]]; then
     etcd-server etcd-client  # hvd-rendezvousd --store etcd:// (its tests start their own)
     lintian  # the package tests check the .debs
     podman runc netavark mmdebstrap  # the container images and jobs across containers
+    libjs-chart.js chromium  # the live page's charts, loaded by a real browser
     systemd
     hyperfine time
   )

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -83,12 +84,94 @@ TEST(MetricsTest, EndpointServesEveryRankAndPassesPromtool) {
         "hvd_allreduce_busy_seconds_total{rank=\"1\""}) {
     EXPECT_NE(body.find(family), std::string::npos) << family << "\n" << body;
   }
-  EXPECT_EQ(HttpGet(port, "/").code, 404);
+  EXPECT_EQ(HttpGet(port, "/nothing-here").code, 404);
   if (Have("/usr/bin/promtool")) {
     const std::string file = dir.Write("metrics.txt", body);
     std::string out;
     EXPECT_TRUE(ShellCapture("/usr/bin/promtool check metrics < " + file, &out))
         << out;
+  }
+  dir.Write("stop", "");
+  Result r = job.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The live page of a running job: / serves the page, /api/state the job
+// and each host's health, which fills in as the workers report (polled: a
+// deadline for a loaded machine, not a window), and /chart.js Debian's
+// Chart.js where it is installed. The browser's view of it is
+// tests/python's live page test.
+TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
+  const int port = FreePort("127.0.0.1");
+  TempDir dir;
+  const std::string stop = dir.path() + "/stop";
+  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
+                  std::to_string(port), HVD_TEST_WORKER, "--steps", "1",
+                  "--until-file", stop, "--work", "allreduce"});
+  nlohmann::json state;
+  for (int tries = 0; tries < 1200; ++tries) {
+    HttpResponse r = HttpGet(port, "/api/state");
+    if (r.code == 200) {
+      state = nlohmann::json::parse(r.body, nullptr, false);
+      if (!state.is_discarded() && !state["now"].empty() &&
+          !state["now"][0]["step_s"].is_null()) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_FALSE(state.is_discarded());
+  EXPECT_EQ(state["job"]["size"], 2) << state.dump();
+  EXPECT_EQ(state["job"]["hosts"], nlohmann::json({"localhost:2"}));
+  EXPECT_EQ(state["job"]["command"][0], HVD_TEST_WORKER);
+  ASSERT_EQ(state["now"].size(), 1u) << state.dump();
+  EXPECT_EQ(state["now"][0]["host"], "localhost");
+  EXPECT_GT(state["now"][0]["step_s"].get<double>(), 0) << state.dump();
+  EXPECT_TRUE(state["now"][0]["marks"].contains("allreduce_share"));
+  EXPECT_FALSE(state["series"]["t"].empty());
+  EXPECT_TRUE(state["series"]["hosts"].contains("localhost"));
+  HttpResponse page = HttpGet(port, "/");
+  EXPECT_EQ(page.code, 200);
+  EXPECT_NE(page.body.find("<title>hvd job</title>"), std::string::npos);
+  EXPECT_NE(page.body.find("/api/state"), std::string::npos);
+  if (::access("/usr/share/javascript/chart.js/chart.min.js", R_OK) == 0) {
+    HttpResponse chart = HttpGet(port, "/chart.js");
+    EXPECT_EQ(chart.code, 200);
+    EXPECT_NE(chart.body.find("Chart"), std::string::npos);
+  }
+  if (Have("/usr/bin/chromium")) {
+    // A real browser renders it: the host's row, its allreduce share (all
+    // of a step in this job) marked, the charts drawn, and nothing thrown
+    // or refused on the page's console.
+    TempDir profile;
+    Result dom = RunCommand(
+        {"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+         "--no-first-run", "--user-data-dir=" + profile.path(),
+         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+         "--dump-dom", "http://127.0.0.1:" + std::to_string(port) + "/"},
+        kTimeout);
+    ASSERT_EQ(dom.exit_code, 0) << dom.err;
+    EXPECT_NE(dom.out.find(R"(<tr data-host="localhost">)"), std::string::npos)
+        << dom.out;
+    EXPECT_NE(dom.out.find(R"(<td class="bad">)"), std::string::npos)
+        << dom.out;
+    // Chart.js loaded (the note stays empty) and the state came (no error).
+    if (::access("/usr/share/javascript/chart.js/chart.min.js", R_OK) == 0) {
+      EXPECT_NE(dom.out.find(R"(<p id="no-charts"></p>)"), std::string::npos)
+          << dom.out;
+    }
+    EXPECT_NE(dom.out.find(R"(<p id="error"></p>)"), std::string::npos)
+        << dom.out;
+    for (const std::string& line : Lines(dom.err)) {
+      EXPECT_TRUE(line.find("CONSOLE") == std::string::npos ||
+                  (line.find("Uncaught") == std::string::npos &&
+                   line.find("Failed to load") == std::string::npos))
+          << line;
+    }
+  } else {
+    std::printf(
+        "no /usr/bin/chromium: the page is not rendered "
+        "(packaging/install-deps.sh)\n");
   }
   dir.Write("stop", "");
   Result r = job.Wait(kTimeout);
