@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -74,11 +75,14 @@ struct HostSums {
   // By GPU: ranks sharing one read the same device's memory.
   std::map<std::string, std::pair<double, double>> gpu_memory;
   int ranks = 0;
+  std::string host;
 };
 
+// By host, or (`by_rank`) by rank, zero-padded so that the map's order
+// is the ranks'.
 std::map<std::string, HostSums> SumByHost(
     const std::vector<std::string>& before,
-    const std::vector<std::string>& after) {
+    const std::vector<std::string>& after, bool by_rank = false) {
   std::map<std::string, Sums> earlier;
   for (const std::string& r : before) {
     earlier[LabelOf(r, "host") + "/" + LabelOf(r, "rank")] = SumsOf(r);
@@ -86,13 +90,17 @@ std::map<std::string, HostSums> SumByHost(
   std::map<std::string, HostSums> hosts;
   for (const std::string& r : after) {
     const std::string host = LabelOf(r, "host");
+    char rank_key[16];
+    std::snprintf(rank_key, sizeof(rank_key), "%08d",
+                  std::atoi(LabelOf(r, "rank").c_str()));
     Sums now = SumsOf(r);
     Sums then;
     // The same worker's earlier report; a worker new since then counts
     // from zero.
     auto it = earlier.find(host + "/" + LabelOf(r, "rank"));
     if (it != earlier.end()) then = it->second;
-    HostSums& a = hosts[host];
+    HostSums& a = hosts[by_rank ? rank_key : host];
+    a.host = host;
     a.delta.step_sum += now.step_sum - then.step_sum;
     a.delta.step_count += now.step_count - then.step_count;
     a.delta.ar_seconds += now.ar_seconds - then.ar_seconds;
@@ -149,6 +157,19 @@ std::vector<HostHealth> Health(const std::vector<std::string>& before,
   std::vector<HostHealth> out;
   for (const auto& [host, sums] : SumByHost(before, after)) {
     out.push_back(HealthOf(host, sums, seconds, size));
+  }
+  return out;
+}
+
+std::vector<HostHealth> RankHealth(const std::vector<std::string>& before,
+                                   const std::vector<std::string>& after,
+                                   double seconds, int size) {
+  std::vector<HostHealth> out;
+  for (const auto& [key, sums] : SumByHost(before, after, true)) {
+    HostHealth h = HealthOf(sums.host, sums, seconds, size);
+    h.rank = std::atoi(key.c_str());
+    h.cpu_share = -1;  // a host's figure: its ranks share its CPUs
+    out.push_back(h);
   }
   return out;
 }

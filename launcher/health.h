@@ -13,6 +13,7 @@ namespace hvd::launcher {
 // start and end (pure). Absent figures are negative.
 struct HostHealth {
   std::string host;
+  int rank = -1;                // RankHealth's: the rank the figures are of
   double step_s = -1;           // mean time between steps
   double allreduce_share = -1;  // allreduce time / step time (0..1)
   double bus_bytes_per_s = -1;  // allreduce bus bandwidth
@@ -38,6 +39,11 @@ HealthMarks Marks(const HostHealth& h);
 std::vector<HostHealth> Health(const std::vector<std::string>& before,
                                const std::vector<std::string>& after,
                                double seconds, int size);
+// The same figures for each rank alone, by rank: memory is its own share
+// of its host's; CPU is left out (a host's ranks share its CPUs).
+std::vector<HostHealth> RankHealth(const std::vector<std::string>& before,
+                                   const std::vector<std::string>& after,
+                                   double seconds, int size);
 
 // "host a: step 0.120 s, allreduce 12 % of step, bus 1.50 GB/s, CPU 85 %,
 // memory 3 %" (then "GPU 80 %, GPU memory 40 %" where GPUs are used) with

@@ -114,14 +114,18 @@ void JobWatch::Sample(std::chrono::steady_clock::time_point t, double seconds,
                       std::vector<std::string>& before) {
   std::vector<std::string> now = job_->MetricsReports();
   std::vector<HostHealth> hosts = Health(before, now, seconds, size_);
+  std::vector<HostHealth> ranks = RankHealth(before, now, seconds, size_);
   std::string stragglers;
+  int straggler;
   {
     std::lock_guard<std::mutex> lock(stragglers_mu_);
     stragglers = stragglers_->Line();
+    straggler = stragglers_->Straggler();
   }
   const double t_s = std::chrono::duration<double>(t - start_).count();
   std::lock_guard<std::mutex> lock(live_mu_);
-  history_.Add(t_s, std::move(hosts), std::move(stragglers));
+  history_.Add(t_s, std::move(hosts), std::move(ranks), std::move(stragglers),
+               straggler);
   before = std::move(now);
 }
 

@@ -12,6 +12,7 @@ table { border-collapse: collapse; margin: .5em 0; }
 td, th { border: 1px solid #ccc; padding: .2em .6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.bad { background: #f8d0d0; color: #900; font-weight: bold; }
+tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .charts div { width: 30em; height: 14em; }
 #error { color: #900; }
@@ -25,6 +26,9 @@ td.bad { background: #f8d0d0; color: #900; font-weight: bold; }
 <table id="health"><thead><tr><th>host</th><th>step</th>
 <th>allreduce share</th><th>bus</th><th>CPU</th><th>memory</th></tr></thead>
 <tbody></tbody></table>
+<table id="ranks"><thead><tr><th>rank</th><th>host</th><th>step</th>
+<th>allreduce share</th><th>bus</th><th>memory</th></tr></thead>
+<tbody></tbody></table>
 <p>Healthy: allreduce under 20 % of a step, CPU busy over 70 %, memory
 under 90 % full.</p>
 <p id="stragglers"></p>
@@ -32,6 +36,7 @@ under 90 % full.</p>
 <p id="no-charts"></p>
 <div class="charts"><div><canvas id="chart-step"></canvas></div>
 <div><canvas id="chart-bus"></canvas></div>
+<div><canvas id="chart-host-bus"></canvas></div>
 <div><canvas id="chart-share"></canvas></div></div>
 <script>
 "use strict";
@@ -44,29 +49,42 @@ function cell(row, text, bad) {
   td.textContent = text;
   if (bad) td.className = "bad";
 }
-function showHealth(now) {
-  const body = document.querySelector("#health tbody");
-  body.replaceChildren();
+function figures(row, h, cpu) {
+  cell(row, h.step_s === null ? "no steps" : h.step_s.toFixed(3) + " s");
+  cell(row, pct(h.allreduce_share), h.marks.allreduce_share);
+  cell(row, h.bus_bytes_per_s === null ? "-" :
+       (h.bus_bytes_per_s / 1e9).toFixed(2) + " GB/s");
+  if (cpu) cell(row, pct(h.cpu_share), h.marks.cpu_share);
+  cell(row, pct(h.memory_share), h.marks.memory_share);
+}
+function showHealth(now, ranks) {
+  const hosts = document.querySelector("#health tbody");
+  hosts.replaceChildren();
   for (const h of now) {
-    const row = body.insertRow();
+    const row = hosts.insertRow();
     row.dataset.host = h.host;
     cell(row, h.host, false);
-    cell(row, h.step_s === null ? "no steps" : h.step_s.toFixed(3) + " s");
-    cell(row, pct(h.allreduce_share), h.marks.allreduce_share);
-    cell(row, h.bus_bytes_per_s === null ? "-" :
-         (h.bus_bytes_per_s / 1e9).toFixed(2) + " GB/s");
-    cell(row, pct(h.cpu_share), h.marks.cpu_share);
-    cell(row, pct(h.memory_share), h.marks.memory_share);
+    figures(row, h, true);
+  }
+  const body = document.querySelector("#ranks tbody");
+  body.replaceChildren();
+  for (const r of ranks) {
+    const row = body.insertRow();
+    row.dataset.rank = r.rank;
+    if (r.straggler) row.className = "straggler";
+    cell(row, r.rank + (r.straggler ? " (straggler)" : ""), false);
+    cell(row, r.host, false);
+    figures(row, r, false);
   }
 }
-function chart(id, title, series, field, scale) {
+function chart(id, title, t, lines, field, scale) {
   if (typeof Chart === "undefined") return;
-  const datasets = Object.entries(series.hosts).map(([host, s], i) => ({
-    label: host, data: s[field].map(v => v === null ? null : v * scale),
+  const datasets = Object.entries(lines).map(([name, s], i) => ({
+    label: name, data: s[field].map(v => v === null ? null : v * scale),
     borderColor: palette[i % palette.length],
     backgroundColor: palette[i % palette.length],
     pointRadius: 0, spanGaps: false}));
-  const labels = series.t.map(t => t.toFixed(0));
+  const labels = t.map(x => x.toFixed(0));
   if (!charts[id]) {
     charts[id] = new Chart(document.getElementById(id), {type: "line",
       data: {labels, datasets}, options: {animation: false,
@@ -86,14 +104,18 @@ async function refresh() {
     document.getElementById("job").textContent =
       s.job.command.join(" ") + " on " + s.job.hosts.join(",") + ", " +
       s.job.size + " ranks, running " + s.job.run_s.toFixed(0) + " s";
-    showHealth(s.now);
+    showHealth(s.now, s.ranks);
     document.getElementById("stragglers").textContent =
       s.stragglers ? "Stragglers: " + s.stragglers : "";
-    chart("chart-step", "step time (s), by host", s.series, "step_s", 1);
-    chart("chart-bus", "allreduce bus bandwidth (GB/s), by host", s.series,
+    const t = s.series.t, ranks = {};
+    for (const [r, v] of Object.entries(s.series.ranks)) ranks["rank " + r] = v;
+    chart("chart-step", "step time (s), by rank", t, ranks, "step_s", 1);
+    chart("chart-bus", "allreduce bus bandwidth (GB/s), by rank", t, ranks,
           "bus_bytes_per_s", 1e-9);
-    chart("chart-share", "allreduce share of a step (%), by host", s.series,
-          "allreduce_share", 100);
+    chart("chart-host-bus", "allreduce bus bandwidth (GB/s), by host", t,
+          s.series.hosts, "bus_bytes_per_s", 1e-9);
+    chart("chart-share", "allreduce share of a step (%), by host", t,
+          s.series.hosts, "allreduce_share", 100);
     document.getElementById("error").textContent = "";
   } catch (e) {
     document.getElementById("error").textContent =

@@ -27,15 +27,19 @@ struct LiveJob {
 class LiveHistory {
  public:
   explicit LiveHistory(size_t keep = 3600) : keep_(keep) {}
-  // The hosts' figures over the second that ended `t_s` seconds into the
-  // job, and the stragglers line then ("" for none).
-  void Add(double t_s, std::vector<HostHealth> hosts, std::string stragglers);
+  // The hosts' and the ranks' figures over the second that ended `t_s`
+  // seconds into the job, the stragglers line then ("" for none) and the
+  // rank it names (-1).
+  void Add(double t_s, std::vector<HostHealth> hosts,
+           std::vector<HostHealth> ranks = {}, std::string stragglers = "",
+           int straggler = -1);
   size_t size() const { return samples_.size(); }
 
   struct Sample {
     double t_s;
-    std::vector<HostHealth> hosts;
+    std::vector<HostHealth> hosts, ranks;
     std::string stragglers;
+    int straggler;
   };
   const std::deque<Sample>& samples() const { return samples_; }
 
@@ -44,9 +48,11 @@ class LiveHistory {
   std::deque<Sample> samples_;
 };
 
-// {"job": {...,"run_s"}, "now": [host rows with "marks"], "stragglers",
-//  "series": {"t": [...], "hosts": {HOST: {"step_s": [...], ...}}}}; a
-// figure absent in a sample is null in its series.
+// {"job": {...,"run_s"}, "now": [host rows with "marks"], "ranks": [rank
+//  rows, the straggler's with "straggler": true], "stragglers",
+//  "series": {"t": [...], "hosts": {HOST: {"step_s": [...], ...}},
+//  "ranks": {RANK: {...}}}}; a figure absent in a sample is null in its
+// series.
 std::string LiveStateJson(const LiveJob& job, double run_s,
                           const LiveHistory& history);
 

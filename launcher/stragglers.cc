@@ -112,22 +112,30 @@ std::string Stragglers::Samples(const std::string& job) const {
   return out;
 }
 
-std::string Stragglers::Line() const {
+int Stragglers::Straggler() const {
   const Rank* most = nullptr;
   int who = -1;
   for (const auto& [rank, r] : ranks_) {
     if (most == nullptr || r.last > most->last) most = &r, who = rank;
   }
-  if (most == nullptr || most->last < 20 || counted_ == 0) return "";
+  if (most == nullptr || most->last < 20 || counted_ == 0) return -1;
   const double share = static_cast<double>(most->last) / counted_;
-  if (share < std::min(0.75, 2.0 / size_)) return "";
+  if (share < std::min(0.75, 2.0 / size_)) return -1;
+  return who;
+}
+
+std::string Stragglers::Line() const {
+  const int who = Straggler();
+  if (who < 0) return "";
+  const Rank& r = ranks_.at(who);
+  const double share = static_cast<double>(r.last) / counted_;
   char buf[256];
   std::snprintf(buf, sizeof(buf),
                 "rank %d (host %s) arrived last in %.0f %% of %llu "
                 "collectives, %.1f ms behind the median",
-                who, most->host.c_str(), share * 100,
+                who, r.host.c_str(), share * 100,
                 static_cast<unsigned long long>(counted_),
-                most->behind_s / static_cast<double>(most->last) * 1e3);
+                r.behind_s / static_cast<double>(r.last) * 1e3);
   return buf;
 }
 

@@ -36,6 +36,8 @@ class Stragglers {
   // (last in at least 20 collectives, and in at least 3/4 of them, or
   // twice its fair share when there are more than 8/3 ranks); else "".
   std::string Line() const;
+  // The rank Line names, or -1 when none stands out.
+  int Straggler() const;
 
  private:
   struct Collective {

@@ -113,8 +113,11 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
     HttpResponse r = HttpGet(port, "/api/state");
     if (r.code == 200) {
       state = nlohmann::json::parse(r.body, nullptr, false);
+      // Both ranks' reports came, with steps in them.
       if (!state.is_discarded() && !state["now"].empty() &&
-          !state["now"][0]["step_s"].is_null()) {
+          !state["now"][0]["step_s"].is_null() && state["ranks"].size() == 2 &&
+          !state["ranks"][0]["step_s"].is_null() &&
+          !state["ranks"][1]["step_s"].is_null()) {
         break;
       }
     }
@@ -130,6 +133,9 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
   EXPECT_TRUE(state["now"][0]["marks"].contains("allreduce_share"));
   EXPECT_FALSE(state["series"]["t"].empty());
   EXPECT_TRUE(state["series"]["hosts"].contains("localhost"));
+  ASSERT_EQ(state["ranks"].size(), 2u) << state.dump();
+  EXPECT_EQ(state["ranks"][1]["rank"], 1);
+  EXPECT_TRUE(state["series"]["ranks"].contains("1"));
   HttpResponse page = HttpGet(port, "/");
   EXPECT_EQ(page.code, 200);
   EXPECT_NE(page.body.find("<title>hvd job</title>"), std::string::npos);
@@ -153,6 +159,9 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
     ASSERT_EQ(dom.exit_code, 0) << dom.err;
     EXPECT_NE(dom.out.find(R"(<tr data-host="localhost">)"), std::string::npos)
         << dom.out;
+    for (const char* rank : {R"(<tr data-rank="0")", R"(<tr data-rank="1")"}) {
+      EXPECT_NE(dom.out.find(rank), std::string::npos) << rank << dom.out;
+    }
     EXPECT_NE(dom.out.find(R"(<td class="bad">)"), std::string::npos)
         << dom.out;
     // Chart.js loaded (the note stays empty) and the state came (no error).

@@ -24,8 +24,11 @@ HostHealth Host(const std::string& name, double step_s, double share,
 
 TEST(LiveStateTest, NowMarksWhatIsOutOfItsHealthyRange) {
   LiveHistory history;
+  HostHealth r2 = Host("b", 0.1, 0.3, -1), r3 = Host("b", 0.1, 0.4, -1);
+  r2.rank = 2;
+  r3.rank = 3;
   history.Add(1, {Host("a", 0.1, 0.1, 0.9), Host("b", 0.1, 0.35, 0.4)},
-              "rank 3 (host b) last in 80 % of collectives");
+              {r2, r3}, "rank 3 (host b) last in 80 % of collectives", 3);
   const json s = json::parse(LiveStateJson(
       {"j1", {"python3", "train.py"}, {"a:2", "b:2"}, 4}, 12.5, history));
   EXPECT_EQ(s["job"]["id"], "j1");
@@ -42,13 +45,21 @@ TEST(LiveStateTest, NowMarksWhatIsOutOfItsHealthyRange) {
   EXPECT_TRUE(s["now"][0]["gpu_share"].is_null());
   EXPECT_FALSE(s["now"][0]["marks"]["gpu_share"].get<bool>());
   EXPECT_EQ(s["stragglers"], "rank 3 (host b) last in 80 % of collectives");
+  // Each rank's row; the straggler's says so.
+  ASSERT_EQ(s["ranks"].size(), 2u);
+  EXPECT_EQ(s["ranks"][0]["rank"], 2);
+  EXPECT_EQ(s["ranks"][0]["host"], "b");
+  EXPECT_FALSE(s["ranks"][0]["straggler"].get<bool>());
+  EXPECT_TRUE(s["ranks"][1]["straggler"].get<bool>());
+  EXPECT_TRUE(s["ranks"][1]["marks"]["allreduce_share"].get<bool>());
+  EXPECT_EQ(s["series"]["ranks"]["3"]["allreduce_share"], json({0.4}));
 }
 
 TEST(LiveStateTest, SeriesAlignHostsThatCameAndWent) {
   LiveHistory history;
-  history.Add(1, {Host("a", 0.1, 0.1, 0.9)}, "");
-  history.Add(2, {Host("a", 0.2, 0.1, 0.9), Host("b", 0.3, 0.1, 0.9)}, "");
-  history.Add(3, {Host("b", -1, 0.1, 0.9)}, "");
+  history.Add(1, {Host("a", 0.1, 0.1, 0.9)});
+  history.Add(2, {Host("a", 0.2, 0.1, 0.9), Host("b", 0.3, 0.1, 0.9)});
+  history.Add(3, {Host("b", -1, 0.1, 0.9)});
   const json s = json::parse(LiveStateJson({}, 3, history));
   EXPECT_EQ(s["series"]["t"], json({1.0, 2.0, 3.0}));
   const json& a = s["series"]["hosts"]["a"]["step_s"];
@@ -60,7 +71,7 @@ TEST(LiveStateTest, SeriesAlignHostsThatCameAndWent) {
 
 TEST(LiveStateTest, HistoryKeepsTheNewestSamples) {
   LiveHistory history(3);
-  for (int i = 0; i < 10; ++i) history.Add(i, {Host("a", i, 0, 1)}, "");
+  for (int i = 0; i < 10; ++i) history.Add(i, {Host("a", i, 0, 1)});
   ASSERT_EQ(history.size(), 3u);
   EXPECT_DOUBLE_EQ(history.samples().front().t_s, 7);
   const json s = json::parse(LiveStateJson({}, 10, history));
