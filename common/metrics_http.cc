@@ -114,13 +114,18 @@ void HttpServer::Serve(int fd) {
   const bool get = line.rfind("GET ", 0) == 0;
   std::string path =
       get ? line.substr(4, line.find(' ', 4) - 4) : std::string();
-  path = path.substr(0, path.find('?'));
+  const size_t mark = path.find('?');
+  const std::string query =
+      mark == std::string::npos ? std::string() : path.substr(mark + 1);
+  path = path.substr(0, mark);
   std::string served;
   for (const auto& [p, page] : pages_)
     served += (served.empty() ? "" : ", ") + p;
   const auto page = pages_.find(path);
   if (get && page != pages_.end()) {
-    WriteAll(fd, Response(200, "OK", page->second.type, page->second.body()));
+    const Page& p = page->second;
+    WriteAll(
+        fd, Response(200, "OK", p.type, p.answer ? p.answer(query) : p.body()));
   } else if (!get) {
     WriteAll(fd, Response(405, "Method Not Allowed", "text/plain",
                           "only GET " + served + "\n"));

@@ -18,17 +18,20 @@ namespace hvd::metrics {
 // setting in errors ("--metrics-port").
 class HttpServer {
  public:
-  // A page: its content type and what makes its body on each GET.
+  // A page: its content type and what makes its body on each GET; or,
+  // for a page that takes a query string, `answer` given it ("" when the
+  // request has none).
   struct Page {
     std::string type;
     std::function<std::string()> body;
+    std::function<std::string(const std::string& query)> answer = nullptr;
   };
 
   static StatusOr<std::unique_ptr<HttpServer>> Start(
       int port, std::function<std::string()> exposition,
       const std::string& flag = "--metrics-port");
   // The same with pages of its own, by path ("/metrics" among them, or
-  // not); a query string after the path is ignored.
+  // not); a query string after the path goes to the page's `answer`.
   static StatusOr<std::unique_ptr<HttpServer>> Start(
       int port, std::map<std::string, Page> pages, const std::string& flag);
   ~HttpServer();

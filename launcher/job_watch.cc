@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/metrics_format.h"
+#include "common/parse.h"
 #include "common/worker_env.h"
 #include "launcher/flight_dump.h"
 #include "launcher/health.h"
@@ -90,14 +91,20 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
       "application/json",
       [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
   pages["/"] = {"text/html; charset=utf-8", [] { return LivePageHtml(); }};
-  pages["/api/state"] = {"application/json", [this] {
-                           const double run_s =
-                               std::chrono::duration<double>(
-                                   std::chrono::steady_clock::now() - start_)
-                                   .count();
-                           std::lock_guard<std::mutex> lock(live_mu_);
-                           return LiveStateJson(live_job_, run_s, history_);
-                         }};
+  // "?since=T": the series' samples after T only (live_state.h).
+  pages["/api/state"].type = "application/json";
+  pages["/api/state"].answer = [this](const std::string& query) {
+    double since = -1;
+    if (query.rfind("since=", 0) == 0) {
+      auto t = ParseDouble(query.substr(6), "since", 0.0, 1e9);
+      if (t.ok()) since = *t;
+    }
+    const double run_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+            .count();
+    std::lock_guard<std::mutex> lock(live_mu_);
+    return LiveStateJson(live_job_, run_s, history_, since);
+  };
   // Debian's Chart.js, read once: served from the installed file, never a
   // CDN.
   std::ifstream chart(kChartJsPath, std::ios::binary);

@@ -40,36 +40,52 @@ under 90 % full.</p>
 <div><canvas id="chart-share"></canvas></div></div>
 <script>
 "use strict";
+// The page keeps the series it has and asks for the samples after its
+// newest (?since=T): a poll carries one second's worth.
 const charts = {};
+const kept = {t: [], hosts: {}, ranks: {}};
+const KEEP = 3600;
 const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+let job = null;
 function pct(v) { return v === null ? "-" : (100 * v).toFixed(0) + " %"; }
+// A row (an array in the state's columns' order) as an object, and its
+// columns out of range as a set.
+function named(columns, row) {
+  const o = {bad: new Set()};
+  columns.forEach((c, i) => { o[c] = row[i]; });
+  columns.forEach((c, i) => { if (o.bad_mask & (1 << i)) o.bad.add(c); });
+  return o;
+}
 function cell(row, text, bad) {
   const td = row.insertCell();
   td.textContent = text;
   if (bad) td.className = "bad";
 }
 function figures(row, h, cpu) {
-  cell(row, h.step_s === null ? "no steps" : h.step_s.toFixed(3) + " s");
-  cell(row, pct(h.allreduce_share), h.marks.allreduce_share);
-  cell(row, h.bus_bytes_per_s === null ? "-" :
-       (h.bus_bytes_per_s / 1e9).toFixed(2) + " GB/s");
-  if (cpu) cell(row, pct(h.cpu_share), h.marks.cpu_share);
-  cell(row, pct(h.memory_share), h.marks.memory_share);
+  cell(row, h.step === null ? "no steps" : h.step.toFixed(3) + " s");
+  cell(row, pct(h.ar), h.bad.has("ar"));
+  cell(row, h.bus === null ? "-" : (h.bus / 1e9).toFixed(2) + " GB/s");
+  if (cpu) cell(row, pct(h.cpu), h.bad.has("cpu"));
+  cell(row, pct(h.mem), h.bad.has("mem"));
 }
-function showHealth(now, ranks) {
-  const hosts = document.querySelector("#health tbody");
-  hosts.replaceChildren();
-  for (const h of now) {
-    const row = hosts.insertRow();
+function showHealth(s) {
+  const columns = s.columns.map(c => c === "bad" ? "bad_mask" : c);
+  const hosts = s.hosts.map(r => named(columns, r));
+  const ranks = s.ranks.map(r => named(columns, r));
+  for (const r of ranks) r.straggler = r.rank === s.straggler;
+  const body = document.querySelector("#health tbody");
+  body.replaceChildren();
+  for (const h of hosts) {
+    const row = body.insertRow();
     row.dataset.host = h.host;
     cell(row, h.host, false);
     figures(row, h, true);
   }
-  const body = document.querySelector("#ranks tbody");
-  body.replaceChildren();
+  const rbody = document.querySelector("#ranks tbody");
+  rbody.replaceChildren();
   for (const r of ranks) {
-    const row = body.insertRow();
+    const row = rbody.insertRow();
     row.dataset.rank = r.rank;
     if (r.straggler) row.className = "straggler";
     cell(row, r.rank + (r.straggler ? " (straggler)" : ""), false);
@@ -77,14 +93,37 @@ function showHealth(now, ranks) {
     figures(row, r, false);
   }
 }
-function chart(id, title, t, lines, field, scale) {
+// Appends a poll's samples to what the page keeps (a name new to it gets
+// nulls before, a name missing from the poll nulls for its samples).
+function keep(series) {
+  const before = kept.t.length, n = series.t.length;
+  kept.t.push(...series.t);
+  for (const kind of ["hosts", "ranks"]) {
+    const have = kept[kind];
+    for (const [name, lines] of Object.entries(series[kind])) {
+      if (!have[name]) have[name] = {};
+      for (const [key, values] of Object.entries(lines)) {
+        if (!have[name][key]) have[name][key] = new Array(before).fill(null);
+        have[name][key].push(...values);
+      }
+    }
+    for (const lines of Object.values(have)) {
+      for (const values of Object.values(lines)) {
+        while (values.length < before + n) values.push(null);
+        if (values.length > KEEP) values.splice(0, values.length - KEEP);
+      }
+    }
+  }
+  if (kept.t.length > KEEP) kept.t.splice(0, kept.t.length - KEEP);
+}
+function chart(id, title, lines, key, scale) {
   if (typeof Chart === "undefined") return;
   const datasets = Object.entries(lines).map(([name, s], i) => ({
-    label: name, data: s[field].map(v => v === null ? null : v * scale),
+    label: name, data: s[key].map(v => v === null ? null : v * scale),
     borderColor: palette[i % palette.length],
     backgroundColor: palette[i % palette.length],
     pointRadius: 0, spanGaps: false}));
-  const labels = t.map(x => x.toFixed(0));
+  const labels = kept.t.map(x => x.toFixed(0));
   if (!charts[id]) {
     charts[id] = new Chart(document.getElementById(id), {type: "line",
       data: {labels, datasets}, options: {animation: false,
@@ -98,24 +137,27 @@ function chart(id, title, t, lines, field, scale) {
 }
 async function refresh() {
   try {
-    const r = await fetch("/api/state");
+    const since = kept.t.length ? "?since=" + kept.t[kept.t.length - 1] : "";
+    const r = await fetch("/api/state" + since);
     const s = await r.json();
-    document.getElementById("job-id").textContent = s.job.id;
+    if (s.job) job = s.job;
+    document.getElementById("job-id").textContent = job.id;
     document.getElementById("job").textContent =
-      s.job.command.join(" ") + " on " + s.job.hosts.join(",") + ", " +
-      s.job.size + " ranks, running " + s.job.run_s.toFixed(0) + " s";
-    showHealth(s.now, s.ranks);
+      job.command.join(" ") + " on " + job.hosts.join(",") + ", " +
+      job.size + " ranks, running " + s.run_s.toFixed(0) + " s";
+    showHealth(s);
     document.getElementById("stragglers").textContent =
       s.stragglers ? "Stragglers: " + s.stragglers : "";
-    const t = s.series.t, ranks = {};
-    for (const [r, v] of Object.entries(s.series.ranks)) ranks["rank " + r] = v;
-    chart("chart-step", "step time (s), by rank", t, ranks, "step_s", 1);
-    chart("chart-bus", "allreduce bus bandwidth (GB/s), by rank", t, ranks,
-          "bus_bytes_per_s", 1e-9);
-    chart("chart-host-bus", "allreduce bus bandwidth (GB/s), by host", t,
-          s.series.hosts, "bus_bytes_per_s", 1e-9);
-    chart("chart-share", "allreduce share of a step (%), by host", t,
-          s.series.hosts, "allreduce_share", 100);
+    keep(s.series);
+    const ranks = {};
+    for (const [r, v] of Object.entries(kept.ranks)) ranks["rank " + r] = v;
+    chart("chart-step", "step time (s), by rank", ranks, "step", 1);
+    chart("chart-bus", "allreduce bus bandwidth (GB/s), by rank", ranks,
+          "bus", 1e-9);
+    chart("chart-host-bus", "allreduce bus bandwidth (GB/s), by host",
+          kept.hosts, "bus", 1e-9);
+    chart("chart-share", "allreduce share of a step (%), by host",
+          kept.hosts, "ar", 100);
     document.getElementById("error").textContent = "";
   } catch (e) {
     document.getElementById("error").textContent =
@@ -127,8 +169,12 @@ if (typeof Chart === "undefined") {
     "No charts: Chart.js did not load (install Debian's libjs-chart.js " +
     "on the launcher's machine).";
 }
-refresh();
-setInterval(refresh, 1000);
+// The next poll a second after the last answer (a slow one never overlaps).
+async function poll() {
+  await refresh();
+  setTimeout(poll, 1000);
+}
+poll();
 </script>
 </body></html>
 )html";

@@ -113,29 +113,40 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
     HttpResponse r = HttpGet(port, "/api/state");
     if (r.code == 200) {
       state = nlohmann::json::parse(r.body, nullptr, false);
-      // Both ranks' reports came, with steps in them.
-      if (!state.is_discarded() && !state["now"].empty() &&
-          !state["now"][0]["step_s"].is_null() && state["ranks"].size() == 2 &&
-          !state["ranks"][0]["step_s"].is_null() &&
-          !state["ranks"][1]["step_s"].is_null()) {
+      // Both ranks' reports came, with steps in them (the state's rows
+      // are arrays in its columns' order: "step" is the third).
+      if (!state.is_discarded() && state["hosts"].size() == 1 &&
+          !state["hosts"][0][2].is_null() && state["ranks"].size() == 2 &&
+          !state["ranks"][0][2].is_null() && !state["ranks"][1][2].is_null()) {
         break;
       }
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
   ASSERT_FALSE(state.is_discarded());
+  ASSERT_EQ(state["columns"][2], "step") << state.dump();
   EXPECT_EQ(state["job"]["size"], 2) << state.dump();
   EXPECT_EQ(state["job"]["hosts"], nlohmann::json({"localhost:2"}));
   EXPECT_EQ(state["job"]["command"][0], HVD_TEST_WORKER);
-  ASSERT_EQ(state["now"].size(), 1u) << state.dump();
-  EXPECT_EQ(state["now"][0]["host"], "localhost");
-  EXPECT_GT(state["now"][0]["step_s"].get<double>(), 0) << state.dump();
-  EXPECT_TRUE(state["now"][0]["marks"].contains("allreduce_share"));
-  EXPECT_FALSE(state["series"]["t"].empty());
-  EXPECT_TRUE(state["series"]["hosts"].contains("localhost"));
+  ASSERT_EQ(state["hosts"].size(), 1u) << state.dump();
+  EXPECT_EQ(state["hosts"][0][0], "localhost");
+  EXPECT_GT(state["hosts"][0][2].get<double>(), 0) << state.dump();
+  // All of a step is allreduce here: out of its healthy range (column 3,
+  // "ar", and its bit in the last column).
+  ASSERT_EQ(state["columns"][3], "ar");
+  EXPECT_TRUE(state["hosts"][0].back().get<int>() & (1 << 3)) << state.dump();
   ASSERT_EQ(state["ranks"].size(), 2u) << state.dump();
-  EXPECT_EQ(state["ranks"][1]["rank"], 1);
+  EXPECT_EQ(state["ranks"][1][1], 1);
+  ASSERT_FALSE(state["series"]["t"].empty());
+  EXPECT_TRUE(state["series"]["hosts"].contains("localhost"));
   EXPECT_TRUE(state["series"]["ranks"].contains("1"));
+  // After the newest sample's time, only what came since.
+  const double newest = state["series"]["t"].back().get<double>();
+  nlohmann::json since = nlohmann::json::parse(
+      HttpGet(port, "/api/state?since=" + std::to_string(newest)).body, nullptr,
+      false);
+  ASSERT_FALSE(since.is_discarded());
+  for (const auto& t : since["series"]["t"]) EXPECT_GT(t.get<double>(), newest);
   HttpResponse page = HttpGet(port, "/");
   EXPECT_EQ(page.code, 200);
   EXPECT_NE(page.body.find("<title>hvd job</title>"), std::string::npos);
