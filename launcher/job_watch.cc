@@ -10,24 +10,9 @@
 #include "launcher/flight_dump.h"
 #include "launcher/health.h"
 #include "launcher/live_page.h"
+#include "launcher/say.h"
 
 namespace hvd::launcher {
-namespace {
-
-// Each line of `text` as one of horovodrun's own.
-std::string Prefixed(const std::string& text) {
-  std::string out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out += "horovodrun: " + text.substr(start, end - start) + "\n";
-    start = end + 1;
-  }
-  return out;
-}
-
-}  // namespace
 
 void JobWatch::AskWorkers(const LaunchOptions& o,
                           std::map<std::string, std::string>& env) {
@@ -91,19 +76,37 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
       "application/json",
       [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
   pages["/"] = {"text/html; charset=utf-8", [] { return LivePageHtml(); }};
-  // "?since=T": the series' samples after T only (live_state.h).
+  // "?since=T&lines=N": the series' samples after T and the launcher's
+  // lines after the N-th only (live_state.h).
   pages["/api/state"].type = "application/json";
   pages["/api/state"].answer = [this](const std::string& query) {
     double since = -1;
-    if (query.rfind("since=", 0) == 0) {
-      auto t = ParseDouble(query.substr(6), "since", 0.0, 1e9);
-      if (t.ok()) since = *t;
+    int64_t lines_after = 0;
+    std::vector<std::string> parts;
+    for (size_t at = 0; at <= query.size();) {
+      size_t end = query.find('&', at);
+      if (end == std::string::npos) end = query.size();
+      parts.push_back(query.substr(at, end - at));
+      at = end + 1;
+    }
+    for (const std::string& part : parts) {
+      if (part.rfind("since=", 0) == 0) {
+        auto t = ParseDouble(part.substr(6), "since", 0.0, 1e9);
+        if (t.ok()) since = *t;
+      } else if (part.rfind("lines=", 0) == 0) {
+        auto n = ParseInt64(part.substr(6), "lines", 0, INT64_MAX);
+        if (n.ok()) lines_after = *n;
+      }
     }
     const double run_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
             .count();
+    LiveNews news;
+    news.lines = LinesSaidAfter(static_cast<uint64_t>(lines_after));
     std::lock_guard<std::mutex> lock(live_mu_);
-    return LiveStateJson(live_job_, run_s, history_, since);
+    news.members_changed = since < 0 || members_changed_s_ > since;
+    if (news.members_changed) news.members = members_;
+    return LiveStateJson(live_job_, run_s, history_, since, news);
   };
   // Debian's Chart.js, read once: served from the installed file, never a
   // CDN.
@@ -130,7 +133,12 @@ void JobWatch::Sample(std::chrono::steady_clock::time_point t, double seconds,
     straggler = stragglers_->Straggler();
   }
   const double t_s = std::chrono::duration<double>(t - start_).count();
+  std::vector<rendezvous::Member> members = job_->Members();
   std::lock_guard<std::mutex> lock(live_mu_);
+  if (members != members_) {
+    members_ = std::move(members);
+    members_changed_s_ = t_s;
+  }
   history_.Add(t_s, std::move(hosts), std::move(ranks), std::move(stragglers),
                straggler);
   before = std::move(now);
@@ -172,7 +180,7 @@ void JobWatch::Finish() {
   const std::string text =
       HealthSummary(Health({}, job_->MetricsReports(), seconds, size_)) +
       StragglerLine();
-  std::fprintf(stderr, "%s", Prefixed(text).c_str());
+  SayLines(text);
 }
 
 JobWatch::~JobWatch() {
@@ -207,7 +215,7 @@ void JobWatch::Loop() {
         lines += "monitor: " + HealthLine(h) + "\n";
       }
       lines += StragglerLine();
-      std::fprintf(stderr, "%s", Prefixed(lines).c_str());
+      SayLines(lines);
       before = std::move(now);
       then = t;
       next_lines = t + interval_;

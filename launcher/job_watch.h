@@ -72,6 +72,10 @@ class JobWatch {
   bool live_ = false;    // --metrics-port: the loop samples for the page
   std::mutex live_mu_;   // the page's thread and the loop's
   LiveHistory history_;  // guarded by live_mu_
+  // The members as of the last sample, and when they last changed
+  // (seconds into the job); guarded by live_mu_.
+  std::vector<rendezvous::Member> members_;
+  double members_changed_s_ = 0;
 };
 
 }  // namespace hvd::launcher

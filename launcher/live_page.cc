@@ -16,6 +16,8 @@ tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .charts div { width: 30em; height: 14em; }
 #error { color: #900; }
+#lines { font-family: monospace; white-space: pre-wrap; background: #f4f4f4;
+         padding: .5em; max-height: 16em; overflow-y: auto; }
 </style>
 <script src="/chart.js"></script>
 </head><body>
@@ -32,6 +34,11 @@ tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 <p>Healthy: allreduce under 20 % of a step, CPU busy over 70 %, memory
 under 90 % full.</p>
 <p id="stragglers"></p>
+<h2>Members</h2>
+<table id="members"><thead><tr><th>rank</th><th>host</th><th>slot</th>
+<th>generation</th><th>state</th></tr></thead><tbody></tbody></table>
+<h2>The launcher said</h2>
+<div id="lines"></div>
 <h2>Over the job</h2>
 <p id="no-charts"></p>
 <div class="charts"><div><canvas id="chart-step"></canvas></div>
@@ -47,7 +54,7 @@ const kept = {t: [], hosts: {}, ranks: {}};
 const KEEP = 3600;
 const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-let job = null;
+let job = null, lastLine = 0;
 function pct(v) { return v === null ? "-" : (100 * v).toFixed(0) + " %"; }
 // A row (an array in the state's columns' order) as an object, and its
 // columns out of range as a set.
@@ -135,10 +142,34 @@ function chart(id, title, lines, key, scale) {
     charts[id].update();
   }
 }
+function showMembers(members) {
+  const body = document.querySelector("#members tbody");
+  body.replaceChildren();
+  for (const [rank, host, slot, generation, exit] of members) {
+    const row = body.insertRow();
+    row.dataset.member = rank;
+    for (const v of [rank, host, slot, generation || "not joined"]) {
+      cell(row, String(v), false);
+    }
+    cell(row, exit === null ? "running" : "exited " + exit, exit !== null &&
+         exit !== 0);
+  }
+}
+function showLines(lines) {
+  const box = document.getElementById("lines");
+  for (const [n, text] of lines) {
+    const div = document.createElement("div");
+    div.textContent = text;
+    box.appendChild(div);
+    lastLine = n;
+  }
+  while (box.childElementCount > 200) box.firstChild.remove();
+  box.scrollTop = box.scrollHeight;
+}
 async function refresh() {
   try {
-    const since = kept.t.length ? "?since=" + kept.t[kept.t.length - 1] : "";
-    const r = await fetch("/api/state" + since);
+    const since = kept.t.length ? "since=" + kept.t[kept.t.length - 1] : "";
+    const r = await fetch("/api/state?" + since + "&lines=" + lastLine);
     const s = await r.json();
     if (s.job) job = s.job;
     document.getElementById("job-id").textContent = job.id;
@@ -146,6 +177,8 @@ async function refresh() {
       job.command.join(" ") + " on " + job.hosts.join(",") + ", " +
       job.size + " ranks, running " + s.run_s.toFixed(0) + " s";
     showHealth(s);
+    if (s.members) showMembers(s.members);
+    if (s.lines) showLines(s.lines);
     document.getElementById("stragglers").textContent =
       s.stragglers ? "Stragglers: " + s.stragglers : "";
     keep(s.series);

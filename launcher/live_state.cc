@@ -92,7 +92,8 @@ void LiveHistory::Add(double t_s, std::vector<HostHealth> hosts,
 }
 
 std::string LiveStateJson(const LiveJob& job, double run_s,
-                          const LiveHistory& history, double since) {
+                          const LiveHistory& history, double since,
+                          const LiveNews& news) {
   json hosts = json::array(), ranks = json::array(), t = json::array();
   json columns = json::array({"host", "rank"});
   for (const Field& f : kFields) columns.push_back(f.key);
@@ -120,6 +121,19 @@ std::string LiveStateJson(const LiveJob& job, double run_s,
                {{"t", t},
                 {"hosts", Series(history, first, false, {"ar", "bus"})},
                 {"ranks", Series(history, first, true, {"step", "bus"})}}}};
+  if (!news.lines.empty()) {
+    json lines = json::array();
+    for (const auto& [n, line] : news.lines) lines.push_back({n, line});
+    out["lines"] = std::move(lines);
+  }
+  if (news.members_changed) {
+    json members = json::array();
+    for (const rendezvous::Member& m : news.members) {
+      members.push_back({m.rank, m.host, m.slot, m.generation,
+                         m.exit_status ? json(*m.exit_status) : json(nullptr)});
+    }
+    out["members"] = std::move(members);
+  }
   // The job's description once: a page that asks for what came since
   // has it already.
   if (since < 0) {

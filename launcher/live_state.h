@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "launcher/health.h"
+#include "rendezvous/members.h"
 
 namespace hvd::launcher {
 
@@ -54,14 +55,27 @@ class LiveHistory {
 // "stragglers": line, "straggler": its rank (-1), "series": {"t": [...],
 // "hosts": {HOST: {"ar": [...], "bus": [...]}}, "ranks": {RANK: {"step":
 // [...], "bus": [...]}}}}, and for a first poll "job": {id, command,
-// hosts, size}. A row is an array in the columns' order: a host's has a
+// hosts, size}; "lines": [[N, line]] and "members": [[rank, host, slot,
+// generation, exit status or null]] when LiveNews has them. A row is an
+// array in the columns' order: a host's has a
 // null rank, an absent figure is null, and "bad" has bit i set for
 // column i outside its healthy range. The series hold the samples after
 // `since` (seconds into the job; all for a negative one), so a page that
 // keeps what it has asks for the new ones only: at 16 ranks on 16 hosts a
 // poll is under 5 KB, 300 KB a minute. Figures have 4 significant
 // digits; a series lacks a sample as null.
+// What else a poll carries, when there is something new: the launcher's
+// lines said since the page's last (numbered, say.h), and the job's
+// members (rank, host, slot, the generation each last joined, its exit
+// status once it exited) when they changed since `since`.
+struct LiveNews {
+  std::vector<std::pair<uint64_t, std::string>> lines;
+  bool members_changed = false;
+  std::vector<rendezvous::Member> members;
+};
+
 std::string LiveStateJson(const LiveJob& job, double run_s,
-                          const LiveHistory& history, double since = -1);
+                          const LiveHistory& history, double since = -1,
+                          const LiveNews& news = {});
 
 }  // namespace hvd::launcher

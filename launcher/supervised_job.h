@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launcher/output.h"
+#include "launcher/say.h"
 #include "launcher/step_output.h"
 #include "launcher/supervisor.h"
 
@@ -24,8 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // Writes all of `data` to `fd`, as far as the reader takes it.
 void WriteAll(int fd, const std::string& data);
-// "horovodrun: <line>" on stderr.
-void Say(const std::string& line);
+using launcher::Say;  // launcher/say.h
 
 struct Worker {
   int rank = 0;  // the rank its output carries (in an elastic job, its first)

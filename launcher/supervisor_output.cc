@@ -26,10 +26,6 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
-void Say(const std::string& line) {
-  WriteAll(STDERR_FILENO, "horovodrun: " + line + "\n");
-}
-
 void Job::CollectOutputFds(std::vector<pollfd>& fds,
                            std::vector<std::pair<Worker*, Stream>>& owners) {
   for (auto& w : workers_) {

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "launcher/say.h"
 #include "rendezvous/host_updates.h"
 
 namespace hvd::launcher::elastic {
@@ -19,12 +20,6 @@ std::vector<rendezvous::HostSlots> SlotsOf(const std::vector<HostSpec>& hosts) {
   std::vector<rendezvous::HostSlots> out;
   for (const HostSpec& h : hosts) out.push_back({h.host, h.slots, 0});
   return out;
-}
-
-void Say(const std::string& line) {
-  std::string text = "horovodrun: " + line + "\n";
-  // One write: lines from the discovery thread never split another's.
-  (void)!::write(STDERR_FILENO, text.data(), text.size());
 }
 
 class Fixed final : public HostSource {

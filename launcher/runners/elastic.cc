@@ -6,6 +6,7 @@
 #include <random>
 
 #include "launcher/local_host.h"
+#include "launcher/say.h"
 
 namespace hvd::launcher {
 
@@ -49,8 +50,7 @@ Status ElasticRunner::Prepare() {
         usable.push_back(h);
         loopback_ &= routes_.IsLocal(h);
       } else {
-        std::fprintf(stderr, "horovodrun: elastic: leaving out host %s: %s\n",
-                     h.host.c_str(), s.message().c_str());
+        Say("elastic: leaving out host " + h.host + ": " + s.message());
       }
     }
     source_ = elastic::FixedHosts(std::move(usable));

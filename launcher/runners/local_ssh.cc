@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "launcher/local_host.h"
+#include "launcher/say.h"
 
 namespace hvd::launcher {
 namespace {
@@ -78,9 +79,8 @@ StatusOr<Launch> LocalSshRunner::Workers(JobRendezvous& job) {
       plan_, routes_, iface_address_,
       context_.options.rendezvous_addr.empty() ? RendezvousPort(access) : 0);
   if (plan_.verbose) {
-    std::fprintf(stderr, "horovodrun: rendezvous on %s, job %s, %zu workers\n",
-                 access.rendezvous_addr.c_str(), access.job_id.c_str(),
-                 plan_.workers.size());
+    Say("rendezvous on " + access.rendezvous_addr + ", job " + access.job_id +
+        ", " + std::to_string(plan_.workers.size()) + " workers");
   }
   const std::string cwd = WorkingDirectory();
   const std::string ssh_exec = context_.helpers + "/hvd-ssh-exec";

@@ -4,11 +4,11 @@
 
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "launcher/flight_dump.h"
 #include "launcher/job_watch.h"
 #include "launcher/local_host.h"
+#include "launcher/say.h"
 #include "rendezvous/flight_keys.h"
 
 namespace hvd::launcher {
@@ -19,10 +19,7 @@ constexpr int kUsageError = 2;
 
 // Says each line of `s` and returns `code`.
 int Fail(const Status& s, int code) {
-  std::istringstream lines(s.message());
-  for (std::string line; std::getline(lines, line);) {
-    std::fprintf(stderr, "horovodrun: %s\n", line.c_str());
-  }
+  SayLines(s.message());
   return code;
 }
 

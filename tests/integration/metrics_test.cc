@@ -106,8 +106,9 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
   TempDir dir;
   const std::string stop = dir.path() + "/stop";
   Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
-                  std::to_string(port), HVD_TEST_WORKER, "--steps", "1",
-                  "--until-file", stop, "--work", "allreduce"});
+                  std::to_string(port), "--monitor", "--monitor-interval", "1",
+                  HVD_TEST_WORKER, "--steps", "1", "--until-file", stop,
+                  "--work", "allreduce"});
   nlohmann::json state;
   for (int tries = 0; tries < 1200; ++tries) {
     HttpResponse r = HttpGet(port, "/api/state");
@@ -140,6 +141,25 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
   ASSERT_FALSE(state["series"]["t"].empty());
   EXPECT_TRUE(state["series"]["hosts"].contains("localhost"));
   EXPECT_TRUE(state["series"]["ranks"].contains("1"));
+  // The members, on a first poll.
+  ASSERT_EQ(state["members"].size(), 2u) << state.dump();
+  EXPECT_EQ(state["members"][1][0], 1);
+  EXPECT_EQ(state["members"][1][3], 1);           // joined generation 1
+  EXPECT_TRUE(state["members"][1][4].is_null());  // running
+  // The launcher's lines (--monitor's), numbered.
+  bool said = false;
+  for (int tries = 0; tries < 1200 && !said; ++tries) {
+    nlohmann::json lines = nlohmann::json::parse(
+        HttpGet(port, "/api/state?lines=0").body, nullptr, false);
+    if (!lines.is_discarded() && lines.contains("lines")) {
+      for (const auto& l : lines["lines"]) {
+        said = said ||
+               l[1].get<std::string>().rfind("monitor: host localhost", 0) == 0;
+      }
+    }
+    if (!said) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(said);
   // After the newest sample's time, only what came since.
   const double newest = state["series"]["t"].back().get<double>();
   nlohmann::json since = nlohmann::json::parse(

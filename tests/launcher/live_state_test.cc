@@ -79,6 +79,29 @@ TEST(LiveStateTest, RowsNameWhatIsOutOfItsHealthyRange) {
   EXPECT_FALSE(json::parse(LiveStateJson({}, 13, history, 0)).contains("job"));
 }
 
+TEST(LiveStateTest, NewsCarriesLinesAndChangedMembers) {
+  LiveHistory history;
+  history.Add(1, {Host("a", 0.1, 0.1, 0.9)});
+  LiveNews news;
+  news.lines = {{7, "elastic: 2 workers on a:1,b:1 (reset 1)"}};
+  news.members_changed = true;
+  rendezvous::Member gone;
+  gone.rank = 1;
+  gone.host = "b";
+  gone.generation = 2;
+  gone.exit_status = 3;
+  news.members = {{0, "a", 0, 2, std::nullopt}, gone};
+  const json s = json::parse(LiveStateJson({}, 1, history, 0, news));
+  const json lines = {{7, "elastic: 2 workers on a:1,b:1 (reset 1)"}};
+  const json members = {{0, "a", 0, 2, nullptr}, {1, "b", 0, 2, 3}};
+  EXPECT_EQ(s["lines"], lines);
+  EXPECT_EQ(s["members"], members);
+  // Nothing new: neither key.
+  const json quiet = json::parse(LiveStateJson({}, 1, history, 0, {}));
+  EXPECT_FALSE(quiet.contains("lines"));
+  EXPECT_FALSE(quiet.contains("members"));
+}
+
 TEST(LiveStateTest, SeriesAlignHostsThatCameAndWent) {
   LiveHistory history;
   history.Add(1, {Host("a", 0.1, 0.1, 0.9)});
