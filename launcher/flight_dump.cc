@@ -206,7 +206,35 @@ std::vector<std::string> DumpFlightRecorders(JobRendezvous& job,
   if (!silent.empty()) line += "; no answer from " + silent;
   std::vector<std::string> lines = {line};
   for (std::string& l : AnalyzeFlight(c->ranks)) lines.push_back(std::move(l));
+  KeepFlightReport(lines);
   return lines;
+}
+
+namespace {
+
+struct Reports {
+  std::mutex mu;
+  FlightReport last;  // guarded by mu
+};
+
+Reports& TheReports() {
+  static Reports* r = new Reports();  // never destroyed: threads dump late
+  return *r;
+}
+
+}  // namespace
+
+void KeepFlightReport(std::vector<std::string> lines) {
+  Reports& r = TheReports();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.last.number++;
+  r.last.lines = std::move(lines);
+}
+
+FlightReport LastFlightReport() {
+  Reports& r = TheReports();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.last;
 }
 
 std::string FlightRecordersJson(JobRendezvous& job,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,15 @@ std::vector<std::string> DumpFlightRecorders(JobRendezvous& job,
                                              std::chrono::milliseconds timeout,
                                              const std::string& why,
                                              bool only_in_flight);
+
+// The newest dump's lines (its number, counted from 1 in this process; 0
+// before any), for the live page: DumpFlightRecorders keeps them.
+struct FlightReport {
+  uint64_t number = 0;
+  std::vector<std::string> lines;
+};
+void KeepFlightReport(std::vector<std::string> lines);
+FlightReport LastFlightReport();
 
 // The same gathered for horovodrun's /debug/collectives (--metrics-port):
 // {"job", "dump": N, "ranks": [each rank's dump, or {rank, host,

@@ -76,12 +76,13 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
       "application/json",
       [job] { return FlightRecordersJson(*job, std::chrono::seconds(10)); }};
   pages["/"] = {"text/html; charset=utf-8", [] { return LivePageHtml(); }};
-  // "?since=T&lines=N": the series' samples after T and the launcher's
-  // lines after the N-th only (live_state.h).
+  // "?since=T&lines=N&flight=F": the series' samples after T, the
+  // launcher's lines after the N-th, a flight report newer than the F-th
+  // (live_state.h).
   pages["/api/state"].type = "application/json";
   pages["/api/state"].answer = [this](const std::string& query) {
     double since = -1;
-    int64_t lines_after = 0;
+    int64_t lines_after = 0, flight_seen = 0;
     std::vector<std::string> parts;
     for (size_t at = 0; at <= query.size();) {
       size_t end = query.find('&', at);
@@ -96,6 +97,9 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
       } else if (part.rfind("lines=", 0) == 0) {
         auto n = ParseInt64(part.substr(6), "lines", 0, INT64_MAX);
         if (n.ok()) lines_after = *n;
+      } else if (part.rfind("flight=", 0) == 0) {
+        auto n = ParseInt64(part.substr(7), "flight", 0, INT64_MAX);
+        if (n.ok()) flight_seen = *n;
       }
     }
     const double run_s =
@@ -103,6 +107,11 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
             .count();
     LiveNews news;
     news.lines = LinesSaidAfter(static_cast<uint64_t>(lines_after));
+    FlightReport flight = LastFlightReport();
+    if (flight.number > static_cast<uint64_t>(flight_seen)) {
+      news.flight = flight.number;
+      news.flight_lines = std::move(flight.lines);
+    }
     std::lock_guard<std::mutex> lock(live_mu_);
     news.members_changed = since < 0 || members_changed_s_ > since;
     if (news.members_changed) news.members = members_;

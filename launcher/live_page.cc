@@ -16,6 +16,9 @@ tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .charts div { width: 30em; height: 14em; }
 #error { color: #900; }
+#flight-lines { font-family: monospace; white-space: pre-wrap;
+                background: #fff3cd; padding: .5em; }
+#lines:empty { display: none; }
 #lines { font-family: monospace; white-space: pre-wrap; background: #f4f4f4;
          padding: .5em; max-height: 16em; overflow-y: auto; }
 </style>
@@ -34,6 +37,8 @@ tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 <p>Healthy: allreduce under 20 % of a step, CPU busy over 70 %, memory
 under 90 % full.</p>
 <p id="stragglers"></p>
+<div id="flight" hidden><h2>Flight recorder report
+<span id="flight-n"></span></h2><div id="flight-lines"></div></div>
 <h2>Members</h2>
 <table id="members"><thead><tr><th>rank</th><th>host</th><th>slot</th>
 <th>generation</th><th>state</th></tr></thead><tbody></tbody></table>
@@ -54,7 +59,7 @@ const kept = {t: [], hosts: {}, ranks: {}};
 const KEEP = 3600;
 const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-let job = null, lastLine = 0;
+let job = null, lastLine = 0, lastFlight = 0;
 function pct(v) { return v === null ? "-" : (100 * v).toFixed(0) + " %"; }
 // A row (an array in the state's columns' order) as an object, and its
 // columns out of range as a set.
@@ -169,7 +174,8 @@ function showLines(lines) {
 async function refresh() {
   try {
     const since = kept.t.length ? "since=" + kept.t[kept.t.length - 1] : "";
-    const r = await fetch("/api/state?" + since + "&lines=" + lastLine);
+    const r = await fetch("/api/state?" + since + "&lines=" + lastLine +
+                          "&flight=" + lastFlight);
     const s = await r.json();
     if (s.job) job = s.job;
     document.getElementById("job-id").textContent = job.id;
@@ -179,6 +185,14 @@ async function refresh() {
     showHealth(s);
     if (s.members) showMembers(s.members);
     if (s.lines) showLines(s.lines);
+    if (s.flight) {
+      lastFlight = s.flight.n;
+      document.getElementById("flight").hidden = false;
+      document.getElementById("flight-n").textContent = "(dump " + s.flight.n +
+                                                        ")";
+      document.getElementById("flight-lines").textContent =
+        s.flight.lines.join("\n");
+    }
     document.getElementById("stragglers").textContent =
       s.stragglers ? "Stragglers: " + s.stragglers : "";
     keep(s.series);

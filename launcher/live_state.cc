@@ -134,6 +134,9 @@ std::string LiveStateJson(const LiveJob& job, double run_s,
     }
     out["members"] = std::move(members);
   }
+  if (news.flight > 0) {
+    out["flight"] = {{"n", news.flight}, {"lines", news.flight_lines}};
+  }
   // The job's description once: a page that asks for what came since
   // has it already.
   if (since < 0) {

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 
+#include "tests/util/browser.h"
 #include "tests/util/http_get.h"
 #include "tests/util/job_pids.h"
 #include "tests/util/ssh_host.h"
@@ -163,6 +165,52 @@ TEST(FlightTroubleTest, AThreeTimesSlowerRankIsNamedAsTheStraggler) {
   ExpectNothingLeft(run);
 }
 
+// The live page of a job whose rank 1 is 3x slower: its state names rank 1
+// the straggler (once enough collectives are counted: polled, a deadline
+// for a loaded machine), and a browser shows its row marked.
+TEST(FlightTroubleTest, TheLivePageMarksTheSlowRank) {
+  TempDir pids;
+  const int port = FreePort("127.0.0.1");
+  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
+                  std::to_string(port), HVD_TROUBLE_WORKER, "--trouble", "slow",
+                  "--rank", "1", "--steps", "100000", "--pid-dir",
+                  pids.path()});
+  nlohmann::json state;
+  for (int tries = 0; tries < 1200; ++tries) {
+    state =
+        nlohmann::json::parse(HttpGet(port, "/api/state").body, nullptr, false);
+    if (state.is_object() && state["straggler"] == 1 &&
+        state["ranks"].size() == 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(state.is_object());
+  EXPECT_EQ(state["straggler"], 1) << state.dump();
+  EXPECT_NE(state["stragglers"].get<std::string>().find("rank 1 (host "),
+            std::string::npos)
+      << state.dump();
+  if (!ChromiumPath().empty()) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+    Rendered page = RenderPage(url);
+    ASSERT_TRUE(page.ok) << page.errors;
+    EXPECT_EQ(page.errors, "");
+    EXPECT_NE(page.dom.find(R"(<tr data-rank="1" class="straggler">)"),
+              std::string::npos)
+        << page.dom;
+    EXPECT_NE(page.dom.find(R"(<tr data-rank="0">)"), std::string::npos)
+        << page.dom;
+    EXPECT_TRUE(Screenshot(
+        url, std::string(HVD_SCREENSHOT_DIR) + "/live_page_straggler.png"));
+  }
+  ASSERT_EQ(kill(job.pid(), SIGTERM), 0);
+  const Result end = job.Wait(kTimeout);
+  EXPECT_EQ(end.exit_code, 128 + SIGTERM) << end.err;
+  TroubleRun run;
+  run.pids = ReadPids(pids.path());
+  ExpectNothingLeft(run);
+}
+
 // A job that hangs (rank 1 asleep in its data loading, no stall shutdown):
 // GET /debug/collectives on --metrics-port gathers every rank's recorder
 // and the report while it hangs; SIGTERM then ends it.
@@ -196,6 +244,37 @@ TEST(FlightTroubleTest, DebugCollectivesServesTheRecordsAndTheReport) {
                     R"("grad/fc2\.weight" \(seq 9 on the others\))"))
       << r.body;
   EXPECT_EQ(HttpGet(port, "/nothing").code, 404);
+  // The live page shows the report (its state has it for a page that has
+  // not seen it), as a browser renders it.
+  const auto state = nlohmann::json::parse(
+      HttpGet(port, "/api/state?flight=0").body, nullptr, false);
+  ASSERT_TRUE(state.is_object());
+  ASSERT_TRUE(state.contains("flight")) << state.dump();
+  bool named = false;
+  for (const auto& line : state["flight"]["lines"]) {
+    named = named ||
+            line.get<std::string>().find(
+                "never submitted \"grad/fc2.weight\"") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << state.dump();
+  EXPECT_FALSE(
+      nlohmann::json::parse(
+          HttpGet(port, "/api/state?flight=" + state["flight"]["n"].dump())
+              .body)
+          .contains("flight"));
+  if (!ChromiumPath().empty()) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+    Rendered page = RenderPage(url);
+    ASSERT_TRUE(page.ok) << page.errors;
+    EXPECT_EQ(page.errors, "");
+    EXPECT_NE(page.dom.find(R"(<div id="flight">)"), std::string::npos)
+        << page.dom;
+    EXPECT_NE(page.dom.find("never submitted \"grad/fc2.weight\""),
+              std::string::npos)
+        << page.dom;
+    EXPECT_TRUE(Screenshot(
+        url, std::string(HVD_SCREENSHOT_DIR) + "/live_page_stall.png"));
+  }
   ASSERT_EQ(kill(job.pid(), SIGTERM), 0);
   const Result end = job.Wait(kTimeout);
   EXPECT_EQ(end.exit_code, 128 + SIGTERM) << end.err;
