@@ -1,6 +1,10 @@
 #include "launcher/job_watch.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -13,6 +17,25 @@
 #include "launcher/say.h"
 
 namespace hvd::launcher {
+
+namespace {
+
+// The workers' HOROVOD_TIMELINE (the flag's, else this environment's), as
+// a path from here (the workers start in this directory); "" for none or
+// DYNAMIC (opened later by the program, wherever it says).
+std::string TimelinePath(const LaunchOptions& o) {
+  auto it = o.worker_env.find("HOROVOD_TIMELINE");
+  const char* env = std::getenv("HOROVOD_TIMELINE");
+  std::string path = it != o.worker_env.end() ? it->second
+                     : env != nullptr         ? env
+                                              : "";
+  if (path.empty() || path == "DYNAMIC") return "";
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.string();
+}
+
+}  // namespace
 
 void JobWatch::AskWorkers(const LaunchOptions& o,
                           std::map<std::string, std::string>& env) {
@@ -38,6 +61,7 @@ StatusOr<std::unique_ptr<JobWatch>> JobWatch::Start(const LaunchOptions& o,
       w->live_job_.hosts.push_back(h.host + ":" + std::to_string(h.slots));
     }
     w->live_job_.size = size;
+    w->timeline_ = TimelinePath(o);
     HVD_ASSIGN_OR_RETURN(w->server_,
                          metrics::HttpServer::Start(o.metrics_port, w->Pages(),
                                                     "--metrics-port"));
@@ -107,6 +131,8 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
             .count();
     LiveNews news;
     news.lines = LinesSaidAfter(static_cast<uint64_t>(lines_after));
+    news.timeline =
+        !timeline_.empty() && ::access(timeline_.c_str(), R_OK) == 0;
     FlightReport flight = LastFlightReport();
     if (flight.number > static_cast<uint64_t>(flight_seen)) {
       news.flight = flight.number;
@@ -117,6 +143,16 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
     if (news.members_changed) news.members = members_;
     return LiveStateJson(live_job_, run_s, history_, since, news);
   };
+  // The timeline so far, as rank 0 has written it (a trace without its
+  // closing bracket, as the trace viewers take it while a job runs).
+  if (!timeline_.empty()) {
+    pages["/timeline.json"] = {"application/json", [path = timeline_] {
+                                 std::ifstream f(path, std::ios::binary);
+                                 return std::string(
+                                     std::istreambuf_iterator<char>(f),
+                                     std::istreambuf_iterator<char>());
+                               }};
+  }
   // Debian's Chart.js, read once: served from the installed file, never a
   // CDN.
   std::ifstream chart(kChartJsPath, std::ios::binary);

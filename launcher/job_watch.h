@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,9 @@ class JobWatch {
   std::mutex stragglers_mu_;  // the scrape's thread and the loop's
   std::unique_ptr<Stragglers> stragglers_;
   LiveJob live_job_;
+  // Rank 0's HOROVOD_TIMELINE, absolute ("" when none), served as
+  // /timeline.json where this machine can read it.
+  std::string timeline_;
   bool live_ = false;    // --metrics-port: the loop samples for the page
   std::mutex live_mu_;   // the page's thread and the loop's
   LiveHistory history_;  // guarded by live_mu_

@@ -27,6 +27,9 @@ tr.straggler td:first-child { background: #ffe08a; font-weight: bold; }
 <h1>hvd job <span id="job-id"></span></h1>
 <p id="job"></p>
 <p id="error"></p>
+<p id="timeline" hidden><a href="/timeline.json" download="timeline.json">The
+timeline so far</a> (HOROVOD_TIMELINE: open it in Perfetto or
+chrome://tracing).</p>
 <h2>Health, last second</h2>
 <table id="health"><thead><tr><th>host</th><th>step</th>
 <th>allreduce share</th><th>bus</th><th>CPU</th><th>memory</th></tr></thead>
@@ -185,6 +188,7 @@ async function refresh() {
     showHealth(s);
     if (s.members) showMembers(s.members);
     if (s.lines) showLines(s.lines);
+    document.getElementById("timeline").hidden = !s.timeline;
     if (s.flight) {
       lastFlight = s.flight.n;
       document.getElementById("flight").hidden = false;

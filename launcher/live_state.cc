@@ -134,6 +134,7 @@ std::string LiveStateJson(const LiveJob& job, double run_s,
     }
     out["members"] = std::move(members);
   }
+  if (news.timeline) out["timeline"] = true;
   if (news.flight > 0) {
     out["flight"] = {{"n", news.flight}, {"lines", news.flight_lines}};
   }

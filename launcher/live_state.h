@@ -56,8 +56,8 @@ class LiveHistory {
 // "hosts": {HOST: {"ar": [...], "bus": [...]}}, "ranks": {RANK: {"step":
 // [...], "bus": [...]}}}}, and for a first poll "job": {id, command,
 // hosts, size}; "lines": [[N, line]] and "members": [[rank, host, slot,
-// generation, exit status or null]] and "flight": {"n", "lines"} when
-// LiveNews has them. A row is an
+// generation, exit status or null]], "flight": {"n", "lines"} and
+// "timeline": true when LiveNews has them. A row is an
 // array in the columns' order: a host's has a
 // null rank, an absent figure is null, and "bad" has bit i set for
 // column i outside its healthy range. The series hold the samples after
@@ -77,6 +77,8 @@ struct LiveNews {
   // page has not seen it: its number (0: none) and lines.
   uint64_t flight = 0;
   std::vector<std::string> flight_lines;
+  // Rank 0's HOROVOD_TIMELINE file can be read here (/timeline.json).
+  bool timeline = false;
 };
 
 std::string LiveStateJson(const LiveJob& job, double run_s,

@@ -106,10 +106,12 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
   const int port = FreePort("127.0.0.1");
   TempDir dir;
   const std::string stop = dir.path() + "/stop";
-  Subprocess job({HVD_HOROVODRUN, "-np", "2", "--metrics-port",
-                  std::to_string(port), "--monitor", "--monitor-interval", "1",
-                  HVD_TEST_WORKER, "--steps", "1", "--until-file", stop,
-                  "--work", "allreduce"});
+  const std::string timeline = dir.path() + "/timeline.json";
+  Subprocess job(
+      {HVD_HOROVODRUN, "-np", "2", "--metrics-port", std::to_string(port),
+       "--monitor", "--monitor-interval", "1", HVD_TEST_WORKER, "--steps", "1",
+       "--until-file", stop, "--work", "allreduce"},
+      {"HOROVOD_TIMELINE=" + timeline});
   nlohmann::json state;
   for (int tries = 0; tries < 1200; ++tries) {
     HttpResponse r = HttpGet(port, "/api/state");
@@ -161,6 +163,12 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
     if (!said) std::this_thread::sleep_for(milliseconds(100));
   }
   EXPECT_TRUE(said);
+  // Rank 0's timeline so far, which the page links to.
+  EXPECT_TRUE(state["timeline"].get<bool>()) << state.dump();
+  const HttpResponse trace = HttpGet(port, "/timeline.json");
+  EXPECT_EQ(trace.code, 200);
+  EXPECT_EQ(trace.body.rfind("[", 0), 0u) << trace.body.substr(0, 200);
+  EXPECT_NE(trace.body.find("\"ph\""), std::string::npos);
   // After the newest sample's time, only what came since.
   const double newest = state["series"]["t"].back().get<double>();
   nlohmann::json since = nlohmann::json::parse(
@@ -187,8 +195,9 @@ TEST(MetricsTest, LivePageAndItsStateDuringAJob) {
     EXPECT_EQ(page.errors, "");
     EXPECT_NE(page.dom.find(R"(<tr data-host="localhost">)"), std::string::npos)
         << page.dom;
-    for (const char* row : {R"(<tr data-rank="0")", R"(<tr data-rank="1")",
-                            R"(<tr data-member="1">)"}) {
+    for (const char* row :
+         {R"(<tr data-rank="0")", R"(<tr data-rank="1")",
+          R"(<tr data-member="1">)", R"(<p id="timeline">)"}) {
       EXPECT_NE(page.dom.find(row), std::string::npos) << row << page.dom;
     }
     EXPECT_NE(page.dom.find(R"(<td class="bad">)"), std::string::npos)
