@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -28,6 +29,28 @@ std::string Response(int code, const char* reason, const std::string& type,
          "\r\nContent-Type: " + type +
          "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// The value of header `name` (lower case) in `request`, "" when absent.
+std::string Header(const std::string& request, const std::string& name) {
+  size_t at = request.find("\r\n");
+  while (at != std::string::npos) {
+    const size_t start = at + 2;
+    const size_t end = request.find("\r\n", start);
+    if (end == std::string::npos || end == start) break;
+    const std::string line = request.substr(start, end - start);
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      std::string key = line.substr(0, colon);
+      for (char& c : key) c = static_cast<char>(std::tolower(c));
+      if (key == name) {
+        size_t v = line.find_first_not_of(" \t", colon + 1);
+        return v == std::string::npos ? "" : line.substr(v);
+      }
+    }
+    at = end;
+  }
+  return "";
 }
 
 }  // namespace
@@ -115,17 +138,20 @@ void HttpServer::Serve(int fd) {
   std::string path =
       get ? line.substr(4, line.find(' ', 4) - 4) : std::string();
   const size_t mark = path.find('?');
-  const std::string query =
-      mark == std::string::npos ? std::string() : path.substr(mark + 1);
+  Request req;
+  req.query = mark == std::string::npos ? std::string() : path.substr(mark + 1);
   path = path.substr(0, mark);
+  req.authorization = Header(request, "authorization");
   std::string served;
   for (const auto& [p, page] : pages_)
     served += (served.empty() ? "" : ", ") + p;
   const auto page = pages_.find(path);
   if (get && page != pages_.end()) {
     const Page& p = page->second;
-    WriteAll(
-        fd, Response(200, "OK", p.type, p.answer ? p.answer(query) : p.body()));
+    Reply reply = p.answer ? p.answer(req) : Reply{200, p.body()};
+    WriteAll(fd, reply.code == 200
+                     ? Response(200, "OK", p.type, reply.body)
+                     : Response(403, "Forbidden", "text/plain", reply.body));
   } else if (!get) {
     WriteAll(fd, Response(405, "Method Not Allowed", "text/plain",
                           "only GET " + served + "\n"));

@@ -18,13 +18,22 @@ namespace hvd::metrics {
 // setting in errors ("--metrics-port").
 class HttpServer {
  public:
+  // What a page that takes them gets of a request: its query string and
+  // its Authorization header ("" when absent).
+  struct Request {
+    std::string query, authorization;
+  };
+  // An answer's status (200, or 403 for a page behind a token) and body.
+  struct Reply {
+    int code = 200;
+    std::string body;
+  };
   // A page: its content type and what makes its body on each GET; or,
-  // for a page that takes a query string, `answer` given it ("" when the
-  // request has none).
+  // for a page that reads the request, `answer`.
   struct Page {
     std::string type;
     std::function<std::string()> body;
-    std::function<std::string(const std::string& query)> answer = nullptr;
+    std::function<Reply(const Request&)> answer = nullptr;
   };
 
   static StatusOr<std::unique_ptr<HttpServer>> Start(

@@ -104,7 +104,8 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
   // launcher's lines after the N-th, a flight report newer than the F-th
   // (live_state.h).
   pages["/api/state"].type = "application/json";
-  pages["/api/state"].answer = [this](const std::string& query) {
+  pages["/api/state"].answer = [this](const metrics::HttpServer::Request& req) {
+    const std::string& query = req.query;
     double since = -1;
     int64_t lines_after = 0, flight_seen = 0;
     std::vector<std::string> parts;
@@ -141,7 +142,8 @@ std::map<std::string, metrics::HttpServer::Page> JobWatch::Pages() {
     std::lock_guard<std::mutex> lock(live_mu_);
     news.members_changed = since < 0 || members_changed_s_ > since;
     if (news.members_changed) news.members = members_;
-    return LiveStateJson(live_job_, run_s, history_, since, news);
+    return metrics::HttpServer::Reply{
+        200, LiveStateJson(live_job_, run_s, history_, since, news)};
   };
   // The timeline so far, as rank 0 has written it (a trace without its
   // closing bracket, as the trace viewers take it while a job runs).

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/logging.h"
 #include "common/metrics_http.h"
 #include "rendezvous/daemon_config.h"
+#include "rendezvous/jobs_page.h"
 #include "rendezvous/sd_notify.h"
 #include "rendezvous/server.h"
 #include "rendezvous/store/disk_journal.h"
@@ -245,8 +247,29 @@ int Main(int argc, char** argv) {
   std::unique_ptr<metrics::HttpServer> metrics;
   if (config->metrics_port > 0) {
     RendezvousServer* raw = server->get();
-    auto m = metrics::HttpServer::Start(
-        config->metrics_port, [raw] { return raw->MetricsExposition(); });
+    const std::string store =
+        !config->store.empty()
+            ? "etcd " + config->store + " under " + config->etcd_prefix
+        : !config->state_dir.empty() ? "state directory " + config->state_dir
+                                     : "memory only";
+    std::map<std::string, metrics::HttpServer::Page> pages;
+    pages["/metrics"] = {"text/plain; version=0.0.4; charset=utf-8",
+                         [raw] { return raw->MetricsExposition(); }};
+    // The page of the jobs (jobs_page.h): its data behind the admin token.
+    pages["/"] = {"text/html; charset=utf-8", [] { return JobsPageHtml(); }};
+    pages["/api/jobs"].type = "application/json";
+    pages["/api/jobs"].answer = [raw, store, admin = options.admin_token](
+                                    const metrics::HttpServer::Request& req) {
+      if (!IsAdmin(req.authorization, admin)) {
+        return metrics::HttpServer::Reply{
+            403, "present the admin token: Authorization: Bearer TOKEN\n"};
+      }
+      return metrics::HttpServer::Reply{
+          200,
+          JobsJson(raw->table().Summaries(), store, raw->table().LastWrite())};
+    };
+    auto m = metrics::HttpServer::Start(config->metrics_port, std::move(pages),
+                                        "--metrics-port");
     if (!m.ok()) return Fail(m.status());
     metrics = std::move(*m);
   }

@@ -32,6 +32,7 @@
 
 #include "common/status.h"
 #include "rendezvous/assignment.h"
+#include "rendezvous/members.h"
 #include "rendezvous/table_record.h"
 
 namespace hvd::rendezvous {
@@ -59,6 +60,17 @@ struct TableLimits {
 struct JobInfo {
   int size = 0;
   std::vector<int> joined;  // ranks that have joined, ascending
+};
+
+// A job as the daemon's page of its jobs shows it (JobTable::Summaries).
+struct JobSummary {
+  std::string id;
+  bool elastic = false;
+  int size = 0;
+  int epoch = 0;  // elastic: the membership's number
+  std::vector<Member> members;
+  size_t keys = 0, bytes = 0;
+  double expires_in_s = -1;  // without a keep-alive; -1: never
 };
 
 class JobTable {
@@ -135,6 +147,10 @@ class JobTable {
   // Ranks that have joined, ascending.
   StatusOr<std::vector<int>> JoinedRanks(const std::string& job_id) const;
   StatusOr<JobInfo> Info(const std::string& job_id) const;
+  // Every job, by id; and the outcome of the last write to the journal
+  // (Ok without one, or before any write).
+  std::vector<JobSummary> Summaries() const;
+  Status LastWrite() const;
 
   // Pushes the job's expiry TTL seconds past now.
   Status KeepAlive(const std::string& job_id);
@@ -280,6 +296,7 @@ class JobTable {
                                        int rank, int previous_generation);
   // The job's members as kMembersKey gives them; `mu_` held.
   static std::string MembersLocked(const Job& job);
+  static std::vector<Member> MemberListLocked(const Job& job);
   // Lays out `hosts` as the job's ranks; `mu_` held or the job not shared.
   static void LayOut(Job& job, std::vector<HostSlots> hosts);
 
@@ -316,6 +333,7 @@ class JobTable {
   std::unordered_map<WaitId, Waiter> waiters_;                // guarded by mu_
   std::set<std::pair<Clock::time_point, WaitId>> deadlines_;  // guarded by mu_
   WaitId next_id_ = 1;                                        // guarded by mu_
+  Status last_write_;  // the journal's last Append; guarded by mu_
   // Written under mu_ before the table is shared; read without it by
   // WhenDurable, on every answer.
   std::atomic<TableJournal*> journal_{nullptr};

@@ -101,6 +101,10 @@ StatusOr<std::map<std::string, std::string>> JobTable::GetPrefix(
 }
 
 std::string JobTable::MembersLocked(const Job& job) {
+  return FormatMembers(MemberListLocked(job));
+}
+
+std::vector<Member> JobTable::MemberListLocked(const Job& job) {
   std::vector<Member> members;
   int rank = 0;
   for (const HostSlots& h : job.hosts) {
@@ -122,7 +126,7 @@ std::string JobTable::MembersLocked(const Job& job) {
       members.push_back(std::move(m));
     }
   }
-  return FormatMembers(members);
+  return members;
 }
 
 JobTable::WaitId JobTable::AddWaiterLocked(Job& job, Waiter waiter) {
@@ -331,6 +335,35 @@ void JobTable::CancelWait(WaitId id) {
         id, Status::Cancelled("wait", "the client cancelled the call")));
   }
   RunAll(completions);
+}
+
+std::vector<JobSummary> JobTable::Summaries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobSummary> out;
+  const auto now = now_();
+  for (const auto& [id, job] : jobs_) {
+    JobSummary s;
+    s.id = id;
+    s.elastic = job.elastic;
+    s.size = static_cast<int>(job.assignments.size());
+    s.epoch = job.epoch;
+    s.members = MemberListLocked(job);
+    s.keys = job.kv.size();
+    s.bytes = job.bytes;
+    if (limits_.job_ttl_seconds > 0) {
+      s.expires_in_s = std::chrono::duration<double>(job.expires - now).count();
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(
+      out.begin(), out.end(),
+      [](const JobSummary& a, const JobSummary& b) { return a.id < b.id; });
+  return out;
+}
+
+Status JobTable::LastWrite() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_write_;
 }
 
 }  // namespace hvd::rendezvous

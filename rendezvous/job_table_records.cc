@@ -99,7 +99,9 @@ Status JobTable::JournalLocked(const TableRecord& record) {
   if (journal->WantsSnapshot()) {
     (void)journal->Compact(SnapshotRecordsLocked());
   }
-  return journal->Append(record);
+  Status s = journal->Append(record);
+  last_write_ = s;
+  return s;
 }
 
 Status JobTable::Restore(const TableRecord& r) {

@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "rendezvous/client.h"
 #include "tests/rendezvous/daemon_fixture.h"
+#include "tests/util/browser.h"
 #include "tests/util/http_get.h"
 #include "tests/util/ssh_host.h"
 
@@ -115,6 +116,57 @@ TEST(DaemonTest, ServesItsOwnMetrics) {
         "/usr/bin/promtool check metrics < " + dir.Write("m.txt", r.body),
         &out))
         << out;
+  }
+}
+
+// The page of the jobs on --metrics-port: its data only with the admin
+// token; each job with its members (and how they exited) and the store's
+// health; rendered by a real browser given the token in a link.
+TEST(DaemonTest, ServesAPageOfItsJobsBehindTheAdminToken) {
+  TempDir dir;
+  const int port = FreePort("127.0.0.1");
+  Daemon d(dir, {"--metrics-port", std::to_string(port), "--state-dir",
+                 dir.path() + "/state"});
+  ASSERT_FALSE(d.address().empty()) << d.process().StderrSoFar();
+  auto job = Create(d.address(), Daemon::kAdminToken);
+  ASSERT_TRUE(job.ok());
+  auto client = RendezvousClient::Create(d.address(), job->job_id, job->token);
+  ASSERT_TRUE(client->Join("localhost", 1, seconds(5)).ok());
+  ASSERT_TRUE(client->Set("hvd/exit/localhost/1", "3").ok());
+  EXPECT_EQ(HttpGet(port, "/api/jobs").code, 403);
+  EXPECT_EQ(HttpGet(port, "/api/jobs", "Authorization: Bearer guess\r\n").code,
+            403);
+  // The job's own token is no admin's.
+  EXPECT_EQ(
+      HttpGet(port, "/api/jobs", "Authorization: Bearer " + job->token + "\r\n")
+          .code,
+      403);
+  HttpResponse r = HttpGet(
+      port, "/api/jobs",
+      "Authorization: Bearer " + std::string(Daemon::kAdminToken) + "\r\n");
+  ASSERT_EQ(r.code, 200) << r.body;
+  for (const std::string& part :
+       {"\"id\":\"" + job->job_id + "\"", std::string("\"elastic\":false"),
+        std::string("\"size\":2"),
+        std::string(R"([1,"localhost",1,1,3])"),     // joined, exited 3
+        std::string(R"([0,"localhost",0,0,null])"),  // never joined
+        std::string(R"("healthy":true)"), std::string("state directory")}) {
+    EXPECT_NE(r.body.find(part), std::string::npos) << part << "\n" << r.body;
+  }
+  EXPECT_EQ(r.body.find(job->token), std::string::npos);  // no secret shown
+  const HttpResponse page = HttpGet(port, "/");
+  EXPECT_EQ(page.code, 200);
+  EXPECT_NE(page.body.find("<title>hvd-rendezvousd</title>"),
+            std::string::npos);
+  if (!ChromiumPath().empty()) {
+    Rendered seen = RenderPage("http://127.0.0.1:" + std::to_string(port) +
+                               "/#token=" + std::string(Daemon::kAdminToken));
+    ASSERT_TRUE(seen.ok) << seen.errors;
+    EXPECT_EQ(seen.errors, "");
+    EXPECT_NE(seen.dom.find(R"(<tr data-job=")" + job->job_id + "\">"),
+              std::string::npos)
+        << seen.dom;
+    EXPECT_NE(seen.dom.find("exited 3"), std::string::npos) << seen.dom;
   }
 }
 

@@ -9,7 +9,8 @@
 
 namespace hvd::testing {
 
-HttpResponse HttpGet(int port, const std::string& path) {
+HttpResponse HttpGet(int port, const std::string& path,
+                     const std::string& headers) {
   HttpResponse r;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return r;
@@ -25,7 +26,8 @@ HttpResponse HttpGet(int port, const std::string& path) {
   }
   const std::string req = "GET " + path +
                           " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
-                          "close\r\n\r\n";
+                          "close\r\n" +
+                          headers + "\r\n";
   if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(req.size())) {
     close(fd);

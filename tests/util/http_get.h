@@ -12,6 +12,8 @@ struct HttpResponse {
   std::string body;
 };
 
-HttpResponse HttpGet(int port, const std::string& path);
+// `headers`: more header lines, each ending in "\r\n".
+HttpResponse HttpGet(int port, const std::string& path,
+                     const std::string& headers = "");
 
 }  // namespace hvd::testing
