@@ -32,10 +32,12 @@ timeline so far</a> (HOROVOD_TIMELINE: open it in Perfetto or
 chrome://tracing).</p>
 <h2>Health, last second</h2>
 <table id="health"><thead><tr><th>host</th><th>step</th>
-<th>allreduce share</th><th>bus</th><th>CPU</th><th>memory</th></tr></thead>
+<th>allreduce share</th><th>bus</th><th>CPU</th><th>memory</th>
+<th class="gpu" hidden>GPU</th><th class="gpu" hidden>GPU memory</th></tr></thead>
 <tbody></tbody></table>
 <table id="ranks"><thead><tr><th>rank</th><th>host</th><th>step</th>
-<th>allreduce share</th><th>bus</th><th>memory</th></tr></thead>
+<th>allreduce share</th><th>bus</th><th>memory</th>
+<th class="gpu" hidden>GPU</th><th class="gpu" hidden>GPU memory</th></tr></thead>
 <tbody></tbody></table>
 <p>Healthy: allreduce under 20 % of a step, CPU busy over 70 %, memory
 under 90 % full.</p>
@@ -77,18 +79,27 @@ function cell(row, text, bad) {
   td.textContent = text;
   if (bad) td.className = "bad";
 }
+// GPU columns appear once a rank computes on a GPU (healthy: busy over
+// 70 %, memory under 90 % full).
+let gpus = false;
 function figures(row, h, cpu) {
   cell(row, h.step === null ? "no steps" : h.step.toFixed(3) + " s");
   cell(row, pct(h.ar), h.bad.has("ar"));
   cell(row, h.bus === null ? "-" : (h.bus / 1e9).toFixed(2) + " GB/s");
   if (cpu) cell(row, pct(h.cpu), h.bad.has("cpu"));
   cell(row, pct(h.mem), h.bad.has("mem"));
+  if (gpus) {
+    cell(row, pct(h.gpu), h.bad.has("gpu"));
+    cell(row, pct(h.gmem), h.bad.has("gmem"));
+  }
 }
 function showHealth(s) {
   const columns = s.columns.map(c => c === "bad" ? "bad_mask" : c);
   const hosts = s.hosts.map(r => named(columns, r));
   const ranks = s.ranks.map(r => named(columns, r));
   for (const r of ranks) r.straggler = r.rank === s.straggler;
+  gpus = hosts.concat(ranks).some(h => h.gpu !== null || h.gmem !== null);
+  for (const th of document.querySelectorAll("th.gpu")) th.hidden = !gpus;
   const body = document.querySelector("#health tbody");
   body.replaceChildren();
   for (const h of hosts) {
