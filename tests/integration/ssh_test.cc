@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "tests/util/browser.h"
+#include "tests/util/http_get.h"
 #include "tests/util/job_pids.h"
 #include "tests/util/ssh_host.h"
 
@@ -278,6 +281,48 @@ TEST_F(TwoSshHostsTest, JobAcrossThreeHosts) {
                                     net_->address(1) + ":2",
                                 HVD_HELLO});
   ExpectHello(r, 5);
+}
+
+// The live page of a job on two namespace hosts: each host's row and each
+// rank's (polled until both hosts report steps: a deadline for a loaded
+// machine), as a browser renders them.
+TEST_F(TwoSshHostsTest, TheLivePageShowsEachHostAndRank) {
+  const int port = FreePort("127.0.0.1");
+  const std::string stop = dir_.path() + "/stop";
+  Subprocess job({HVD_HOROVODRUN, "-i", a_->user_key(), "-np", "2", "-H",
+                  net_->address(0) + ":1," + net_->address(1) + ":1",
+                  "--metrics-port", std::to_string(port), HVD_TEST_WORKER,
+                  "--steps", "1", "--until-file", stop, "--work", "allreduce"},
+                 {"HOME=" + home_.path()});
+  nlohmann::json state;
+  for (int tries = 0; tries < 1200; ++tries) {
+    state =
+        nlohmann::json::parse(HttpGet(port, "/api/state").body, nullptr, false);
+    // Rows are arrays in the state's columns' order; "step" is the third.
+    if (state.is_object() && state["hosts"].size() == 2 &&
+        !state["hosts"][0][2].is_null() && !state["hosts"][1][2].is_null()) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_TRUE(state.is_object());
+  ASSERT_EQ(state["hosts"].size(), 2u) << state.dump();
+  EXPECT_EQ(state["ranks"].size(), 2u) << state.dump();
+  if (!ChromiumPath().empty()) {
+    Rendered page =
+        RenderPage("http://127.0.0.1:" + std::to_string(port) + "/");
+    ASSERT_TRUE(page.ok) << page.errors;
+    EXPECT_EQ(page.errors, "");
+    for (const std::string& row :
+         {R"(<tr data-host=")" + net_->address(0) + "\">",
+          R"(<tr data-host=")" + net_->address(1) + "\">",
+          std::string(R"(<tr data-rank="1")")}) {
+      EXPECT_NE(page.dom.find(row), std::string::npos) << row << page.dom;
+    }
+  }
+  std::ofstream(stop).put('\n');
+  Result r = job.Wait(kTimeout);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // Autotune across hosts also tries the TCP allreduce on one stream per
