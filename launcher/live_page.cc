@@ -197,6 +197,10 @@ async function refresh() {
       job.command.join(" ") + " on " + job.hosts.join(",") + ", " +
       job.size + " ranks, running " + s.run_s.toFixed(0) + " s";
     showHealth(s);
+    // When the first state was drawn, from the page's start (the goal: 1 s).
+    if (!document.body.dataset.firstStateMs) {
+      document.body.dataset.firstStateMs = performance.now().toFixed(0);
+    }
     if (s.members) showMembers(s.members);
     if (s.lines) showLines(s.lines);
     document.getElementById("timeline").hidden = !s.timeline;
