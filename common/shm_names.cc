@@ -16,9 +16,6 @@ namespace hvd {
 namespace {
 
 constexpr const char* kShmDir = "/dev/shm/";
-// How long a sweep waits for the processes it was told were killed.
-constexpr std::chrono::milliseconds kDyingWait{2000};
-
 // Names in /dev/shm that start with `prefix`.
 std::vector<std::string> EntriesWithPrefix(const std::string& prefix) {
   std::vector<std::string> names;
@@ -139,7 +136,8 @@ std::string ShmJobPrefix(const std::string& job_id) {
 }
 
 ShmSweep SweepJobSegments(const std::string& job_id,
-                          const std::vector<pid_t>& dying_groups) {
+                          const std::vector<pid_t>& dying_groups,
+                          std::chrono::milliseconds dying_wait) {
   ShmSweep sweep;
   // An empty or path-like id would match other jobs' names.
   if (job_id.empty() || job_id.find('/') != std::string::npos) return sweep;
@@ -147,7 +145,7 @@ ShmSweep SweepJobSegments(const std::string& job_id,
   // another CPU may still finish creating a segment after kill() returned.
   // The names are listed once the killed are gone (a chaos run found one
   // created after the list was taken).
-  const auto limit = std::chrono::steady_clock::now() + kDyingWait;
+  const auto limit = std::chrono::steady_clock::now() + dying_wait;
   while (!dying_groups.empty() && AnyRunsIn(dying_groups) &&
          std::chrono::steady_clock::now() < limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,16 @@ struct ShmSweep {
 
 // Unlinks every /dev/shm entry of `job_id` that no live process has open or
 // mapped, processes of the groups in `dying_groups` (just SIGKILLed) not
-// counting; first waits (up to 2 s) for those to be gone, so that none
-// makes a name after the list is taken. Processes whose /proc entries
+// counting; first waits (up to `dying_wait`) for those to be gone, so that
+// none makes a name after the list is taken. A SIGKILLed process is gone
+// within milliseconds on an idle machine; on one whose cores are all busy
+// it may not run again for seconds (a chaos run under load left a segment
+// made after a 2 s wait), hence the long default. Processes whose /proc entries
 // this user cannot read are taken to use nothing of the job (its segments
 // are mode 0600). Reads nothing of
 // /proc when the job has no entries, the common case.
-ShmSweep SweepJobSegments(const std::string& job_id,
-                          const std::vector<pid_t>& dying_groups = {});
+ShmSweep SweepJobSegments(
+    const std::string& job_id, const std::vector<pid_t>& dying_groups = {},
+    std::chrono::milliseconds dying_wait = std::chrono::seconds(30));
 
 }  // namespace hvd

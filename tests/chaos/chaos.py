@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from faults import KINDS, SCENARIOS, Fault, Injector, draw, wait_gone
-from world import CLOSE_MARGIN_S, GRACE_S, Daemon, Hosts, World, unavailable
+from world import CLOSE_MARGIN_S, GRACE_S, Daemon, World, unavailable
 
 ROUNDS = 300  # hvd_hello's rounds: about 2.5 s
 ELASTIC_STEPS = 60  # the elastic job's steps, 40 ms each
@@ -124,7 +124,8 @@ class Run:
         self.daemons: List[Daemon] = []
         self.daemon_exits: List[float] = []
         self.launcher_killed = False
-        listen = Hosts.GATEWAY + ":0" if scenario == "hosts" else "127.0.0.1:0"
+        listen = world.hosts.gateway + ":0" if scenario == "hosts" \
+            else "127.0.0.1:0"
         self.daemon = self._start_daemon(listen)
         self.address = self.daemon.address
         self.discovery = os.path.join(work, "hosts")
@@ -365,6 +366,11 @@ def run_once(build: str, world: World, seed: int, kinds: List[str],
                          change_at)
             probe.send_signal(signal.SIGTERM)
             probe.wait(60)
+            # At once: the probe's job keeps alive only while the probe
+            # runs, and a settling wait as long as the daemon's job TTL
+            # (30 s) would let the daemon end it rightly (seed 184 of the
+            # long run).
+            outcome.lost = check_durable(run, log)
             with open(os.path.join(work, "job.out")) as f:
                 text_out = f.read()
             with open(os.path.join(work, "job.err")) as f:
@@ -384,7 +390,6 @@ def run_once(build: str, world: World, seed: int, kinds: List[str],
             outcome.leftovers = [f"process {p}"
                                  for p in run.leftover_processes()]
             outcome.leftovers += files_left(run, text_err)
-            outcome.lost = check_durable(run, log)
             if outcome.broken or verbose:
                 outcome.stderr_tail = text_err.strip().splitlines()[-20:]
         except RuntimeError as e:  # a daemon or member did not come back

@@ -9,10 +9,15 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "util"))
+from netns_hosts import NetnsHosts  # noqa: E402
 
 GRACE_S = 2  # the daemon's --shutdown-grace-seconds
 CLOSE_MARGIN_S = 5.0  # past the grace, the daemon's own bound
@@ -175,58 +180,19 @@ class SmallDisk:
         subprocess.run(["umount", self.path], check=False)
 
 
-def ns_of(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return ""
-
-
-class Hosts:
+class Hosts(NetnsHosts):
     """Two network-namespace hosts, hvdcN at 10.213.0.N+2 on a bridge
     (10.213.0.1 is this machine), each with an sshd taking one key."""
 
-    BRIDGE = "hvdcbr0"
-    GATEWAY = "10.213.0.1"
-
     def __init__(self, work: str, count: int = 2) -> None:
         self.work = work
-        self.count = count
         self.sshd: List[subprocess.Popen] = []
-        self._ip("link", "add", self.BRIDGE, "type", "bridge")
-        self._ip("addr", "add", self.GATEWAY + "/24", "dev", self.BRIDGE)
-        self._ip("link", "set", self.BRIDGE, "up")
-        for i in range(count):
-            n = self.ns(i)
-            self._ip("netns", "add", n)
-            self._ip("link", "add", n + "a", "type", "veth", "peer", "name",
-                     n + "b")
-            self._ip("link", "set", n + "b", "netns", n)
-            self._ip("link", "set", n + "a", "master", self.BRIDGE, "up")
-            for args in (["addr", "add", self.addr(i) + "/24", "dev", n + "b"],
-                         ["link", "set", n + "b", "up"],
-                         ["link", "set", "lo", "up"]):
-                self._ip("netns", "exec", n, "ip", *args)
-        self._start_sshd()
-        self.namespaces = {self.ns_inode(i): i for i in range(count)}
-
-    @staticmethod
-    def ns(i: int) -> str:
-        return f"hvdc{i}"
-
-    @staticmethod
-    def addr(i: int) -> str:
-        return f"10.213.0.{i + 2}"
-
-    @staticmethod
-    def _ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True)
-
-    def ns_inode(self, i: int) -> str:
-        probe = subprocess.run(
-            ["ip", "netns", "exec", self.ns(i), "readlink", "/proc/self/ns/net"],
-            check=True, capture_output=True, text=True)
-        return probe.stdout.strip()
+        super().__init__("hvdc", 0, count)
+        try:
+            self._start_sshd()
+        except Exception:
+            self.close()
+            raise
 
     def _start_sshd(self) -> None:
         home = os.path.join(self.work, "home")
@@ -268,9 +234,6 @@ class Hosts:
     def host_list(self) -> str:
         return ",".join(f"{self.addr(i)}:1" for i in range(self.count))
 
-    def link(self, i: int, up: bool) -> None:
-        self._ip("link", "set", self.ns(i) + "a", "up" if up else "down")
-
     def processes(self) -> List[int]:
         """Processes inside the hosts' namespaces, other than the sshd
         listeners (and `ip netns exec` wrappers) this fixture started."""
@@ -281,24 +244,13 @@ class Hosts:
                     ours.add(int(f.read().strip()))
             except (OSError, ValueError):
                 pass
-        found = []
-        for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) not in ours and \
-                    ns_of(int(name)) in self.namespaces:
-                found.append(int(name))
-        return found
+        return super().processes(list(ours))
 
     def close(self) -> None:
         for p in self.sshd:
             p.terminate()
             p.wait()
-        for i in range(self.count):
-            subprocess.run(["ip", "link", "del", self.ns(i) + "a"],
-                           check=False, stderr=subprocess.DEVNULL)
-            subprocess.run(["ip", "netns", "del", self.ns(i)], check=False,
-                           stderr=subprocess.DEVNULL)
-        subprocess.run(["ip", "link", "del", self.BRIDGE], check=False,
-                       stderr=subprocess.DEVNULL)
+        super().close()
 
 
 class World:

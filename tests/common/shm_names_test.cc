@@ -112,7 +112,8 @@ TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   ASSERT_EQ(ready, 'y');
   EXPECT_TRUE(SweepJobSegments(job).removed.empty());
   // Still running past the sweep's wait for the dying: it does not count.
-  EXPECT_TRUE(SweepJobSegments(job, {child}).removed.size() == 1);
+  EXPECT_TRUE(SweepJobSegments(job, {child}, std::chrono::milliseconds(100))
+                  .removed.size() == 1);
   EXPECT_FALSE(Exists(held.name()));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
@@ -151,6 +152,31 @@ TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
   ::unlink(("/dev/shm/" + name).c_str());
   ::close(go[0]);
   ::close(go[1]);
+}
+
+// One of the dying that does not run again for longer than a loaded
+// machine's usual moment (here: it is not killed, and makes its segment
+// 2.5 s on): the sweep still waits for it to be gone before it lists.
+TEST(ShmNamesTest, ASegmentMadeByASlowDyingProcessIsSwept) {
+  const std::string job = NewJobId();
+  const std::string name = ShmJobPrefix(job) + "shmctl-2";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setpgid(0, 0);
+    ::usleep(2500 * 1000);
+    int fd = ::open(("/dev/shm/" + name).c_str(),
+                    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  ::setpgid(child, child);
+  ShmSweep sweep = SweepJobSegments(job, {child});
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(Has(sweep.removed, name));
+  EXPECT_FALSE(Exists(name));
+  ::unlink(("/dev/shm/" + name).c_str());
 }
 
 TEST(ShmNamesTest, AnEmptyJobIdSweepsNothing) {
