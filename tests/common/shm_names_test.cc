@@ -122,12 +122,13 @@ TEST(ShmNamesTest, ProcessesOfDyingGroupsDoNotCount) {
   ::close(stay[1]);
 }
 
-// A killed worker on another CPU may finish creating a segment after
-// kill() returned: the sweep lists the names once the dying are gone. Here
-// the "dying" child makes its segment a moment after the sweep began.
-TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
-  const std::string job = NewJobId();
-  const std::string name = ShmJobPrefix(job) + "shmctl-1";
+// A child in a process group of its own, told to the sweep as dying,
+// that makes the job's segment `name` `delay_us` after the sweep begins
+// (it starts counting when the parent says go, just before the sweep),
+// then exits: the sweep must list the names only once it is gone.
+void ExpectSweptAfterTheDyingMakeIt(const std::string& job,
+                                    const std::string& name,
+                                    useconds_t delay_us) {
   int go[2];
   ASSERT_EQ(::pipe(go), 0);
   pid_t child = ::fork();
@@ -136,7 +137,7 @@ TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
     ::setpgid(0, 0);
     char c;
     (void)!::read(go[0], &c, 1);
-    ::usleep(100 * 1000);
+    ::usleep(delay_us);
     int fd = ::open(("/dev/shm/" + name).c_str(),
                     O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     ::_exit(fd >= 0 ? 0 : 1);
@@ -154,29 +155,22 @@ TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
   ::close(go[1]);
 }
 
+// A killed worker on another CPU may finish creating a segment after
+// kill() returned: the sweep lists the names once the dying are gone. Here
+// the "dying" child makes its segment a moment after the sweep began.
+TEST(ShmNamesTest, ASegmentMadeWhileTheDyingEndIsSwept) {
+  const std::string job = NewJobId();
+  ExpectSweptAfterTheDyingMakeIt(job, ShmJobPrefix(job) + "shmctl-1",
+                                 100 * 1000);
+}
+
 // One of the dying that does not run again for longer than a loaded
 // machine's usual moment (here: it is not killed, and makes its segment
 // 2.5 s on): the sweep still waits for it to be gone before it lists.
 TEST(ShmNamesTest, ASegmentMadeByASlowDyingProcessIsSwept) {
   const std::string job = NewJobId();
-  const std::string name = ShmJobPrefix(job) + "shmctl-2";
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::setpgid(0, 0);
-    ::usleep(2500 * 1000);
-    int fd = ::open(("/dev/shm/" + name).c_str(),
-                    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    ::_exit(fd >= 0 ? 0 : 1);
-  }
-  ::setpgid(child, child);
-  ShmSweep sweep = SweepJobSegments(job, {child});
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_TRUE(Has(sweep.removed, name));
-  EXPECT_FALSE(Exists(name));
-  ::unlink(("/dev/shm/" + name).c_str());
+  ExpectSweptAfterTheDyingMakeIt(job, ShmJobPrefix(job) + "shmctl-2",
+                                 2500 * 1000);
 }
 
 TEST(ShmNamesTest, AnEmptyJobIdSweepsNothing) {

@@ -54,6 +54,20 @@ Rendered RenderPage(const std::string& url, std::chrono::milliseconds budget) {
   return out;
 }
 
+std::string PageLacks(const std::string& url,
+                      const std::vector<std::string>& parts,
+                      const std::string& png) {
+  Rendered page = RenderPage(url);
+  std::string lacks = page.errors;
+  for (const std::string& part : parts) {
+    if (page.dom.find(part) == std::string::npos) lacks += "no " + part + "\n";
+  }
+  if (!png.empty() && !Screenshot(url, png))
+    lacks += "no screenshot " + png + "\n";
+  if (!lacks.empty() && page.ok) lacks += "in:\n" + page.dom;
+  return lacks;
+}
+
 bool Screenshot(const std::string& url, const std::string& png, int width,
                 int height, std::chrono::milliseconds budget) {
   TempDir profile;

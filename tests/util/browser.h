@@ -24,6 +24,13 @@ struct Rendered {
 Rendered RenderPage(const std::string& url,
                     std::chrono::milliseconds budget = std::chrono::seconds(5));
 
+// What is wrong with `url` as a browser renders it: chromium failing, the
+// page's console errors, each of `parts` missing from its DOM, and (with
+// `png`) a screenshot that could not be saved there; "" when nothing is.
+std::string PageLacks(const std::string& url,
+                      const std::vector<std::string>& parts,
+                      const std::string& png = "");
+
 // Saves a screenshot of `url` (width x height) to `png`; false when it
 // could not.
 bool Screenshot(const std::string& url, const std::string& png,
